@@ -1,0 +1,58 @@
+"""`cookbook` command line.
+
+Subcommand groups are imported lazily so that `cookbook --help` and `cookbook list`
+start fast and never import torch, vllm or numpy. To add a group, add one line to
+LAZY_GROUPS: name -> "module:attribute" of a click command or group.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+import click
+
+# name -> "module:attr"; the module is imported only when the command runs.
+LAZY_GROUPS: dict[str, tuple[str, str]] = {
+    "list": ("cookbook.commands.recipes", "list_cmd", "Table of every recipe, its status and whether it runs here."),
+    "show": ("cookbook.commands.recipes", "show_cmd", "The fully resolved recipe, each setting with its reason."),
+    "launch": ("cookbook.commands.recipes", "launch_cmd", "The copy-paste launch block (exports + vllm serve)."),
+    "lint": ("cookbook.commands.recipes", "lint_cmd", "Validate recipes; report every error with file:line:col."),
+    "schema": ("cookbook.commands.recipes", "schema_cmd", "Write (or --check) the generated recipe JSON Schema."),
+    "errors": ("cookbook.commands.recipes", "errors_cmd", "Write (or --check) docs/errors.md from the error registry."),
+}
+
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx):
+        return sorted(set(super().list_commands(ctx)) | set(LAZY_GROUPS))
+
+    def get_command(self, ctx, name):
+        cmd = super().get_command(ctx, name)
+        if cmd is not None or name not in LAZY_GROUPS:
+            return cmd
+        module, attr, _ = LAZY_GROUPS[name]
+        return getattr(importlib.import_module(module), attr)
+
+    def format_commands(self, ctx, formatter):
+        # Help text comes from LAZY_GROUPS so --help imports nothing.
+        rows = [(name, LAZY_GROUPS[name][2]) for name in sorted(LAZY_GROUPS)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="cookbook")
+def main():
+    """Recipes for serving large MoE models with vLLM on named hardware.
+
+    \b
+    Typical use:
+      cookbook list                      every recipe and whether it runs here
+      cookbook show glm52-2 --quant Q4_K resolved settings with their reasons
+      cookbook launch glm52-2            copy-paste launch block
+      cookbook lint                      validate every recipe
+    """
+
+
+if __name__ == "__main__":
+    main()
