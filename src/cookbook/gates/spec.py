@@ -1,0 +1,235 @@
+"""How a recipe declares its gates: which ones run and the thresholds each must meet.
+
+A recipe's `gates:` block validates against `GatesSpec`. Every gate is optional; a recipe
+with no gates is valid (and can never be verified by a gate it does not declare). Each
+gate carries `calibrated_on`, naming the run that set its thresholds, so a threshold is
+never a number without a source. Units are part of field names (_tokens, _s, _pct,
+_fraction, _tok_s).
+
+Only pydantic is imported here: the recipe model imports this module on every command.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Optional
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+# Order in which `cookbook gates run` executes gates and prints them. Cheap correctness
+# gates first, load and speed last, so a broken server fails fast.
+GATE_NAMES: tuple[str, ...] = (
+    "greedy",
+    "logprobs",
+    "tools",
+    "needles",
+    "gsm8k",
+    "spec_acceptance",
+    "stress",
+    "speed",
+)
+
+
+
+class GateBase(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    calibrated_on: str = Field(
+        min_length=1,
+        description=(
+            "Which run set this gate's thresholds: an evidence bundle path, a hardware + "
+            "engine + date note, or 'reported: <source>'. Say 'uncalibrated' when a "
+            "threshold is a placeholder."
+        ),
+    )
+    timeout_s: float = Field(
+        600.0, gt=0, description="Wall-clock limit for the whole gate; past it the gate fails as timed out."
+    )
+    max_concurrent_requests: int = Field(
+        4, ge=1, le=256, description="Bound on requests this gate has in flight at once."
+    )
+    seed: int = Field(1234, description="Seed for the gate's random choices (codes, depths, prefixes) and sampled requests.")
+
+
+class NeedlesGate(GateBase):
+    lengths_tokens: list[int] = Field(
+        min_length=1,
+        description="Prompt lengths to test, in tokens of the served model's tokenizer (counted with the server's /tokenize).",
+    )
+    depths_pct: list[float] = Field(
+        default_factory=lambda: [10.0, 50.0, 90.0],
+        min_length=1,
+        description="Where each needle goes in the haystack, in percent of its length (0 = start, 100 = end); inserted at a sentence boundary.",
+    )
+    codes_per_prompt: int = Field(
+        1, ge=1, le=16, description="Random 7-digit codes hidden per prompt; the first at the depth, the rest spaced evenly after it."
+    )
+    fillers: list[str] = Field(
+        default_factory=lambda: ["moby-dick.txt"],
+        min_length=1,
+        description="Haystack text files (natural prose) under the data path's haystack/ folder; one prompt set per filler.",
+    )
+    max_tokens: int = Field(48, ge=8, description="Completion budget for the answer (the codes and little else).")
+    min_found_fraction: float = Field(
+        1.0, ge=0.0, le=1.0,
+        description="Pass when found codes / hidden codes over all prompts is at least this (case-insensitive substring match).",
+    )
+
+    @model_validator(mode="after")
+    def _depths_in_range(self):
+        bad = [d for d in self.depths_pct if not 0.0 <= d <= 100.0]
+        if bad:
+            raise ValueError(f"depths_pct must lie in 0..100; got {bad}")
+        if any(n < 64 for n in self.lengths_tokens):
+            raise ValueError("lengths_tokens must each be at least 64")
+        return self
+
+
+class Gsm8kGate(GateBase):
+    n: int = Field(50, ge=1, le=1319, description="Number of test problems: the first N of GSM8K test.jsonl.")
+    shots: int = Field(5, ge=0, le=20, description="Few-shot examples: the first K of GSM8K train.jsonl, as 'Question:/Answer:' pairs.")
+    mode: Literal["chat", "completion"] = Field(
+        "chat", description="chat: /v1/chat/completions with the shots as prior turns; completion: /v1/completions with one text prompt."
+    )
+    extraction: Literal["strict", "flexible"] = Field(
+        "flexible",
+        description="Which extraction the threshold applies to; both are measured. strict: first '#### N'; flexible: last number in the answer.",
+    )
+    max_tokens: int = Field(256, ge=16, description="Completion budget per problem; answers ending with finish_reason 'length' are counted and scored as they are.")
+    stop: list[str] = Field(default_factory=lambda: ["Question:"], description="Stop strings sent with each request.")
+    min_correct_fraction: float = Field(
+        ge=0.0, le=1.0, description="Pass when correct / n (with the chosen extraction) is at least this."
+    )
+    reasoning_field: Optional[str] = Field(
+        "reasoning",
+        description="Message field holding separate reasoning (vLLM >= 0.11: 'reasoning'; older: 'reasoning_content'). Only content is scored; reasoning is recorded. null: the model does not reason.",
+    )
+    max_truncated_fraction: Optional[float] = Field(
+        None, ge=0.0, le=1.0,
+        description="If set, fail when answers with finish_reason 'length' / n exceed this (catches reasoning that eats the budget).",
+    )
+
+
+ToolCase = Literal["required", "named", "auto", "none", "json_schema"]
+
+
+class ToolsGate(GateBase):
+    cases: list[ToolCase] = Field(
+        default_factory=lambda: ["required", "named", "auto", "none", "json_schema"],
+        min_length=1,
+        description="tool_choice modes to test (required, named, auto, none) and a response_format json_schema case.",
+    )
+    stream: Literal["off", "on", "both"] = Field(
+        "both", description="Run each case non-streamed, streamed, or both; with both, streamed arguments must equal non-streamed ones as parsed JSON (greedy only)."
+    )
+    sampling: Literal["greedy", "sampled", "both"] = Field(
+        "both", description="greedy: temperature 0; sampled: temperature `sampled_temperature` (validity is checked, not equality)."
+    )
+    sampled_temperature: float = Field(0.7, gt=0.0, le=2.0, description="Temperature of sampled runs.")
+    max_tokens: int = Field(256, ge=16, description="Completion budget per request.")
+    min_passed_fraction: float = Field(
+        1.0, ge=0.0, le=1.0, description="Pass when passed checks / all checks is at least this."
+    )
+
+
+class SpecAcceptanceGate(GateBase):
+    min_acceptance_rate: float = Field(
+        ge=0.0, le=1.0,
+        description="Minimum of Δaccepted_tokens / Δdraft_tokens from vllm:spec_decode_* counters over the gate's requests.",
+    )
+    min_mean_acceptance_length: float = Field(
+        1.0, ge=1.0, description="Minimum of 1 + Δaccepted_tokens / Δdrafts, in tokens per target forward pass."
+    )
+    requests: int = Field(8, ge=1, description="Natural-text requests (GSM8K questions) sent greedily to drive drafting.")
+    max_tokens: int = Field(128, ge=8, description="Completion budget per request.")
+
+
+class LogprobsGate(GateBase):
+    requests: int = Field(4, ge=1, description="Sampled chat requests with logprobs.")
+    top_logprobs: int = Field(5, ge=1, le=20, description="top_logprobs asked for; every generated token must return exactly this many.")
+    max_tokens: int = Field(16, ge=1, description="Tokens generated per request.")
+    temperature: float = Field(1.0, gt=0.0, le=2.0, description="Sampling temperature (sampled, so rare tokens appear).")
+    clamp_sentinel: float = Field(
+        -9999.0, description="Value vLLM clamps -inf logprobs to; a logprob at or below it counts as clamped (a failure)."
+    )
+
+
+class StressGate(GateBase):
+    decodes: int = Field(4, ge=1, description="Streaming decodes kept running while the long prompts prefill.")
+    decode_max_tokens: int = Field(128, ge=8, description="Tokens each decode generates (ignore_eos, so the count is fixed).")
+    prefill_tokens: list[int] = Field(
+        default_factory=lambda: [2048], min_length=1,
+        description="Lengths of the long prompts sent once the decodes are streaming, in tokens; one request per entry.",
+    )
+    max_decode_gap_s: float = Field(
+        gt=0, description="Pass when the largest gap between token-carrying chunks of any decode (usage deltas > 0) is at most this."
+    )
+
+
+class GreedyGate(GateBase):
+    prompts: list[str] = Field(
+        default_factory=lambda: [
+            "Write the numbers from one to twenty in words, separated by commas.",
+            "Explain in three sentences why the sky is blue.",
+            "List five animals that live in the ocean.",
+        ],
+        min_length=1,
+        description="Fixed prompts, each run twice at temperature 0 with the same batch shape; outputs must be identical.",
+    )
+    max_tokens: int = Field(64, ge=1, description="Tokens per completion.")
+    repeats: int = Field(2, ge=2, description="Runs per prompt that must agree.")
+
+
+class SpeedGate(GateBase):
+    min_decode_tok_s_1_stream: Optional[float] = Field(
+        None, gt=0, description="Minimum decode tokens/s of one stream: (n-1)/(t_last_token - t_first_token), n from usage."
+    )
+    min_decode_tok_s_4_streams: Optional[float] = Field(
+        None, gt=0, description="Minimum aggregate decode tokens/s of 4 concurrent streams: sum of per-stream rates."
+    )
+    max_ttft_2k_s: Optional[float] = Field(
+        None, gt=0, description="Maximum time to first token, client side, of an uncached 2048-token prompt (random prefix defeats the prefix cache)."
+    )
+    max_ttft_8k_s: Optional[float] = Field(
+        None, gt=0, description="Maximum time to first token of an uncached 8192-token prompt."
+    )
+    ttft_prompts_tokens: list[int] = Field(
+        default_factory=lambda: [2048, 8192],
+        description="Prompt lengths whose TTFT is measured; must include 2048 / 8192 when their threshold is set.",
+    )
+    decode_max_tokens: int = Field(128, ge=8, description="Tokens generated per decode-speed request (ignore_eos).")
+    sweep_concurrencies: list[int] = Field(
+        default_factory=lambda: [1, 2, 4, 8],
+        description="Concurrency levels of the sweep; each sends concurrency x sweep_waves requests and reports total tokens / drain time.",
+    )
+    sweep_waves: int = Field(1, ge=1, description="Requests per level = concurrency x this.")
+    sweep_max_tokens: int = Field(64, ge=8, description="Tokens per sweep request (ignore_eos).")
+
+    @model_validator(mode="after")
+    def _ttft_lengths(self):
+        for limit, n in ((self.max_ttft_2k_s, 2048), (self.max_ttft_8k_s, 8192)):
+            if limit is not None and n not in self.ttft_prompts_tokens:
+                raise ValueError(f"a TTFT threshold for {n} tokens is set but {n} is not in ttft_prompts_tokens")
+        if any(c < 1 for c in self.sweep_concurrencies):
+            raise ValueError("sweep_concurrencies must be positive")
+        return self
+
+
+class GatesSpec(BaseModel):
+    """The gates a recipe must pass to be verified; absent gates are not run."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    greedy: Optional[GreedyGate] = Field(None, description="Determinism: fixed prompts at temperature 0 give identical text.")
+    logprobs: Optional[LogprobsGate] = Field(None, description="Logprobs: top-K present for every token, finite, not clamped.")
+    tools: Optional[ToolsGate] = Field(None, description="Tool calling and JSON-schema output, streamed and not, greedy and sampled.")
+    needles: Optional[NeedlesGate] = Field(None, description="Long-context retrieval of random codes hidden in natural prose.")
+    gsm8k: Optional[Gsm8kGate] = Field(None, description="Arithmetic reasoning accuracy on the first N GSM8K test problems.")
+    spec_acceptance: Optional[SpecAcceptanceGate] = Field(
+        None, description="Speculative decoding acceptance from /metrics counter deltas."
+    )
+    stress: Optional[StressGate] = Field(None, description="Decodes keep flowing while long prompts prefill.")
+    speed: Optional[SpeedGate] = Field(None, description="Decode speed, uncached TTFT, and a concurrency sweep.")
+
+    def declared(self) -> list[str]:
+        """Names of declared gates, in run order."""
+        return [name for name in GATE_NAMES if getattr(self, name) is not None]
