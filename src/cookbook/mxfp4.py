@@ -19,7 +19,8 @@ Encoding rules (`quantize`):
 - Elements: x / 2**shared_exp rounded to the nearest E2M1 value, ties to the even code
   (round-half-to-even, microxcaling "even"), saturating at +-6. The sign is kept, so a
   negative value that rounds to zero encodes as code 8 (-0.0).
-- Non-finite input (NaN, +-Inf): by default `quantize` raises ValueError naming the first
+- Non-finite input (NaN, +-Inf), or a float64 block whose shared exponent exceeds 127:
+  by default `quantize` raises ValueError naming the first
   bad index, since a weight tensor with NaN/Inf is a bug upstream. With
   ``nonfinite="nan"`` the block gets scale byte 0xFF (NaN, as OCP specifies for a block
   whose shared exponent overflows) and codes 0, so it decodes to NaN.
@@ -59,22 +60,20 @@ def _check_last_axis(x: np.ndarray, what: str) -> None:
 
 
 def _shared_exponent(amax: np.ndarray, scale_rule: str) -> np.ndarray:
-    """int32 shared exponent per block from the float32 block amax (all finite, >= 0)."""
-    a = amax.astype(np.float32)
+    """int32 shared exponent per block from the block amax (all finite, >= 0)."""
+    a = np.ascontiguousarray(amax, dtype=np.float64)
     if scale_rule == "even":
-        # Quark even_round: round the float32 bits at 1 mantissa bit (add 1<<21, drop the
-        # mantissa). Overflow to the next exponent is exactly "round up to 2**(n+1)".
-        bits = a.view(np.uint32).astype(np.uint64)
-        bits = (bits + (1 << 21)) & 0xFF800000
-        a = bits.astype(np.uint32).view(np.float32)
+        # Quark even_round: round amax at 1 mantissa bit (float64: add 1<<50, drop the
+        # mantissa). A carry into the exponent is exactly "round up to 2**(n+1)".
+        bits = (a.view(np.uint64) + np.uint64(1 << 50)) & np.uint64(0xFFF0000000000000)
+        a = bits.view(np.float64)
     elif scale_rule != "floor":
         raise MXFP4Error(f"scale_rule must be 'floor' or 'even', got {scale_rule!r}")
     # frexp is exact (no log2 rounding): a = m * 2**e with m in [0.5, 1) -> floor(log2 a) = e-1.
-    _, e = np.frexp(a.astype(np.float64))
-    e = np.where(np.isinf(a), 129, e)  # "even" rounding of amax near FLT_MAX overflows to inf = 2**128
+    _, e = np.frexp(a)
     exp = e.astype(np.int32) - 1 - E2M1_EMAX
     exp = np.where(a == 0, -SCALE_BIAS, exp)
-    return np.clip(exp, -SCALE_BIAS, SCALE_BIAS)
+    return np.maximum(exp, -SCALE_BIAS)  # above 127 the caller treats the block as NaN
 
 
 def _round_magnitudes(mag: np.ndarray) -> np.ndarray:
@@ -114,6 +113,13 @@ def quantize(
             b = np.where(finite, b, 0.0)
         amax = np.abs(b).max(axis=1)
         exp = _shared_exponent(amax, scale_rule)
+        too_big = exp > SCALE_BIAS  # only float64 input beyond ~2**130: E8M0 cannot scale it
+        if too_big.any():
+            if nonfinite == "raise":
+                i = start + int(np.argmax(too_big))
+                raise MXFP4Error(f"quantize: block {i} has amax {amax[i - start]:g}, beyond E8M0 range (2**127 * 6)")
+            bad_block |= too_big
+            exp = np.minimum(exp, SCALE_BIAS)
         mag = np.abs(b) * np.ldexp(1.0, -exp)[:, None]  # exact: power-of-two scaling in float64
         codes = _round_magnitudes(mag) | (np.signbit(b).astype(np.uint8) << 3)
         codes[bad_block] = 0

@@ -127,6 +127,13 @@ def test_nonfinite_raises_by_default_naming_index():
         quantize(x)
 
 
+def test_exponent_above_127_is_refused_or_nan():
+    x = np.zeros((1, 32)); x[0, 0] = 2.0**131
+    with pytest.raises(MXFP4Error, match="beyond E8M0"):
+        quantize(x)
+    assert quantize(x, nonfinite="nan")[1][0, 0] == 255
+
+
 def test_nonfinite_nan_policy_marks_only_that_block():
     x = np.ones((1, 64), np.float32)
     x[0, 3] = np.inf
