@@ -1,0 +1,169 @@
+"""Recipe commands: list, show, launch, lint, schema, errors."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import click
+
+from cookbook.recipe import errors as E
+from cookbook.recipe import paths
+
+
+def fail(exc: E.RecipeError, action: str) -> None:
+    """Print every diagnostic of a refusal and exit non-zero."""
+    click.echo(f"error: {action}", err=True)
+    for d in exc.diagnostics:
+        click.echo(d.render(paths.repo_root()), err=True)
+    sys.exit(2)
+
+
+def _resolve_or_fail(slug, quant, sets, action):
+    from cookbook.recipe.resolve import resolve
+
+    try:
+        return resolve(slug, quant, sets)
+    except E.RecipeError as exc:
+        fail(exc, action)
+
+
+quant_option = click.option("--quant", "-q", help="A quant option of the recipe (default: the recipe's default).")
+set_option = click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
+                          help="Override a setting, e.g. --set serve.args.max_model_len=8192 "
+                               "(a bare flag name means serve.args, an UPPER name means env).")
+
+
+@click.command("list")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def list_cmd(as_json):
+    """Every recipe: model, hardware, status, and whether it runs on this machine."""
+    from cookbook import platforms
+    from cookbook.recipe.resolve import all_slugs, resolve
+    from cookbook.recipe.status import verified_status
+
+    here = platforms.detect()
+    rows = []
+    for slug in all_slugs():
+        try:
+            r = resolve(slug, check=False)
+        except E.RecipeError as exc:
+            rows.append({"slug": slug, "model": "?", "hardware": "?", "status": "invalid",
+                         "runs_here": False, "reason": exc.diagnostics[0].render(paths.repo_root())})
+            continue
+        if r.recipe.abstract:
+            continue
+        hw = r.recipe.hardware
+        ok, reason = platforms.can_run(hw.platform, hw.gpus, hw.min_host_memory_gib, here)
+        rows.append({"slug": slug, "model": r.recipe.model.name,
+                     "hardware": f"{hw.gpus}x {hw.platform}" if hw.gpus else hw.platform,
+                     "status": verified_status(slug), "runs_here": ok, "reason": reason})
+    if as_json:
+        click.echo(json.dumps({"machine": here.description, "recipes": rows}, indent=2))
+        return
+    headers = ("RECIPE", "MODEL", "HARDWARE", "STATUS", "HERE")
+    table = [(r["slug"], r["model"], r["hardware"], r["status"],
+              "yes" if r["runs_here"] else f"no: {r['reason']}") for r in rows]
+    widths = [max(len(h), *(len(t[i]) for t in table)) if table else len(h) for i, h in enumerate(headers[:-1])]
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths) + "  {}"
+    click.echo(fmt.format(*headers))
+    for t in table:
+        click.echo(fmt.format(*t))
+    click.echo(f"\nthis machine: {here.description}")
+
+
+@click.command("show")
+@click.argument("slug")
+@quant_option
+@set_option
+@click.option("--json", "as_json", is_flag=True, help="The resolved recipe as JSON.")
+def show_cmd(slug, quant, sets, as_json):
+    """The fully resolved recipe, each setting with its reason. Loads and downloads nothing."""
+    from cookbook.recipe.show import render_show
+
+    resolved = _resolve_or_fail(slug, quant, sets, f"cannot show {slug}")
+    if as_json:
+        click.echo(json.dumps({"quant": resolved.quant, "content_hash": resolved.content_hash,
+                               "recipe": resolved.data}, indent=2))
+        return
+    click.echo(render_show(resolved), nl=False)
+
+
+@click.command("launch")
+@click.argument("slug")
+@quant_option
+@set_option
+@click.option("--no-comments", is_flag=True, help="Only the commands.")
+def launch_cmd(slug, quant, sets, no_comments):
+    """The copy-paste launch block: exports, then the server command, one flag per line."""
+    from cookbook.recipe.launch import render
+
+    resolved = _resolve_or_fail(slug, quant, sets, f"cannot launch {slug}" + (f" --quant {quant}" if quant else ""))
+    click.echo(render(resolved, comments=not no_comments), nl=False)
+
+
+@click.command("lint")
+@click.argument("targets", nargs=-1, type=click.Path(path_type=Path))
+def lint_cmd(targets):
+    """Validate recipes (default: all under recipes/). Reports every error in a file at once."""
+    from cookbook.recipe.lint import lint_file
+
+    files: list[Path] = []
+    for t in targets or [paths.recipes_dir()]:
+        if t.is_dir():
+            found = sorted(t.glob("*/recipe.yaml")) + ([t / "recipe.yaml"] if (t / "recipe.yaml").is_file() else [])
+            files += found
+        elif t.exists():
+            files.append(t)
+        else:
+            click.echo(f"error: {t}: no such file or directory", err=True)
+            click.echo("  help: pass recipe.yaml files or folders holding recipes/<slug>/recipe.yaml", err=True)
+            sys.exit(2)
+    errors = hints = 0
+    for f in files:
+        for d in lint_file(f):
+            click.echo(d.render(paths.repo_root()))
+            if d.kind.level == "error":
+                errors += 1
+            else:
+                hints += 1
+    click.echo(f"{len(files)} recipe(s) checked: {errors} error(s), {hints} hint(s)", err=True)
+    sys.exit(1 if errors else 0)
+
+
+def _generated(path: Path, text: str, check: bool, command: str) -> None:
+    import difflib
+
+    current = path.read_text() if path.exists() else ""
+    if current == text:
+        click.echo(f"{path}: up to date")
+        return
+    if check:
+        diff = list(difflib.unified_diff(current.splitlines(), text.splitlines(), str(path), "generated",
+                                         lineterm=""))
+        click.echo("\n".join(diff[:100]), err=True)
+        click.echo(f"error: {path} is stale; run `{command}` and commit the result", err=True)
+        sys.exit(1)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    tmp.write_text(text)
+    tmp.replace(path)
+    click.echo(f"{path}: written")
+
+
+@click.command("schema")
+@click.option("--check", is_flag=True, help="Fail if the committed schema is stale.")
+def schema_cmd(check):
+    """Write schema/recipe.schema.json from the recipe model."""
+    from cookbook.recipe.model import json_schema
+
+    text = json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
+    _generated(paths.schema_file(), text, check, "cookbook schema")
+
+
+@click.command("errors")
+@click.option("--check", is_flag=True, help="Fail if the committed page is stale.")
+def errors_cmd(check):
+    """Write docs/errors.md from the error registry."""
+    _generated(paths.repo_root() / "docs" / "errors.md", E.markdown(), check, "cookbook errors")

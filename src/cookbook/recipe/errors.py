@@ -1,0 +1,143 @@
+"""Every diagnostic the recipe engine can emit, with a stable ID.
+
+The docstring-like `doc` of each entry is the documentation: `cookbook errors` generates
+docs/errors.md from this table, and a test checks the IDs are unique and documented.
+IDs never change meaning; retired IDs stay listed with `retired=True`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class ErrorKind:
+    id: str
+    title: str
+    doc: str  # what is wrong, why it matters, how to fix
+    level: str = "error"  # error | hint
+    retired: bool = False
+
+
+REGISTRY: dict[str, ErrorKind] = {}
+
+
+def _kind(id: str, title: str, doc: str, level: str = "error") -> ErrorKind:
+    assert id not in REGISTRY, f"duplicate error id {id}"
+    kind = ErrorKind(id, title, doc, level)
+    REGISTRY[id] = kind
+    return kind
+
+
+YAML_SYNTAX = _kind("R001", "YAML syntax error",
+    "The file is not valid YAML. Fix the syntax at the reported line; a tab used for "
+    "indentation and an unclosed quote are the usual causes.")
+NOT_A_MAPPING = _kind("R002", "recipe is not a mapping",
+    "A recipe file must hold one YAML mapping at the top level (keys such as "
+    "schema_version, name, model). Start from an existing recipe under recipes/.")
+SCHEMA_VERSION = _kind("R003", "missing or unsupported schema_version",
+    "Every recipe states `schema_version: 1` so that a future format change can be "
+    "detected instead of misread. Add `schema_version: 1` as the first key.")
+UNKNOWN_KEY = _kind("R004", "unknown key",
+    "The key is not part of the recipe schema, so it would be silently ignored. Check the "
+    "spelling against the help line (the legal keys at that place), or schema/recipe.schema.json.")
+MISSING_KEY = _kind("R005", "missing required key",
+    "The schema requires this key. Add it, or extend a recipe that defines it.")
+BAD_VALUE = _kind("R006", "invalid value",
+    "The value has the wrong type or is outside the allowed values. The help line lists "
+    "what is accepted.")
+NAME_MISMATCH = _kind("R007", "name differs from folder",
+    "A recipe's `name` must equal its folder name (recipes/<name>/recipe.yaml): the path "
+    "is the recipe's identity. Rename the folder or the name.")
+EXTENDS_UNKNOWN = _kind("R008", "extends an unknown recipe",
+    "`extends` must name another recipe folder under recipes/. Run `cookbook list` to see them.")
+EXTENDS_CYCLE = _kind("R009", "extends cycle",
+    "Recipes extend each other in a loop, so none can be resolved. Break the loop.")
+BAD_EXPRESSION = _kind("R010", "invalid rule expression",
+    "A rule's `when`/`require` expression does not parse or uses something the rule language "
+    "does not allow. See docs/rules.md for the grammar: dotted keys, literals, comparisons, "
+    "and/or/not, in, defined(x).")
+DEFAULT_REFUSED = _kind("R011", "the recipe's own default is refused",
+    "Resolving the recipe with its defaults breaks one of its own rules, so its launch block "
+    "could never be used. Fix the setting or the rule.")
+QUANT_DEFAULTS = _kind("R012", "quant defaults",
+    "A recipe with quant options must mark exactly one of them `default: true`.")
+UNKNOWN_PLATFORM = _kind("R013", "unknown platform",
+    "hardware.platform must be an id from the platform catalogue. The help line lists them.")
+UNKNOWN_FIX = _kind("R014", "unknown fix profile or fix",
+    "image.fixes names a profile or opt-in fix the fix pack does not have. "
+    "See fixes/profiles/ for the profiles and their fixes.")
+STALE_VERIFIED = _kind("R015", "verified block is stale",
+    "The recipe changed after its gates passed: the recorded recipe_hash no longer matches the "
+    "resolved recipe. Run the gates again (gates/run.sh) and `cookbook gates verify`.", "hint")
+UNKNOWN_RECIPE = _kind("R101", "unknown recipe",
+    "No folder recipes/<slug>/recipe.yaml exists for the requested slug. The help line lists "
+    "the closest recipes; `cookbook list` shows all.")
+UNKNOWN_QUANT = _kind("R102", "unknown quant",
+    "The recipe does not offer this quant. The help line lists the quants it offers.")
+QUANT_TOO_FEW_GPUS = _kind("R103", "quant needs more GPUs",
+    "The chosen quant does not fit on this recipe's GPU count. Use a recipe with more GPUs "
+    "(the help line names them) or a smaller quant.")
+UNKNOWN_SET_KEY = _kind("R104", "--set names an unknown key",
+    "`--set key=value` may only change keys the recipe has (or legal schema keys). Use the "
+    "dotted path shown by `cookbook show`, e.g. serve.args.max_model_len.")
+BAD_SET = _kind("R105", "--set is malformed or its value is invalid",
+    "Write `--set dotted.key=value`; the value is parsed as YAML (true, 8, 0.9, text).")
+RULE_REFUSED = _kind("R106", "refused by a recipe rule",
+    "The requested configuration breaks a rule the source documents state. The message "
+    "quotes the document's reason; the help line names what would work.")
+ABSTRACT_RECIPE = _kind("R107", "abstract recipe",
+    "This recipe is a base for variants and is not launched by itself. Use one of its variants.")
+
+
+@dataclass
+class Diagnostic:
+    kind: ErrorKind
+    key: str  # dotted path, "" for the whole file
+    problem: str
+    help: str | None = None
+    file: Path | None = None
+    line: int | None = None  # 1-based
+    col: int | None = None  # 1-based
+
+    def render(self, root: Path | None = None) -> str:
+        where = ""
+        if self.file is not None:
+            path = self.file
+            if root is not None:
+                try:
+                    path = self.file.resolve().relative_to(root.resolve())
+                except ValueError:
+                    pass
+            where = f"{path}:{self.line or 1}:{self.col or 1}: "
+        key = f" {self.key}" if self.key else ""
+        text = f"{where}{self.kind.id}{key}: {self.problem}"
+        if self.help:
+            text += f"\n  help: {self.help}"
+        return text
+
+
+@dataclass
+class RecipeError(Exception):
+    """One or more diagnostics that stop a command; rendered all at once."""
+
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return "\n".join(d.render() for d in self.diagnostics)
+
+
+def markdown() -> str:
+    lines = [
+        "<!-- This file is generated by `cookbook errors`. Do not edit by hand. -->",
+        "# Recipe diagnostics",
+        "",
+        "Every message the recipe engine prints starts with a stable ID. "
+        "`R0xx` are found by `cookbook lint` in a recipe file; `R1xx` are refusals of a "
+        "request (`show`, `launch`).",
+        "",
+    ]
+    for kind in REGISTRY.values():
+        lines += [f"## {kind.id}: {kind.title}", "", f"Level: {kind.level}.", "", kind.doc, ""]
+    return "\n".join(lines)

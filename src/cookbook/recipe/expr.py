@@ -1,0 +1,163 @@
+"""The rule language: small, safe expressions over a resolved recipe.
+
+Grammar (a subset of Python expressions, parsed with `ast`, never `eval`):
+  dotted keys      serve.args.block_size, quant.min_gpus, hardware.gpus, env.GLM_MXK
+  literals         1, 0.86, "fp8", true/false/null (also True/False/None)
+  operators        == != < <= > >= in, not in, and, or, not, + - * / %
+  functions        defined(x)  (the key exists), len(x), lower(x)
+A key the recipe does not have is *missing*: it equals only null, is never <, >, in;
+`defined(key)` tests for it. Settings written as {value, why} evaluate to their value.
+"""
+
+from __future__ import annotations
+
+import ast
+import operator
+from typing import Any
+
+
+class ExprError(ValueError):
+    pass
+
+
+class _Missing:
+    def __repr__(self) -> str:
+        return "missing"
+
+    def __bool__(self) -> bool:
+        return False
+
+
+MISSING = _Missing()
+
+_CMP = {
+    ast.Eq: lambda a, b: (a is MISSING and b is None) or (b is MISSING and a is None) or a == b,
+    ast.NotEq: None,  # defined below as the negation of Eq
+    ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
+    ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
+}
+_ARITH = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
+          ast.Div: operator.truediv, ast.Mod: operator.mod}
+_NAMES = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
+_FUNCS = {"defined", "len", "lower"}
+MAX_EXPR_CHARS = 2000
+
+
+def parse(text: str) -> ast.Expression:
+    if len(text) > MAX_EXPR_CHARS:
+        raise ExprError(f"expression longer than {MAX_EXPR_CHARS} characters")
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError as exc:
+        raise ExprError(f"cannot parse {text!r}: {exc.msg}") from None
+    for node in ast.walk(tree):
+        allowed = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub,
+                   ast.Compare, ast.BinOp, ast.Name, ast.Attribute, ast.Constant, ast.Load,
+                   ast.Call, ast.List, ast.Tuple, *_CMP, *_ARITH)
+        if not isinstance(node, allowed):
+            raise ExprError(f"{type(node).__name__} is not allowed in a rule expression ({text!r})")
+        if isinstance(node, ast.Call):
+            if not isinstance(node.func, ast.Name) or node.func.id not in _FUNCS or len(node.args) != 1:
+                raise ExprError(f"only defined(x), len(x) and lower(x) may be called ({text!r})")
+    return tree
+
+
+def dotted_name(node: ast.AST) -> str | None:
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def lookup(context: dict[str, Any], dotted: str) -> Any:
+    value: Any = context
+    for part in dotted.split("."):
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            return MISSING
+        # A {value, why} setting evaluates to its value.
+        if isinstance(value, dict) and "value" in value and set(value) <= {"value", "why", "source"}:
+            value = value["value"]
+    return value
+
+
+def evaluate(text: str, context: dict[str, Any]) -> Any:
+    return _eval(parse(text).body, context)
+
+
+def _eval(node: ast.AST, ctx: dict[str, Any]) -> Any:
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.Name) and node.id in _NAMES:
+        return _NAMES[node.id]
+    if isinstance(node, (ast.Name, ast.Attribute)):
+        name = dotted_name(node)
+        if name is None:
+            raise ExprError("attribute access is only allowed on dotted keys")
+        return lookup(ctx, name)
+    if isinstance(node, (ast.List, ast.Tuple)):
+        return [_eval(e, ctx) for e in node.elts]
+    if isinstance(node, ast.BoolOp):
+        values = (_eval(v, ctx) for v in node.values)
+        return all(values) if isinstance(node.op, ast.And) else any(values)
+    if isinstance(node, ast.UnaryOp):
+        value = _eval(node.operand, ctx)
+        if isinstance(node.op, ast.Not):
+            return not value
+        return MISSING if value is MISSING else -value
+    if isinstance(node, ast.Call):
+        fn = node.func.id  # type: ignore[union-attr]
+        value = _eval(node.args[0], ctx)
+        if fn == "defined":
+            return value is not MISSING
+        if value is MISSING:
+            return MISSING
+        return len(value) if fn == "len" else str(value).lower()
+    if isinstance(node, ast.BinOp):
+        left, right = _eval(node.left, ctx), _eval(node.right, ctx)
+        if left is MISSING or right is MISSING:
+            return MISSING
+        try:
+            return _ARITH[type(node.op)](left, right)
+        except (TypeError, ZeroDivisionError) as exc:
+            raise ExprError(f"cannot compute {ast.unparse(node)}: {exc}") from None
+    if isinstance(node, ast.Compare):
+        left = _eval(node.left, ctx)
+        for op, comparator in zip(node.ops, node.comparators):
+            right = _eval(comparator, ctx)
+            if not _compare(op, left, right):
+                return False
+            left = right
+        return True
+    raise ExprError(f"unsupported expression {ast.unparse(node)}")
+
+
+def _compare(op: ast.cmpop, left: Any, right: Any) -> bool:
+    if isinstance(op, ast.Eq):
+        return _CMP[ast.Eq](left, right)
+    if isinstance(op, ast.NotEq):
+        return not _CMP[ast.Eq](left, right)
+    if left is MISSING or right is MISSING:
+        return False
+    try:
+        return bool(_CMP[type(op)](left, right))
+    except TypeError:
+        return False
+
+
+def names(text: str) -> list[str]:
+    """Dotted keys an expression reads (for lint and for `show`)."""
+    out = []
+    for node in ast.walk(parse(text)):
+        if isinstance(node, (ast.Attribute, ast.Name)):
+            name = dotted_name(node)
+            if name and name not in _NAMES and name not in _FUNCS:
+                out.append(name)
+    return out

@@ -1,0 +1,101 @@
+"""`cookbook lint`: every problem in a recipe file, collected, with positions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cookbook import platforms
+from cookbook.recipe import errors as E
+from cookbook.recipe import expr
+from cookbook.recipe.resolve import (
+    apply_quant, check_rules, load_chain, merge_chain, validate, _has_key)
+from cookbook.recipe.status import verified_status
+
+
+def lint_file(path: Path) -> list[E.Diagnostic]:
+    try:
+        chain = load_chain(path)
+    except E.RecipeError as exc:
+        for d in exc.diagnostics:
+            d.file = d.file or path
+        return exc.diagnostics
+    leaf = chain[-1]
+
+    def locate(dotted: str):
+        for src in reversed(chain):
+            if _has_key(src.data, dotted):
+                return (src.path, *src.where(dotted))
+        return (leaf.path, *leaf.where(dotted))
+
+    def diag(kind, key, problem, help=None):
+        file, line, col = locate(key)
+        return E.Diagnostic(kind, key, problem, help, file, line, col)
+
+    data = merge_chain(chain)
+    out: list[E.Diagnostic] = []
+    name = data.get("name")
+    folder = leaf.path.parent.name
+    if isinstance(name, str) and name != folder:
+        out.append(diag(E.NAME_MISMATCH, "name", f"name {name!r} but the folder is {folder!r}",
+                        f"set `name: {folder}` or move the file to recipes/{name}/recipe.yaml"))
+    recipe, val = validate(data, locate)
+    out += val
+    if recipe is None:
+        return _only_leaf(out, leaf.path)
+    if recipe.hardware.platform not in platforms.CATALOGUE:
+        out.append(diag(E.UNKNOWN_PLATFORM, "hardware.platform", f"unknown platform {recipe.hardware.platform!r}",
+                        f"platforms: {', '.join(platforms.CATALOGUE)}"))
+    if recipe.quants:
+        defaults = [q for q, s in recipe.quants.items() if s.default]
+        if len(defaults) != 1:
+            out.append(diag(E.QUANT_DEFAULTS, "quants",
+                            f"{len(defaults)} quants are marked default ({', '.join(defaults) or 'none'})",
+                            "mark exactly one quant `default: true`"))
+    for i, rule in enumerate(recipe.rules):
+        for field in ("when", "require"):
+            text = getattr(rule, field)
+            if text is None:
+                continue
+            try:
+                expr.parse(text)
+            except expr.ExprError as exc:
+                out.append(diag(E.BAD_EXPRESSION, f"rules.{i}.{field}", str(exc),
+                                "see docs/rules.md for the rule language"))
+    out += _fix_diagnostics(recipe, diag)
+    if not recipe.abstract and not any(d.kind is E.BAD_EXPRESSION for d in out):
+        resolved_data, quant, qd = apply_quant(data, None, folder)
+        for d in qd:
+            d.file, (d.line, d.col) = leaf.path, leaf.where(d.key)
+        out += qd
+        if not qd:
+            for d in check_rules(recipe, resolved_data, quant, locate):
+                d.kind = E.DEFAULT_REFUSED
+                out.append(d)
+    if recipe.verified is not None and not recipe.abstract:
+        status = verified_status(path)
+        if status == "stale":
+            out.append(diag(E.STALE_VERIFIED, "verified",
+                            "the recipe changed after it was verified (recipe_hash differs)",
+                            f"run gates/run.sh {folder} and `cookbook gates verify {folder} BUNDLE`"))
+    return _only_leaf(out, leaf.path)
+
+
+def _fix_diagnostics(recipe, diag) -> list[E.Diagnostic]:
+    fixes = recipe.image.fixes
+    if not fixes.profile:
+        return []
+    try:
+        from cookbook.fixes import pack
+    except ImportError:  # the fix pack is optional in a partial checkout
+        return []
+    try:
+        pack.resolve(fixes.profile, [f.name for f in fixes.opt_in])
+    except pack.FixError as exc:
+        return [diag(E.UNKNOWN_FIX, "image.fixes", str(exc).splitlines()[0],
+                     f"profiles: {', '.join(pack.known_profiles())}")]
+    return []
+
+
+def _only_leaf(diags: list[E.Diagnostic], leaf: Path) -> list[E.Diagnostic]:
+    """Report problems inherited from a parent once, at the parent (lint of the parent)."""
+    return sorted(diags, key=lambda d: (str(d.file), d.line or 0, d.col or 0, d.kind.id))

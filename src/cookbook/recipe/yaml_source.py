@@ -1,0 +1,95 @@
+"""Load a recipe YAML file keeping the line and column of every key.
+
+Positions let lint say `file:line:col` for a dotted key. Duplicate keys are an error
+(YAML's last-one-wins would silently drop a setting).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from cookbook.recipe import errors as E
+
+MAX_RECIPE_BYTES = 1 << 20  # a recipe is text written by people; 1 MiB is plenty
+
+
+@dataclass
+class SourceFile:
+    path: Path
+    data: dict[str, Any]
+    # dotted key -> (line, col), both 1-based
+    positions: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+    def where(self, key: str) -> tuple[int, int]:
+        """Position of `key`, or of its nearest ancestor present in the file."""
+        parts = key.split(".") if key else []
+        while parts:
+            pos = self.positions.get(".".join(parts))
+            if pos:
+                return pos
+            parts.pop()
+        return (1, 1)
+
+
+def _construct(node: yaml.Node, prefix: str, positions: dict, path: Path) -> Any:
+    if isinstance(node, yaml.MappingNode):
+        out: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node.value)
+            dotted = f"{prefix}.{key}" if prefix else key
+            if key in out:
+                raise E.RecipeError([E.Diagnostic(
+                    E.YAML_SYNTAX, dotted, f"duplicate key {key!r}",
+                    "remove one of the two; YAML would silently keep only the last",
+                    path, key_node.start_mark.line + 1, key_node.start_mark.column + 1)])
+            positions[dotted] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
+            out[key] = _construct(value_node, dotted, positions, path)
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        items = []
+        for i, item in enumerate(node.value):
+            dotted = f"{prefix}.{i}" if prefix else str(i)
+            positions[dotted] = (item.start_mark.line + 1, item.start_mark.column + 1)
+            items.append(_construct(item, dotted, positions, path))
+        return items
+    # Scalars: let the safe loader's resolver type them (int, float, bool, null, str).
+    return _scalar(node)
+
+
+def _scalar(node: yaml.ScalarNode) -> Any:
+    loader = yaml.SafeLoader("")
+    try:
+        return loader.construct_object(node, deep=True)
+    finally:
+        loader.dispose()
+
+
+def load(path: Path) -> SourceFile:
+    """Parse `path`; raise RecipeError (R001/R002) with a position on failure."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise E.RecipeError([E.Diagnostic(E.UNKNOWN_RECIPE, "", f"cannot read {path}: {exc.strerror}",
+                                          None, path)]) from None
+    if size > MAX_RECIPE_BYTES:
+        raise E.RecipeError([E.Diagnostic(E.YAML_SYNTAX, "", f"file is {size} bytes; a recipe is at "
+                                          f"most {MAX_RECIPE_BYTES}", None, path)])
+    text = path.read_text(encoding="utf-8")
+    try:
+        node = yaml.compose(text, Loader=yaml.SafeLoader)
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
+        problem = " ".join(p for p in (exc.context, exc.problem) if p)
+        raise E.RecipeError([E.Diagnostic(E.YAML_SYNTAX, "", problem,
+                                          "fix the YAML syntax at this position", path, line, col)]) from None
+    if not isinstance(node, yaml.MappingNode):
+        raise E.RecipeError([E.Diagnostic(E.NOT_A_MAPPING, "", "the file does not hold a mapping",
+                                          "start from an existing recipes/<slug>/recipe.yaml", path)])
+    positions: dict[str, tuple[int, int]] = {}
+    data = _construct(node, "", positions, path)
+    return SourceFile(path, data, positions)
