@@ -18,7 +18,7 @@ LAZY_GROUPS: dict[str, tuple[str, str]] = {
     "launch": ("cookbook.commands.recipes", "launch_cmd", "The copy-paste launch block (exports + vllm serve)."),
     "lint": ("cookbook.commands.recipes", "lint_cmd", "Validate recipes; report every error with file:line:col."),
     "schema": ("cookbook.commands.recipes", "schema_cmd", "Write (or --check) the generated recipe JSON Schema."),
-    "errors": ("cookbook.commands.recipes", "errors_cmd", "Write (or --check) docs/errors.md from the error registry."),
+    "docs": ("cookbook.commands.docs", "docs_cmd", "Generate (or --check) docs/: recipe pages, errors, rules."),
 }
 
 

@@ -132,24 +132,25 @@ def lint_cmd(targets):
     sys.exit(1 if errors else 0)
 
 
-def _generated(path: Path, text: str, check: bool, command: str) -> None:
+def write_generated(path: Path, text: str, check: bool, command: str) -> bool:
+    """Write a generated file, or in check mode report whether it is stale (True = ok)."""
     import difflib
 
     current = path.read_text() if path.exists() else ""
     if current == text:
-        click.echo(f"{path}: up to date")
-        return
+        return True
     if check:
         diff = list(difflib.unified_diff(current.splitlines(), text.splitlines(), str(path), "generated",
                                          lineterm=""))
         click.echo("\n".join(diff[:100]), err=True)
         click.echo(f"error: {path} is stale; run `{command}` and commit the result", err=True)
-        sys.exit(1)
+        return False
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(path.suffix + ".tmp")
     tmp.write_text(text)
     tmp.replace(path)
     click.echo(f"{path}: written")
+    return True
 
 
 @click.command("schema")
@@ -159,11 +160,5 @@ def schema_cmd(check):
     from cookbook.recipe.model import json_schema
 
     text = json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
-    _generated(paths.schema_file(), text, check, "cookbook schema")
-
-
-@click.command("errors")
-@click.option("--check", is_flag=True, help="Fail if the committed page is stale.")
-def errors_cmd(check):
-    """Write docs/errors.md from the error registry."""
-    _generated(paths.repo_root() / "docs" / "errors.md", E.markdown(), check, "cookbook errors")
+    if not write_generated(paths.schema_file(), text, check, "cookbook schema"):
+        sys.exit(1)

@@ -40,27 +40,9 @@ def lint_file(path: Path) -> list[E.Diagnostic]:
                         f"set `name: {folder}` or move the file to recipes/{name}/recipe.yaml"))
     recipe, val = validate(data, locate)
     out += val
+    out += _raw_checks(data, diag)
     if recipe is None:
         return _only_leaf(out, leaf.path)
-    if recipe.hardware.platform not in platforms.CATALOGUE:
-        out.append(diag(E.UNKNOWN_PLATFORM, "hardware.platform", f"unknown platform {recipe.hardware.platform!r}",
-                        f"platforms: {', '.join(platforms.CATALOGUE)}"))
-    if recipe.quants:
-        defaults = [q for q, s in recipe.quants.items() if s.default]
-        if len(defaults) != 1:
-            out.append(diag(E.QUANT_DEFAULTS, "quants",
-                            f"{len(defaults)} quants are marked default ({', '.join(defaults) or 'none'})",
-                            "mark exactly one quant `default: true`"))
-    for i, rule in enumerate(recipe.rules):
-        for field in ("when", "require"):
-            text = getattr(rule, field)
-            if text is None:
-                continue
-            try:
-                expr.parse(text)
-            except expr.ExprError as exc:
-                out.append(diag(E.BAD_EXPRESSION, f"rules.{i}.{field}", str(exc),
-                                "see docs/rules.md for the rule language"))
     out += _fix_diagnostics(recipe, diag)
     if not recipe.abstract and not any(d.kind is E.BAD_EXPRESSION for d in out):
         resolved_data, quant, qd = apply_quant(data, None, folder)
@@ -78,6 +60,34 @@ def lint_file(path: Path) -> list[E.Diagnostic]:
                             "the recipe changed after it was verified (recipe_hash differs)",
                             f"run gates/run.sh {folder} and `cookbook gates verify {folder} BUNDLE`"))
     return _only_leaf(out, leaf.path)
+
+
+def _raw_checks(data: dict, diag) -> list[E.Diagnostic]:
+    """Checks that do not need a valid model, so one bad key does not hide the rest."""
+    out = []
+    platform = (data.get("hardware") or {}).get("platform") if isinstance(data.get("hardware"), dict) else None
+    if isinstance(platform, str) and platform not in platforms.CATALOGUE:
+        out.append(diag(E.UNKNOWN_PLATFORM, "hardware.platform", f"unknown platform {platform!r}",
+                        f"platforms: {', '.join(platforms.CATALOGUE)}"))
+    quants = data.get("quants")
+    if isinstance(quants, dict) and quants:
+        defaults = [q for q, s in quants.items() if isinstance(s, dict) and s.get("default")]
+        if len(defaults) != 1:
+            out.append(diag(E.QUANT_DEFAULTS, "quants",
+                            f"{len(defaults)} quants are marked default ({', '.join(defaults) or 'none'})",
+                            "mark exactly one quant `default: true`"))
+    rules = data.get("rules")
+    for i, rule in enumerate(rules if isinstance(rules, list) else []):
+        for field in ("when", "require"):
+            text = rule.get(field) if isinstance(rule, dict) else None
+            if not isinstance(text, str):
+                continue
+            try:
+                expr.parse(text)
+            except expr.ExprError as exc:
+                out.append(diag(E.BAD_EXPRESSION, f"rules.{i}.{field}", str(exc),
+                                "see docs/rules.md for the rule language"))
+    return out
 
 
 def _fix_diagnostics(recipe, diag) -> list[E.Diagnostic]:

@@ -197,7 +197,9 @@ def validation_diagnostics(exc: ValidationError, locate) -> list[E.Diagnostic]:
                                     "write `schema_version: 1`", file, line, col))
         else:
             msg = err["msg"].removeprefix("Value error, ")
-            out.append(E.Diagnostic(E.BAD_VALUE, dotted, f"{msg} (got {err.get('input')!r})",
+            got = err.get("input")
+            got = "" if isinstance(got, (dict, list)) else f" (got {got!r})"
+            out.append(E.Diagnostic(E.BAD_VALUE, dotted, f"{msg}{got}",
                                     _schema_node(loc, schema).get("description"), file, line, col))
     # Report in file order.
     out.sort(key=lambda d: (str(d.file), d.line or 0, d.col or 0))

@@ -58,13 +58,22 @@ def fix_lines(resolved: ResolvedRecipe) -> list[str]:
     return lines
 
 
+def _relative(path) -> str:
+    from cookbook.recipe.paths import repo_root
+
+    try:
+        return str(path.resolve().relative_to(repo_root()))
+    except ValueError:
+        return str(path)
+
+
 def render_show(resolved: ResolvedRecipe) -> str:
     r = resolved.recipe
     plat = platforms.get(r.hardware.platform)
     out: list[str] = []
     out.append(f"{r.name}: {r.summary}")
     extends = f", extends {r.extends}" if r.extends else ""
-    out.append(f"recipe   {resolved.path}{extends}")
+    out.append(f"recipe   {_relative(resolved.path)}{extends}")
     out.append(f"hash     {resolved.content_hash}")
     out.append(f"status   {verified_status(resolved.path)}")
     if resolved.sets:
