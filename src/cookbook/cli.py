@@ -19,6 +19,7 @@ LAZY_GROUPS: dict[str, tuple[str, str]] = {
     "lint": ("cookbook.commands.recipes", "lint_cmd", "Validate recipes; report every error with file:line:col."),
     "schema": ("cookbook.commands.recipes", "schema_cmd", "Write (or --check) the generated recipe JSON Schema."),
     "docs": ("cookbook.commands.docs", "docs_cmd", "Generate (or --check) docs/: recipe pages, errors, rules."),
+    "gates": ("cookbook.gates.cli", "gates", "Run a recipe's gates against a live server; verify from the evidence."),
 }
 
 

@@ -1,0 +1,88 @@
+"""The evidence bundle: one directory per gate run.
+
+    results.json            per gate: status, reason, measured, thresholds, formulas, items, wall time
+    summary.txt             the printed table
+    recipe.resolved.json    the resolved recipe the gates ran on (its content hash is in results.json)
+    environment.lock        pip freeze of the serving environment (or image digest in results.json)
+    models.json, version.json, metrics-before.prom, metrics-after.prom
+    transcripts/<gate>.jsonl every request and response
+    speed-sweep.png         concurrency sweep plot
+
+results.json is rewritten (atomically) after every gate with "complete": false until the
+run ends, so a fault midway still leaves readable partial evidence.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from cookbook.gates.result import GateResult
+
+RESULTS = "results.json"
+
+
+def atomic_write(path: Path, text: str) -> None:
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+class Bundle:
+    def __init__(self, root: Path, header: dict[str, Any]):
+        self.root = root
+        root.mkdir(parents=True, exist_ok=True)
+        (root / "transcripts").mkdir(exist_ok=True)
+        self.doc: dict[str, Any] = {"bundle_format": 1, "started": now(), "finished": None,
+                                    "complete": False, "fault": None, **header, "gates": {}}
+
+    def path(self, name: str) -> Path:
+        return self.root / name
+
+    def write_text(self, name: str, text: str) -> None:
+        atomic_write(self.root / name, text)
+
+    def write_json(self, name: str, value: Any) -> None:
+        atomic_write(self.root / name, json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
+
+    def set_environment(self, *, lock_text: str | None = None, source: str | None = None,
+                        image_digest: str | None = None) -> None:
+        env: dict[str, Any]
+        if image_digest:
+            env = {"kind": "image", "digest": image_digest}
+        elif lock_text is not None:
+            self.write_text("environment.lock", lock_text)
+            env = {"kind": "env-lock", "file": "environment.lock", "source": source,
+                   "sha256": hashlib.sha256(lock_text.encode()).hexdigest()}
+        else:
+            env = {"kind": "none", "note": "no --env-lock, --env-lock-cmd or --image-digest given"}
+        self.doc["environment"] = env
+        self.save()
+
+    def record(self, result: GateResult) -> None:
+        self.doc["gates"][result.name] = result.to_json()
+        self.save()
+
+    def save(self) -> None:
+        self.write_json(RESULTS, self.doc)
+
+    def finish(self, fault: str | None = None) -> None:
+        self.doc["finished"] = now()
+        self.doc["complete"] = True
+        self.doc["fault"] = fault
+        self.save()
+
+
+def load_results(bundle: Path) -> dict[str, Any]:
+    f = bundle / RESULTS
+    if not f.is_file():
+        raise FileNotFoundError(f"{f} not found: not an evidence bundle (run gates/run.sh first)")
+    return json.loads(f.read_text(encoding="utf-8"))

@@ -1,0 +1,133 @@
+"""`cookbook gates run | verify`."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+import subprocess
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+import click
+
+from cookbook.gates.spec import GATE_NAMES
+
+
+def _fail(msg: str, hint: str | None = None) -> None:
+    click.echo(f"error: {msg}", err=True)
+    if hint:
+        click.echo(f"  help: {hint}", err=True)
+    sys.exit(2)
+
+
+def _resolve(recipe: str):
+    from cookbook.recipe import RecipeError, resolve
+
+    try:
+        return resolve(recipe)
+    except RecipeError as e:
+        click.echo(str(e), err=True)
+        sys.exit(2)
+
+
+@click.group()
+def gates():
+    """Run a recipe's gates against a live server; verify a recipe from the evidence."""
+
+
+@gates.command("run")
+@click.argument("recipe")
+@click.option("--base-url", default="http://127.0.0.1:8000", show_default=True, help="OpenAI-compatible server.")
+@click.option("--only", "only", multiple=True, type=click.Choice(GATE_NAMES), help="Run only these gates (repeatable).")
+@click.option("--data-dir", type=click.Path(path_type=Path), help="Holds gsm8k/{train,test}.jsonl and haystack/*.txt.")
+@click.option("--gsm8k", type=click.Path(path_type=Path), help="GSM8K folder (overrides --data-dir).")
+@click.option("--haystack", type=click.Path(path_type=Path), help="Haystack text folder (overrides --data-dir).")
+@click.option("--out", type=click.Path(path_type=Path), help="Bundle directory (default runs/<recipe>-<UTC time>).")
+@click.option("--env-lock", type=click.Path(path_type=Path), help="pip freeze (or lock file) of the serving environment.")
+@click.option("--env-lock-cmd", help="Command whose output is the serving environment's lock, e.g. '.venv/bin/python -m pip freeze'.")
+@click.option("--image-digest", help="Digest of the serving image (sha256:...).")
+@click.option("--model", help="Served model name (default: the recipe's served_model_name).")
+@click.option("--request-timeout-s", default=600.0, show_default=True, help="Per-request HTTP timeout.")
+def run_cmd(recipe, base_url, only, data_dir, gsm8k, haystack, out, env_lock, env_lock_cmd, image_digest, model,
+            request_timeout_s):
+    """Run RECIPE's declared gates against BASE_URL and write an evidence bundle."""
+    from cookbook.gates.data import DataPaths
+    from cookbook.gates.runner import SuiteConfig, exit_code, run_suite, summary_table
+
+    resolved = _resolve(recipe)
+    spec = resolved.recipe.gates
+    declared = spec.declared()
+    missing = [g for g in only if g not in declared]
+    if missing:
+        _fail(f"--only {', '.join(missing)}: not declared in recipe {resolved.slug} (declares: {declared or 'none'})",
+              "declare the gate under `gates:` in the recipe, or drop it from --only")
+    for flag, p in (("--data-dir", data_dir), ("--gsm8k", gsm8k), ("--haystack", haystack)):
+        if p is not None and not p.is_dir():
+            _fail(f"{flag} {p}: not a directory", "see gates/README.md ('Gate data') for how to fetch the data")
+    lock_text = source = None
+    if sum(x is not None for x in (env_lock, env_lock_cmd, image_digest)) > 1:
+        _fail("give only one of --env-lock, --env-lock-cmd, --image-digest")
+    if env_lock is not None:
+        if not env_lock.is_file():
+            _fail(f"--env-lock {env_lock}: no such file", "write it with `<serving python> -m pip freeze > FILE`")
+        lock_text, source = env_lock.read_text(encoding="utf-8"), str(env_lock)
+    elif env_lock_cmd:
+        proc = subprocess.run(shlex.split(env_lock_cmd), capture_output=True, text=True)
+        if proc.returncode != 0:
+            _fail(f"--env-lock-cmd {env_lock_cmd!r} exited {proc.returncode}: {proc.stderr.strip()[:300]}")
+        lock_text, source = proc.stdout, env_lock_cmd
+    if out is None:
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        from cookbook.recipe.paths import repo_root
+
+        out = repo_root() / "runs" / f"{resolved.slug}-{stamp}"
+    if out.exists() and any(out.iterdir()):
+        _fail(f"--out {out} exists and is not empty", "choose a new directory; bundles are never overwritten")
+    serve = resolved.recipe.serve
+    model = model or str(serve.arg("served_model_name") or serve.model)
+    cfg = SuiteConfig(
+        base_url=base_url, model=model, spec=spec, out_dir=out,
+        data=DataPaths.from_data_dir(data_dir, gsm8k, haystack), only=list(only) or None,
+        header={"recipe": resolved.slug, "recipe_hash": resolved.content_hash, "quant": resolved.quant},
+        env_lock_text=lock_text, env_lock_source=source, image_digest=image_digest,
+        request_timeout_s=request_timeout_s, echo=click.echo,
+    )
+    click.echo(f"gates for {resolved.slug} ({resolved.content_hash[:19]}) against {base_url}, model {model}")
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "recipe.resolved.json").write_text(__import__("json").dumps(resolved.data, indent=2, default=str))
+    bundle = asyncio.run(run_suite(cfg))
+    table = summary_table(bundle.doc)
+    bundle.write_text("summary.txt", table + "\n")
+    click.echo("\n" + table)
+    if "speed" in bundle.doc["gates"] and bundle.doc["gates"]["speed"]["measured"].get("sweep"):
+        from cookbook.gates.speed import sweep_table
+
+        click.echo("\n" + sweep_table(bundle.doc["gates"]["speed"]["measured"]["sweep"]))
+    click.echo(f"\nbundle: {out}")
+    sys.exit(exit_code(bundle.doc))
+
+
+@gates.command("verify")
+@click.argument("recipe")
+@click.argument("bundle", type=click.Path(path_type=Path))
+def verify_cmd(recipe, bundle):
+    """Write RECIPE's verified block from BUNDLE, only if every declared gate passed on this recipe."""
+    from cookbook.gates.verify import verify
+
+    resolved = _resolve(recipe)
+    if not (bundle / "results.json").is_file():
+        _fail(f"{bundle}: no results.json, so not an evidence bundle", "run gates/run.sh RECIPE first")
+    try:
+        reasons, block = verify(resolved, bundle)
+    except ValueError as e:
+        _fail(f"{resolved.path}: {e}")
+    if reasons:
+        click.echo(f"refused: {resolved.slug} stays {'unverified' if not resolved.data.get('verified') else 'as it was'}",
+                   err=True)
+        for r in reasons:
+            click.echo(f"  - {r}", err=True)
+        sys.exit(1)
+    click.echo(f"verified: wrote the verified block of {resolved.path} ({block['recipe_hash'][:19]}, "
+               f"{len(block['gates'])} gates)")

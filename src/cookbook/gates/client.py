@@ -1,0 +1,192 @@
+"""A small async client for an OpenAI-compatible server, recording every exchange.
+
+Every request and response is appended to the gate's transcript (JSONL). Streamed
+responses keep each chunk with its arrival time, and token counts come from the server's
+usage (stream_options include_usage + continuous_usage_stats), because one streamed
+chunk can carry several tokens (speculative decoding, tool and reasoning parsers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+
+class ServerDown(Exception):
+    """The server cannot be reached or dropped the connection."""
+
+
+class ServerError(Exception):
+    """The server answered with an HTTP error."""
+
+    def __init__(self, path: str, status: int, body: str):
+        super().__init__(f"POST {path} -> HTTP {status}: {body[:300]}")
+        self.status = status
+        self.body = body
+
+
+class Transcript:
+    """Append-only JSONL of requests and responses; flushed per line so a crash keeps it."""
+
+    def __init__(self, path: Path | None):
+        self.path = path
+        self._fh = open(path, "a", encoding="utf-8") if path else None
+
+    def write(self, record: dict[str, Any]) -> None:
+        if self._fh:
+            record = {"time": datetime.now(timezone.utc).isoformat(timespec="milliseconds"), **record}
+            self._fh.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
+            self._fh.flush()
+
+    def close(self) -> None:
+        if self._fh:
+            self._fh.close()
+            self._fh = None
+
+
+@dataclass
+class Stream:
+    """A streamed response: chunks with arrival times (s since the request was sent)."""
+
+    chunks: list[tuple[float, dict]] = field(default_factory=list)
+    done_s: float = 0.0
+
+    def token_times(self) -> list[tuple[float, int]]:
+        """(arrival time, tokens in this chunk) for chunks whose usage count increased."""
+        out, prev = [], 0
+        for t, chunk in self.chunks:
+            usage = chunk.get("usage") or {}
+            n = usage.get("completion_tokens")
+            if n is not None and n > prev:
+                out.append((t, n - prev))
+                prev = n
+        return out
+
+    @property
+    def completion_tokens(self) -> int | None:
+        for _, chunk in reversed(self.chunks):
+            usage = chunk.get("usage")
+            if usage and usage.get("completion_tokens") is not None:
+                return usage["completion_tokens"]
+        return None
+
+    @property
+    def ttft_s(self) -> float | None:
+        times = self.token_times()
+        return times[0][0] if times else None
+
+    def finish_reasons(self) -> list[str]:
+        return [c["finish_reason"] for _, ch in self.chunks for c in ch.get("choices", []) if c.get("finish_reason")]
+
+
+class Server:
+    def __init__(self, base_url: str, model: str, request_timeout_s: float = 300.0):
+        self.base_url = base_url.rstrip("/")
+        self.model = model
+        self.transcript = Transcript(None)
+        self.http = httpx.AsyncClient(
+            base_url=self.base_url,
+            timeout=httpx.Timeout(request_timeout_s, connect=10.0),
+            limits=httpx.Limits(max_connections=512, max_keepalive_connections=64),
+        )
+
+    async def aclose(self) -> None:
+        await self.http.aclose()
+
+    async def _send(self, method: str, path: str, **kw) -> httpx.Response:
+        try:
+            return await self.http.request(method, path, **kw)
+        except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as e:
+            raise ServerDown(f"{method} {self.base_url}{path}: {type(e).__name__}: {e}") from e
+
+    async def get_text(self, path: str) -> str:
+        r = await self._send("GET", path)
+        if r.status_code != 200:
+            raise ServerError(path, r.status_code, r.text)
+        return r.text
+
+    async def get_json(self, path: str) -> Any:
+        return json.loads(await self.get_text(path))
+
+    async def post(self, path: str, payload: dict, tag: str = "") -> dict:
+        payload = {"model": self.model, **payload}
+        t0 = time.perf_counter()
+        r = await self._send("POST", path, json=payload)
+        elapsed = time.perf_counter() - t0
+        body: Any
+        try:
+            body = r.json()
+        except ValueError:
+            body = r.text
+        self.transcript.write({"tag": tag, "path": path, "request": payload, "status": r.status_code,
+                               "elapsed_s": round(elapsed, 4), "response": body})
+        if r.status_code != 200:
+            raise ServerError(path, r.status_code, r.text)
+        return body
+
+    async def stream(self, path: str, payload: dict, tag: str = "", on_chunk=None) -> Stream:
+        """POST with stream=True; `on_chunk(t_s, chunk)` is called as each chunk arrives."""
+        payload = {"model": self.model, **payload, "stream": True,
+                   "stream_options": {"include_usage": True, "continuous_usage_stats": True}}
+        out = Stream()
+        t0 = time.perf_counter()
+        try:
+            async with self.http.stream("POST", path, json=payload) as r:
+                if r.status_code != 200:
+                    text = (await r.aread()).decode(errors="replace")
+                    self.transcript.write({"tag": tag, "path": path, "request": payload,
+                                           "status": r.status_code, "response": text})
+                    raise ServerError(path, r.status_code, text)
+                async for line in r.aiter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    data = line[5:].strip()
+                    if data == "[DONE]":
+                        break
+                    out.chunks.append((time.perf_counter() - t0, json.loads(data)))
+                    if on_chunk:
+                        on_chunk(*out.chunks[-1])
+        except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as e:
+            self.transcript.write({"tag": tag, "path": path, "request": payload, "status": None,
+                                   "error": str(e), "chunks": [c for _, c in out.chunks]})
+            raise ServerDown(f"POST {self.base_url}{path} (stream): {type(e).__name__}: {e}") from e
+        out.done_s = time.perf_counter() - t0
+        self.transcript.write({"tag": tag, "path": path, "request": payload, "status": 200,
+                               "elapsed_s": round(out.done_s, 4),
+                               "chunks": [{"t_s": round(t, 4), **c} for t, c in out.chunks]})
+        return out
+
+    async def tokenize(self, *, prompt: str | None = None, messages: list | None = None) -> list[int]:
+        """Token ids from the server's own tokenizer (vLLM /tokenize); messages get the chat template."""
+        payload: dict[str, Any] = {"model": self.model}
+        if messages is not None:
+            payload.update(messages=messages, add_generation_prompt=True)
+        else:
+            payload.update(prompt=prompt, add_special_tokens=False)
+        r = await self._send("POST", "/tokenize", json=payload)
+        if r.status_code != 200:
+            raise ServerError("/tokenize", r.status_code, r.text)
+        return r.json()["tokens"]
+
+
+async def bounded_gather(limit: int, coros):
+    """Run coroutines with at most `limit` in flight; results in order; first error propagates."""
+    sem = asyncio.Semaphore(limit)
+
+    async def one(c):
+        async with sem:
+            return await c
+
+    tasks = [asyncio.ensure_future(one(c)) for c in coros]
+    try:
+        return await asyncio.gather(*tasks)
+    finally:
+        for t in tasks:
+            t.cancel()

@@ -1,0 +1,85 @@
+"""Gate data read from paths the user gives: GSM8K jsonl files and haystack prose.
+
+Nothing is bundled; gates/README.md says how to fetch both. Loaders fail with one message
+naming the missing file and how to get it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from cookbook.gates.result import GateFailure
+
+FETCH_HELP = "see gates/README.md ('Gate data') for how to fetch GSM8K and a haystack text"
+
+
+@dataclass(frozen=True)
+class DataPaths:
+    gsm8k_dir: Path | None = None
+    haystack_dir: Path | None = None
+
+    @classmethod
+    def from_data_dir(cls, data_dir: Path | None, gsm8k: Path | None = None, haystack: Path | None = None):
+        return cls(
+            gsm8k_dir=gsm8k or (data_dir / "gsm8k" if data_dir else None),
+            haystack_dir=haystack or (data_dir / "haystack" if data_dir else None),
+        )
+
+
+def _need(path: Path | None, what: str, flag: str) -> Path:
+    if path is None:
+        raise GateFailure(f"no {what} path given: pass --data-dir DIR or {flag} PATH; {FETCH_HELP}")
+    if not path.exists():
+        raise GateFailure(f"{what} not found at {path}; {FETCH_HELP}")
+    return path
+
+
+def load_jsonl(path: Path, limit: int) -> list[dict]:
+    rows = []
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, 1):
+            if len(rows) >= limit:
+                break
+            if not line.strip():
+                continue
+            try:
+                row = json.loads(line)
+            except json.JSONDecodeError as e:
+                raise GateFailure(f"{path}:{lineno}: not JSON ({e.msg}); {FETCH_HELP}") from e
+            if not isinstance(row, dict) or "question" not in row or "answer" not in row:
+                raise GateFailure(f"{path}:{lineno}: expected an object with 'question' and 'answer'")
+            rows.append(row)
+    return rows
+
+
+def gsm8k(paths: DataPaths, split: str, n: int) -> list[dict]:
+    d = _need(paths.gsm8k_dir, "GSM8K", "--gsm8k")
+    f = _need(d / f"{split}.jsonl", f"GSM8K {split}.jsonl", "--gsm8k")
+    rows = load_jsonl(f, n)
+    if len(rows) < n:
+        raise GateFailure(f"{f} holds {len(rows)} problems; the gate asks for {n}")
+    return rows
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z\"'(])")
+
+
+def sentences(text: str) -> list[str]:
+    """Split prose into sentences at ., ! or ? followed by space and a capital; whitespace collapsed."""
+    text = re.sub(r"\s+", " ", text).strip()
+    return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+
+
+def haystack(paths: DataPaths, filler: str) -> list[str]:
+    d = _need(paths.haystack_dir, "haystack", "--haystack")
+    f = d / filler
+    if not f.is_file():
+        have = sorted(p.name for p in d.glob("*.txt")) if d.is_dir() else []
+        raise GateFailure(f"haystack file {filler!r} not found in {d} (have: {have or 'none'}); {FETCH_HELP}")
+    sents = sentences(f.read_text(encoding="utf-8", errors="replace"))
+    if len(sents) < 200:
+        raise GateFailure(f"haystack {f} has only {len(sents)} sentences; use a longer natural text (a book)")
+    return sents

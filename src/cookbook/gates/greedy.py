@@ -1,0 +1,42 @@
+"""greedy: fixed prompts at temperature 0, run one at a time (same batch shape), must repeat exactly."""
+
+from __future__ import annotations
+
+from cookbook.gates.context import Context
+from cookbook.gates.spec import GreedyGate
+
+FORMULAS = {"identical_prompts": "prompts whose `repeats` completions are byte-identical and non-empty"}
+
+
+def score(runs: list[list[str]]) -> list[dict]:
+    """Per prompt: identical when every run equals the first and the text is not empty."""
+    out = []
+    for i, texts in enumerate(runs):
+        same = len(texts) >= 2 and all(t == texts[0] for t in texts)
+        out.append({"prompt": i, "identical": same and bool(texts[0].strip()),
+                    "empty": not texts[0].strip() if texts else True,
+                    "distinct_outputs": len(set(texts))})
+    return out
+
+
+async def run(ctx: Context, cfg: GreedyGate) -> None:
+    r = ctx.result
+    r.formulas, r.thresholds = FORMULAS, {"identical_prompts": len(cfg.prompts)}
+    runs: list[list[str]] = []
+    for i, prompt in enumerate(cfg.prompts):
+        texts = []
+        for k in range(cfg.repeats):
+            body = await ctx.server.post("/v1/chat/completions", {
+                "messages": [{"role": "user", "content": prompt}],
+                "temperature": 0.0, "max_tokens": cfg.max_tokens, "seed": cfg.seed,
+            }, tag=f"prompt{i}/run{k}")
+            texts.append(body["choices"][0]["message"].get("content") or "")
+        runs.append(texts)
+        r.items.append({"prompt": prompt, "outputs": texts})
+    scored = score(runs)
+    for item, s in zip(r.items, scored):
+        item.update(s)
+    ok = sum(s["identical"] for s in scored)
+    r.measured = {"identical_prompts": ok, "prompts": len(scored)}
+    r.judge([(ok == len(scored), f"{len(scored) - ok} of {len(scored)} prompts differ between runs or are empty: "
+              + ", ".join(str(s["prompt"]) for s in scored if not s["identical"]))])

@@ -1,0 +1,131 @@
+"""gsm8k: first N test problems, few-shot from train, strict and flexible extraction.
+
+Extraction follows lm-eval's gsm8k task: strict takes the first '#### N'; flexible takes
+the last number-like token. Both strip ',', '$' and a trailing '.' before comparing.
+Only `content` is scored; a separate reasoning field is recorded, and answers cut off by
+finish_reason 'length' are counted.
+"""
+
+from __future__ import annotations
+
+import re
+
+from cookbook.gates import data as gate_data
+from cookbook.gates.client import bounded_gather
+from cookbook.gates.context import Context
+from cookbook.gates.spec import Gsm8kGate
+
+STRICT = re.compile(r"#### (\-?[0-9\.\,]+)")
+FLEXIBLE = re.compile(r"(-?[$0-9.,]{2,})|(-?[0-9]+)")
+
+FORMULAS = {
+    "accuracy_strict": "correct / n, answer = first match of '#### (-?[0-9.,]+)' in content",
+    "accuracy_flexible": "correct / n, answer = last match of '(-?[$0-9.,]{2,})|(-?[0-9]+)' in content",
+    "normalisation": "strip ',', '$' and a trailing '.'; exact string match with the gold '#### N'",
+    "truncated_fraction": "responses with finish_reason 'length' / n",
+}
+
+
+def normalise(s: str) -> str:
+    s = s.replace(",", "").replace("$", "").strip()
+    s = re.sub(r"\.$", "", s)
+    # '18.00' and '18' are the same answer.
+    if re.fullmatch(r"-?\d+\.0+", s):
+        s = s.split(".")[0]
+    return s
+
+
+def gold(answer: str) -> str:
+    m = re.search(r"####\s*(.+)$", answer.strip())
+    return normalise(m.group(1)) if m else ""
+
+
+def extract_strict(text: str) -> str | None:
+    m = STRICT.search(text)
+    return normalise(m.group(1)) if m else None
+
+
+def extract_flexible(text: str) -> str | None:
+    found = [a or b for a, b in FLEXIBLE.findall(text)]
+    found = [f for f in found if re.search(r"\d", f)]
+    return normalise(found[-1]) if found else None
+
+
+def score_item(content: str | None, gold_answer: str) -> dict:
+    text = content or ""
+    strict, flexible = extract_strict(text), extract_flexible(text)
+    g = gold(gold_answer)
+    return {"gold": g, "strict": strict, "flexible": flexible,
+            "strict_correct": strict is not None and strict == g,
+            "flexible_correct": flexible is not None and flexible == g}
+
+
+def completion_prompt(shots: list[dict], question: str) -> str:
+    head = "".join(f"Question: {s['question']}\nAnswer: {s['answer']}\n\n" for s in shots)
+    return head + f"Question: {question}\nAnswer:"
+
+
+def chat_messages(shots: list[dict], question: str) -> list[dict]:
+    msgs = []
+    for s in shots:
+        msgs += [{"role": "user", "content": f"Question: {s['question']}"},
+                 {"role": "assistant", "content": s["answer"]}]
+    msgs.append({"role": "user", "content": f"Question: {question}\nEnd with '#### <number>'."
+                 if not shots else f"Question: {question}"})
+    return msgs
+
+
+def read_message(choice: dict, reasoning_field: str | None) -> tuple[str | None, str | None]:
+    """(content, reasoning); reasoning from the declared field, falling back to the other name."""
+    msg = choice.get("message") or {}
+    reasoning = None
+    if reasoning_field:
+        for name in (reasoning_field, "reasoning", "reasoning_content"):
+            if msg.get(name):
+                reasoning = msg[name]
+                break
+    return msg.get("content"), reasoning
+
+
+async def run(ctx: Context, cfg: Gsm8kGate) -> None:
+    r = ctx.result
+    r.formulas = FORMULAS
+    r.thresholds = {f"accuracy_{cfg.extraction}": cfg.min_correct_fraction,
+                    "max_truncated_fraction": cfg.max_truncated_fraction}
+    shots = gate_data.gsm8k(ctx.data, "train", cfg.shots) if cfg.shots else []
+    problems = gate_data.gsm8k(ctx.data, "test", cfg.n)
+
+    async def one(i: int, p: dict):
+        common = {"temperature": 0.0, "max_tokens": cfg.max_tokens, "seed": cfg.seed, "stop": cfg.stop}
+        if cfg.mode == "chat":
+            body = await ctx.server.post("/v1/chat/completions",
+                                         {"messages": chat_messages(shots, p["question"]), **common}, tag=f"q{i}")
+            choice = body["choices"][0]
+            content, reasoning = read_message(choice, cfg.reasoning_field)
+        else:
+            body = await ctx.server.post("/v1/completions",
+                                         {"prompt": completion_prompt(shots, p["question"]), **common}, tag=f"q{i}")
+            choice = body["choices"][0]
+            content, reasoning = choice.get("text"), None
+        item = {"index": i, **score_item(content, p["answer"]), "finish_reason": choice.get("finish_reason"),
+                "content": content, "reasoning_chars": len(reasoning or ""),
+                "completion_tokens": (body.get("usage") or {}).get("completion_tokens")}
+        r.items.append(item)
+        return item
+
+    items = await bounded_gather(cfg.max_concurrent_requests, [one(i, p) for i, p in enumerate(problems)])
+    n = len(items)
+    acc_s = sum(i["strict_correct"] for i in items) / n
+    acc_f = sum(i["flexible_correct"] for i in items) / n
+    trunc = sum(i["finish_reason"] == "length" for i in items) / n
+    r.measured = {"n": n, "accuracy_strict": round(acc_s, 4), "accuracy_flexible": round(acc_f, 4),
+                  "truncated_fraction": round(trunc, 4),
+                  "null_content": sum(i["content"] is None for i in items),
+                  "with_reasoning": sum(i["reasoning_chars"] > 0 for i in items)}
+    acc = acc_s if cfg.extraction == "strict" else acc_f
+    checks = [(acc >= cfg.min_correct_fraction,
+               f"accuracy_{cfg.extraction} {acc:.3f} < {cfg.min_correct_fraction}")]
+    if cfg.max_truncated_fraction is not None:
+        checks.append((trunc <= cfg.max_truncated_fraction,
+                       f"truncated_fraction {trunc:.3f} > {cfg.max_truncated_fraction} (finish_reason 'length')"))
+    r.judge(checks)

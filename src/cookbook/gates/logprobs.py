@@ -1,0 +1,95 @@
+"""logprobs: sampled requests; every token has top_logprobs K entries, all finite and unclamped."""
+
+from __future__ import annotations
+
+import math
+
+from cookbook.gates.context import Context
+from cookbook.gates.spec import LogprobsGate
+
+FORMULAS = {
+    "bad_tokens": "generated tokens whose logprob or any of its top-K is missing, non-finite, > 0, "
+                  "<= clamp_sentinel, or whose top-K count != K or is not sorted descending",
+    "tokens_checked": "sum over requests of len(choices[0].logprobs.content)",
+}
+_EPS = 1e-4
+
+
+def _bad_value(v, sentinel: float) -> str | None:
+    if not isinstance(v, (int, float)) or isinstance(v, bool):
+        return f"not a number ({v!r})"
+    if math.isnan(v):
+        return "NaN"
+    if math.isinf(v):
+        return "infinite"
+    if v <= sentinel:
+        return f"clamped ({v})"
+    if v > _EPS:
+        return f"positive ({v})"
+    return None
+
+
+def check_token(entry: dict, k: int, sentinel: float) -> list[str]:
+    """Problems with one logprobs.content entry (empty list means it is sound)."""
+    problems = []
+    bad = _bad_value(entry.get("logprob"), sentinel)
+    if bad:
+        problems.append(f"logprob {bad}")
+    top = entry.get("top_logprobs")
+    if not isinstance(top, list) or len(top) != k:
+        problems.append(f"top_logprobs has {len(top) if isinstance(top, list) else 'no'} entries, expected {k}")
+        return problems
+    values = []
+    for t in top:
+        bad = _bad_value(t.get("logprob"), sentinel)
+        if bad:
+            problems.append(f"top logprob {bad}")
+        else:
+            values.append(t["logprob"])
+    if len(values) == k and any(a < b - _EPS for a, b in zip(values, values[1:])):
+        problems.append("top_logprobs not sorted descending")
+    return problems
+
+
+def score_response(body: dict, k: int, sentinel: float) -> dict:
+    choice = body["choices"][0]
+    content = (choice.get("logprobs") or {}).get("content") or []
+    usage_n = (body.get("usage") or {}).get("completion_tokens")
+    problems = []
+    if not content:
+        problems.append("no logprobs returned")
+    if usage_n is not None and usage_n != len(content):
+        problems.append(f"{len(content)} logprob entries for {usage_n} completion tokens")
+    bad_tokens = 0
+    for i, entry in enumerate(content):
+        p = check_token(entry, k, sentinel)
+        if p:
+            bad_tokens += 1
+            problems.append(f"token {i} ({entry.get('token')!r}): " + ", ".join(p))
+    return {"tokens": len(content), "bad_tokens": bad_tokens, "problems": problems[:20], "ok": not problems}
+
+
+async def run(ctx: Context, cfg: LogprobsGate) -> None:
+    r = ctx.result
+    r.formulas = FORMULAS
+    r.thresholds = {"bad_tokens": 0, "top_logprobs": cfg.top_logprobs, "clamp_sentinel": cfg.clamp_sentinel}
+    prompts = ["Tell me a short story about a lighthouse keeper.", "Name some colours and describe them.",
+               "What do cats dream about?", "Describe the sea at night."]
+    from cookbook.gates.client import bounded_gather
+
+    async def one(i):
+        body = await ctx.server.post("/v1/chat/completions", {
+            "messages": [{"role": "user", "content": prompts[i % len(prompts)]}],
+            "temperature": cfg.temperature, "max_tokens": cfg.max_tokens, "seed": cfg.seed + i,
+            "logprobs": True, "top_logprobs": cfg.top_logprobs,
+        }, tag=f"request{i}")
+        s = score_response(body, cfg.top_logprobs, cfg.clamp_sentinel)
+        r.items.append({"request": i, **s})
+        return s
+
+    scores = await bounded_gather(cfg.max_concurrent_requests, [one(i) for i in range(cfg.requests)])
+    bad = sum(s["bad_tokens"] for s in scores)
+    r.measured = {"tokens_checked": sum(s["tokens"] for s in scores), "bad_tokens": bad,
+                  "requests_ok": sum(s["ok"] for s in scores), "requests": len(scores)}
+    r.judge([(all(s["ok"] for s in scores),
+              "; ".join(f"request {i}: {p}" for i, s in enumerate(scores) for p in s["problems"][:3]))])

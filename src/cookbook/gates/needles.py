@@ -1,0 +1,125 @@
+"""needles: random 7-digit codes hidden at set depths in natural prose; substring scoring.
+
+The prompt is sized with the served model's own tokenizer (/tokenize with the chat
+template applied) to land within 90-100% of each target length. Needles go in at sentence
+boundaries; the first at the declared depth, further ones spaced evenly after it.
+"""
+
+from __future__ import annotations
+
+import random
+
+from cookbook.gates import data as gate_data
+from cookbook.gates.client import bounded_gather
+from cookbook.gates.context import Context
+from cookbook.gates.result import GateFailure
+from cookbook.gates.spec import NeedlesGate
+
+KEYS = ["amber harbour", "silent orchard", "copper lantern", "northern meadow", "velvet compass",
+        "hidden ladder", "marble window", "distant thunder", "silver pocket", "quiet anchor",
+        "timber saddle", "scarlet pebble", "frozen garden", "golden whistle", "ancient market", "pale candle"]
+
+FORMULAS = {
+    "found_fraction": "codes found / codes hidden over all prompts; found = the code appears as a "
+                      "substring of the response content (case-insensitive)",
+    "prompt_tokens": "len(/tokenize(messages, add_generation_prompt=True)) of the final prompt",
+}
+
+
+def needle_sentence(key: str, code: str) -> str:
+    return f"The special magic number for the {key} is {code}."
+
+
+def question(keys: list[str]) -> str:
+    if len(keys) == 1:
+        return (f"What is the special magic number for the {keys[0]} mentioned in the text above? "
+                "Answer with the number only.")
+    return ("What are the special magic numbers for " + ", ".join(f"the {k}" for k in keys)
+            + " mentioned in the text above? Answer with each key and its number.")
+
+
+def needle_positions(n_sentences: int, depth_pct: float, count: int) -> list[int]:
+    """Sentence indices (insertion points) for `count` needles: first at depth, rest spaced to the end."""
+    step = (100.0 - depth_pct) / count
+    return [min(n_sentences, round(n_sentences * (depth_pct + i * step) / 100.0)) for i in range(count)]
+
+
+def build_haystack(sents: list[str], needles: list[str], depth_pct: float) -> str:
+    out = list(sents)
+    for pos, needle in sorted(zip(needle_positions(len(sents), depth_pct, len(needles)), needles), reverse=True):
+        out.insert(pos, needle)
+    return " ".join(out)
+
+
+def score(content: str | None, codes: list[str]) -> dict:
+    text = (content or "").lower()
+    found = [c for c in codes if c.lower() in text]
+    return {"codes": codes, "found": found, "found_count": len(found)}
+
+
+def messages_for(context: str, keys: list[str]) -> list[dict]:
+    return [{"role": "user", "content": f"Read the text below carefully.\n\n{context}\n\n{question(keys)}"}]
+
+
+async def _fit(ctx: Context, sents: list[str], start: int, needles: list[str], keys: list[str],
+               depth: float, target: int, ratio: float) -> tuple[list[dict], int]:
+    """Grow or shrink the sentence window until the templated prompt is within [0.9, 1.0] x target."""
+    count = max(8, int(target * ratio))
+    for _ in range(6):
+        window = sents[start:start + count]
+        if len(window) < count:
+            raise GateFailure(f"haystack too short for {target} tokens; use a longer text")
+        msgs = messages_for(build_haystack(window, needles, depth), keys)
+        n = len(await ctx.server.tokenize(messages=msgs))
+        if 0.9 * target <= n <= target:
+            return msgs, n
+        count = max(8, int(count * (0.95 * target) / n))
+    raise GateFailure(f"could not size a prompt to {target} tokens (last try {n})")
+
+
+async def run(ctx: Context, cfg: NeedlesGate) -> None:
+    r = ctx.result
+    r.formulas = FORMULAS
+    r.thresholds = {"min_found_fraction": cfg.min_found_fraction}
+    rng = random.Random(cfg.seed)
+    for L in cfg.lengths_tokens:
+        ctx.check_fits(L, cfg.max_tokens, f"needles length {L}")
+    jobs = []
+    for filler in cfg.fillers:
+        sents = gate_data.haystack(ctx.data, filler)
+        sample = " ".join(sents[:400])
+        ratio = 400 / max(1, len(await ctx.server.tokenize(prompt=sample)))  # sentences per token
+        for L in cfg.lengths_tokens:
+            for depth in cfg.depths_pct:
+                keys = rng.sample(KEYS, cfg.codes_per_prompt)
+                codes = [str(rng.randrange(1_000_000, 10_000_000)) for _ in keys]
+                start = rng.randrange(0, max(1, len(sents) - int(L * ratio * 1.5) - 1))
+                jobs.append((filler, L, depth, keys, codes, start, sents, ratio))
+
+    async def one(job):
+        filler, L, depth, keys, codes, start, sents, ratio = job
+        needles = [needle_sentence(k, c) for k, c in zip(keys, codes)]
+        msgs, n_tok = await _fit(ctx, sents, start, needles, keys, depth, L, ratio)
+        body = await ctx.server.post("/v1/chat/completions", {
+            "messages": msgs, "temperature": 0.0, "max_tokens": cfg.max_tokens, "seed": cfg.seed,
+        }, tag=f"{filler}/{L}/{depth}")
+        choice = body["choices"][0]
+        content = (choice.get("message") or {}).get("content")
+        item = {"filler": filler, "length_tokens": L, "depth_pct": depth, "prompt_tokens": n_tok,
+                **score(content, codes), "content": content, "finish_reason": choice.get("finish_reason")}
+        r.items.append(item)
+        return item
+
+    items = await bounded_gather(cfg.max_concurrent_requests, [one(j) for j in jobs])
+    hidden = sum(len(i["codes"]) for i in items)
+    found = sum(i["found_count"] for i in items)
+    frac = found / hidden
+    by_len = {}
+    for i in items:
+        d = by_len.setdefault(str(i["length_tokens"]), [0, 0])
+        d[0] += i["found_count"]
+        d[1] += len(i["codes"])
+    r.measured = {"found_fraction": round(frac, 4), "codes_found": found, "codes_hidden": hidden,
+                  "found_by_length": {k: f"{a}/{b}" for k, (a, b) in by_len.items()}}
+    r.judge([(frac >= cfg.min_found_fraction, f"found_fraction {frac:.3f} < {cfg.min_found_fraction} "
+              f"({found}/{hidden} codes)")])

@@ -1,0 +1,160 @@
+"""Run a recipe's declared gates against a live server, one gate at a time, into a bundle."""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import time
+import traceback
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from cookbook.gates.bundle import Bundle
+from cookbook.gates.client import Server, ServerDown, ServerError, Transcript
+from cookbook.gates.context import Context
+from cookbook.gates.data import DataPaths
+from cookbook.gates.result import GateFailure, GateResult
+from cookbook.gates.spec import GATE_NAMES, GatesSpec
+
+
+@dataclass
+class SuiteConfig:
+    base_url: str
+    model: str
+    spec: GatesSpec
+    out_dir: Path
+    data: DataPaths = field(default_factory=DataPaths)
+    only: list[str] | None = None
+    header: dict[str, Any] = field(default_factory=dict)   # recipe slug, hash, resolved data...
+    env_lock_text: str | None = None
+    env_lock_source: str | None = None
+    image_digest: str | None = None
+    request_timeout_s: float = 300.0
+    echo: Callable[[str], None] = print
+
+
+async def _probe(server: Server) -> list[dict]:
+    body = await asyncio.wait_for(server.get_json("/v1/models"), timeout=15)
+    return body.get("data", []) if isinstance(body, dict) else []
+
+
+async def _run_gate(name: str, cfg_gate, ctx: Context) -> None:
+    module = importlib.import_module(f"cookbook.gates.{name}")
+    await asyncio.wait_for(module.run(ctx, cfg_gate), timeout=cfg_gate.timeout_s)
+
+
+async def run_suite(cfg: SuiteConfig) -> Bundle:
+    declared = cfg.spec.declared()
+    bundle = Bundle(cfg.out_dir, {"base_url": cfg.base_url, "served_model_name": cfg.model,
+                                  "declared_gates": declared, "only": cfg.only, **cfg.header})
+    bundle.set_environment(lock_text=cfg.env_lock_text, source=cfg.env_lock_source, image_digest=cfg.image_digest)
+    server = Server(cfg.base_url, cfg.model, cfg.request_timeout_s)
+    try:
+        return await _run(cfg, declared, bundle, server)
+    finally:
+        server.transcript.close()
+        await server.aclose()
+
+
+def _not_run(bundle: Bundle, names: list[str], reason: str, fault: str, echo) -> None:
+    for name in names:
+        if name not in bundle.doc["gates"]:
+            bundle.record(GateResult(name=name, status="failed", reason=f"not run: {reason}", fault=fault))
+            echo(f"  {name:<16} failed   not run: {reason}")
+
+
+async def _run(cfg: SuiteConfig, declared: list[str], bundle: Bundle, server: Server) -> Bundle:
+    echo = cfg.echo
+    if not declared:
+        echo("the recipe declares no gates; nothing to run")
+        bundle.finish()
+        return bundle
+    # Preflight: reachable, and serving the recipe's model name.
+    try:
+        models = await _probe(server)
+    except (ServerDown, ServerError, asyncio.TimeoutError) as e:
+        reason = f"server at {cfg.base_url} is not answering /v1/models ({e or 'timeout'}); start it first"
+        _not_run(bundle, declared, reason, "server_down", echo)
+        bundle.finish(fault="server_down")
+        return bundle
+    bundle.write_json("models.json", models)
+    served = [m.get("id") for m in models]
+    if cfg.model not in served:
+        reason = (f"server serves {served}, the recipe's served_model_name is {cfg.model!r}; "
+                  "launch with --served-model-name or point --base-url at the right server")
+        _not_run(bundle, declared, reason, "wrong_model", echo)
+        bundle.finish(fault="wrong_model")
+        return bundle
+    max_len = next((m.get("max_model_len") for m in models if m.get("id") == cfg.model), None)
+    try:
+        bundle.write_json("version.json", await server.get_json("/version"))
+    except (ServerError, ServerDown, ValueError):
+        pass
+    bundle.write_text("metrics-before.prom", await server.get_text("/metrics"))
+
+    fault = None
+    for name in declared:
+        gate_cfg = getattr(cfg.spec, name)
+        if cfg.only and name not in cfg.only:
+            bundle.record(GateResult(name=name, status="skipped", reason="not selected (--only)"))
+            echo(f"  {name:<16} skipped  not selected (--only)")
+            continue
+        if fault == "server_down":
+            try:
+                await _probe(server)
+                fault = None
+            except (ServerDown, ServerError, asyncio.TimeoutError):
+                _not_run(bundle, [name], "the server went down during an earlier gate", "server_down", echo)
+                continue
+        result = GateResult(name=name, thresholds={})
+        server.transcript.close()
+        server.transcript = Transcript(bundle.path(f"transcripts/{name}.jsonl"))
+        ctx = Context(server=server, data=cfg.data, out_dir=bundle.root, result=result, max_model_len=max_len)
+        echo(f"  {name:<16} running ...")
+        t0 = time.perf_counter()
+        try:
+            await _run_gate(name, gate_cfg, ctx)
+        except asyncio.TimeoutError:
+            result.status, result.fault = "failed", "timeout"
+            result.reason = f"timed out after {gate_cfg.timeout_s:g} s (timeout_s); {len(result.items)} items kept"
+        except ServerDown as e:
+            result.status, result.fault, fault = "failed", "server_down", "server_down"
+            result.reason = f"server connection lost: {e}"
+        except GateFailure as e:
+            result.status, result.fault, result.reason = "failed", "cannot_run", str(e)
+        except ServerError as e:
+            result.status, result.fault, result.reason = "failed", "server_error", f"server error: {e}"
+        except Exception as e:  # a malformed response or a bug: keep the evidence, say where
+            result.status, result.fault = "failed", "error"
+            result.reason = f"unexpected {type(e).__name__}: {e}"
+            bundle.write_text(f"error-{name}.txt", traceback.format_exc())
+        result.wall_s = round(time.perf_counter() - t0, 2)
+        bundle.record(result)
+        echo(f"  {name:<16} {result.status:<8} {result.wall_s:>8.1f} s  {result.reason[:160]}")
+    try:
+        bundle.write_text("metrics-after.prom", await server.get_text("/metrics"))
+    except (ServerDown, ServerError) as e:
+        bundle.doc["metrics_after_error"] = str(e)
+    bundle.finish(fault=fault)
+    return bundle
+
+
+def summary_table(doc: dict) -> str:
+    rows = [("gate", "status", "wall s", "reason / key figures")]
+    for name in GATE_NAMES:
+        g = doc["gates"].get(name)
+        if not g:
+            continue
+        figures = ", ".join(f"{k}={v}" for k, v in g["measured"].items()
+                            if isinstance(v, (int, float, str)) and not isinstance(v, bool))[:90]
+        text = g["reason"] if g["status"] != "passed" else figures
+        rows.append((name, g["status"], f"{g['wall_s']:.1f}", text[:110]))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    lines = [f"{r[0]:<{widths[0]}}  {r[1]:<{widths[1]}}  {r[2]:>{widths[2]}}  {r[3]}" for r in rows]
+    lines.insert(1, "-" * (sum(widths) + 6 + 40))
+    return "\n".join(lines)
+
+
+def exit_code(doc: dict) -> int:
+    return 1 if any(g["status"] == "failed" for g in doc["gates"].values()) else 0

@@ -1,0 +1,52 @@
+"""spec_acceptance: draft acceptance from /metrics counter deltas over natural-text requests.
+
+Prompts are GSM8K questions (natural text; random-token prompts understate acceptance).
+Gates run one at a time, so the deltas belong to this gate's requests.
+"""
+
+from __future__ import annotations
+
+from cookbook.gates import data as gate_data
+from cookbook.gates import metrics
+from cookbook.gates.client import bounded_gather
+from cookbook.gates.context import Context
+from cookbook.gates.result import GateFailure
+from cookbook.gates.spec import SpecAcceptanceGate
+
+
+def judge_stats(stats: dict, cfg: SpecAcceptanceGate) -> list[tuple[bool, str]]:
+    return [
+        (stats["acceptance_rate"] >= cfg.min_acceptance_rate,
+         f"acceptance_rate {stats['acceptance_rate']:.3f} < {cfg.min_acceptance_rate}"),
+        (stats["mean_acceptance_length"] >= cfg.min_mean_acceptance_length,
+         f"mean_acceptance_length {stats['mean_acceptance_length']:.3f} < {cfg.min_mean_acceptance_length}"),
+    ]
+
+
+async def run(ctx: Context, cfg: SpecAcceptanceGate) -> None:
+    r = ctx.result
+    r.formulas = metrics.SPEC_FORMULAS
+    r.thresholds = {"min_acceptance_rate": cfg.min_acceptance_rate,
+                    "min_mean_acceptance_length": cfg.min_mean_acceptance_length}
+    problems = gate_data.gsm8k(ctx.data, "test", cfg.requests)
+    before = await ctx.server.get_text("/metrics")
+
+    async def one(i, p):
+        body = await ctx.server.post("/v1/chat/completions", {
+            "messages": [{"role": "user", "content": f"Question: {p['question']}\nExplain step by step."}],
+            "temperature": 0.0, "max_tokens": cfg.max_tokens, "seed": cfg.seed}, tag=f"q{i}")
+        n = (body.get("usage") or {}).get("completion_tokens")
+        r.items.append({"index": i, "completion_tokens": n})
+        return n or 0
+
+    tokens = await bounded_gather(cfg.max_concurrent_requests, [one(i, p) for i, p in enumerate(problems)])
+    after = await ctx.server.get_text("/metrics")
+    (ctx.out_dir / "spec_acceptance.metrics-before.prom").write_text(before)
+    (ctx.out_dir / "spec_acceptance.metrics-after.prom").write_text(after)
+    try:
+        stats = metrics.spec_decode_stats(before, after)
+    except ValueError as e:
+        raise GateFailure(str(e)) from e
+    r.measured = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in stats.items()}
+    r.measured["completion_tokens"] = sum(tokens)
+    r.judge(judge_stats(stats, cfg))

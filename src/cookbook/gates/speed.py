@@ -1,0 +1,156 @@
+"""speed: decode tok/s at 1 and 4 streams, TTFT of uncached long prompts, a concurrency sweep.
+
+Token counts come from server usage, never from chunk counts. Prompts for TTFT start
+with a random prefix, so the prefix cache cannot serve them; the prefix-cache hit delta
+from /metrics is recorded as proof.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from pathlib import Path
+
+from cookbook.gates import metrics
+from cookbook.gates.client import Stream, bounded_gather
+from cookbook.gates.context import Context
+from cookbook.gates.spec import SpeedGate
+
+FORMULAS = {
+    "decode_tok_s": "(n - n_first) / (t_last - t_first) per stream: n = final usage.completion_tokens, "
+                    "n_first = tokens in the first token-carrying chunk, t = chunk arrival times",
+    "decode_tok_s_4_streams": "sum of decode_tok_s over 4 concurrent streams",
+    "ttft_s": "client time from sending the request to the first chunk whose usage.completion_tokens > 0",
+    "sweep_aggregate_tok_s": "sum of usage.completion_tokens over the level's requests / (last response - first send)",
+    "prefix_cache_hits_during_ttft": "Δ vllm:prefix_cache_hits over the TTFT requests (should be ~0)",
+}
+DECODE_PROMPT = "Write a long story about a ship and its crew crossing the ocean."
+
+
+def decode_rate(token_times: list[tuple[float, int]]) -> float | None:
+    """Decode tokens/s after the first token-carrying chunk; None with fewer than two such chunks."""
+    if len(token_times) < 2:
+        return None
+    (t_first, n_first), t_last = token_times[0], token_times[-1][0]
+    n = sum(k for _, k in token_times)
+    return (n - n_first) / (t_last - t_first) if t_last > t_first else None
+
+
+def sweep_aggregate(tokens: list[int], t_first_send: float, t_last_done: float) -> float:
+    """Total completion tokens / drain time of one sweep level."""
+    return sum(tokens) / (t_last_done - t_first_send)
+
+
+async def _decode(ctx: Context, cfg: SpeedGate, tag: str) -> Stream:
+    return await ctx.server.stream("/v1/completions", {"prompt": DECODE_PROMPT, "max_tokens": cfg.decode_max_tokens,
+                                                        "temperature": 0.0, "ignore_eos": True}, tag=tag)
+
+
+def plot(rows: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    xs = [row["concurrency"] for row in rows]
+    ax.plot(xs, [row["aggregate_tok_s"] for row in rows], marker="o")
+    ax.set_xlabel("concurrent requests")
+    ax.set_ylabel("aggregate output tok/s (total tokens / drain time)")
+    ax.set_xscale("log", base=2)
+    ax.set_xticks(xs, [str(x) for x in xs])
+    ax.grid(True, alpha=0.3)
+    ax.set_title("Concurrency sweep")
+    fig.tight_layout()
+    tmp = path.with_suffix(".tmp.png")
+    fig.savefig(tmp, dpi=100)
+    plt.close(fig)
+    tmp.replace(path)
+
+
+async def run(ctx: Context, cfg: SpeedGate) -> None:
+    r = ctx.result
+    r.formulas = FORMULAS
+    r.thresholds = {k: v for k, v in {
+        "min_decode_tok_s_1_stream": cfg.min_decode_tok_s_1_stream,
+        "min_decode_tok_s_4_streams": cfg.min_decode_tok_s_4_streams,
+        "max_ttft_2k_s": cfg.max_ttft_2k_s, "max_ttft_8k_s": cfg.max_ttft_8k_s,
+        "decode_tokens": cfg.decode_max_tokens}.items() if v is not None}
+    m, checks = r.measured, []
+
+    def count_ok(s: Stream, what: str):
+        checks.append((s.completion_tokens == cfg.decode_max_tokens,
+                       f"{what}: {s.completion_tokens} tokens, expected {cfg.decode_max_tokens} (ignore_eos)"))
+
+    # Decode speed, one stream then four.
+    s1 = await _decode(ctx, cfg, "decode1")
+    count_ok(s1, "1-stream decode")
+    m["decode_tok_s_1_stream"] = rate1 = decode_rate(s1.token_times())
+    streams4 = await asyncio.gather(*(_decode(ctx, cfg, f"decode4/{i}") for i in range(4)))
+    for s in streams4:
+        count_ok(s, "4-stream decode")
+    rates4 = [decode_rate(s.token_times()) for s in streams4]
+    m["decode_tok_s_4_streams"] = rate4 = sum(x for x in rates4 if x) if all(rates4) else None
+    m["decode_tok_s_4_streams_each"] = [round(x, 2) if x else None for x in rates4]
+    if cfg.min_decode_tok_s_1_stream is not None:
+        checks.append((rate1 is not None and rate1 >= cfg.min_decode_tok_s_1_stream,
+                       f"decode_tok_s_1_stream {rate1} < {cfg.min_decode_tok_s_1_stream}"))
+    if cfg.min_decode_tok_s_4_streams is not None:
+        checks.append((rate4 is not None and rate4 >= cfg.min_decode_tok_s_4_streams,
+                       f"decode_tok_s_4_streams {rate4} < {cfg.min_decode_tok_s_4_streams}"))
+
+    # TTFT of uncached prompts, one at a time.
+    rng = random.Random(cfg.seed)
+    for n in cfg.ttft_prompts_tokens:
+        ctx.check_fits(n, 2, f"TTFT prompt {n}")
+    before = await ctx.server.get_text("/metrics")
+    ttft = {}
+    for n in cfg.ttft_prompts_tokens:
+        ids = await ctx.uncached_prompt_ids(n, rng)
+        s = await ctx.server.stream("/v1/completions", {"prompt": ids, "max_tokens": 2, "temperature": 0.0,
+                                                        "ignore_eos": True}, tag=f"ttft{n}")
+        ttft[n] = s.ttft_s
+        r.items.append({"ttft_prompt_tokens": n, "ttft_s": s.ttft_s})
+    after = await ctx.server.get_text("/metrics")
+    m["ttft_s"] = {str(n): (round(v, 4) if v is not None else None) for n, v in ttft.items()}
+    m["prefix_cache_hits_during_ttft"] = metrics.delta(before, after, "vllm:prefix_cache_hits")
+    for limit, n in ((cfg.max_ttft_2k_s, 2048), (cfg.max_ttft_8k_s, 8192)):
+        if limit is not None:
+            checks.append((ttft.get(n) is not None and ttft[n] <= limit, f"ttft {n} tokens {ttft.get(n)} s > {limit} s"))
+
+    # Concurrency sweep: aggregate = total tokens / drain time.
+    rows = []
+    for c in cfg.sweep_concurrencies:
+        n_req = c * cfg.sweep_waves
+
+        async def one(i, c=c):
+            body = await ctx.server.post("/v1/completions", {
+                "prompt": f"{DECODE_PROMPT} (version {i})", "max_tokens": cfg.sweep_max_tokens,
+                "temperature": 0.0, "ignore_eos": True}, tag=f"sweep{c}/{i}")
+            return (body.get("usage") or {}).get("completion_tokens") or 0
+
+        t0 = time.perf_counter()
+        tokens = await bounded_gather(c, [one(i) for i in range(n_req)])
+        t1 = time.perf_counter()
+        row = {"concurrency": c, "requests": n_req, "total_tokens": sum(tokens),
+               "drain_s": round(t1 - t0, 3), "aggregate_tok_s": round(sweep_aggregate(tokens, t0, t1), 2)}
+        rows.append(row)
+        r.items.append({"sweep": row})
+        checks.append((sum(tokens) == n_req * cfg.sweep_max_tokens,
+                       f"sweep at {c}: {sum(tokens)} tokens, expected {n_req * cfg.sweep_max_tokens}"))
+    m["sweep"] = rows
+    if rows:
+        plot(rows, ctx.out_dir / "speed-sweep.png")
+        m["sweep_plot"] = "speed-sweep.png"
+    for k in ("decode_tok_s_1_stream", "decode_tok_s_4_streams"):
+        if isinstance(m.get(k), float):
+            m[k] = round(m[k], 2)
+    r.judge(checks)
+
+
+def sweep_table(rows: list[dict]) -> str:
+    lines = ["| concurrency | requests | total tokens | drain s | aggregate tok/s |", "|---|---|---|---|---|"]
+    lines += [f"| {x['concurrency']} | {x['requests']} | {x['total_tokens']} | {x['drain_s']} | {x['aggregate_tok_s']} |"
+              for x in rows]
+    return "\n".join(lines)

@@ -1,0 +1,90 @@
+"""stress: decodes keep flowing while long prompts prefill.
+
+`decodes` streaming requests start; once each has produced tokens, the long prompts are
+sent. The largest gap between token-carrying chunks (usage.completion_tokens rising) of
+any decode is the figure; under speculation chunks are bursty, so the gap is per chunk,
+not per token.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+
+from cookbook.gates.context import Context
+from cookbook.gates.spec import StressGate
+
+FORMULAS = {
+    "max_decode_gap_s": "max over decodes of the largest difference between arrival times of consecutive "
+                        "chunks whose usage.completion_tokens increased (first token excluded)",
+    "decode_tokens": "final usage.completion_tokens of each decode (must equal decode_max_tokens)",
+}
+
+
+def decode_gaps(token_times: list[tuple[float, int]]) -> list[float]:
+    """Gaps between consecutive token-carrying chunks, from (arrival time, tokens) pairs."""
+    times = [t for t, n in token_times if n > 0]
+    return [b - a for a, b in zip(times, times[1:])]
+
+
+async def run(ctx: Context, cfg: StressGate) -> None:
+    r = ctx.result
+    r.formulas = FORMULAS
+    r.thresholds = {"max_decode_gap_s": cfg.max_decode_gap_s, "decode_tokens": cfg.decode_max_tokens}
+    rng = random.Random(cfg.seed)
+    for n in cfg.prefill_tokens:
+        ctx.check_fits(n, 1, f"stress prefill {n}")
+    prompts = [await ctx.uncached_prompt_ids(n, rng) for n in cfg.prefill_tokens]
+    flowing = [asyncio.Event() for _ in range(cfg.decodes)]
+
+    def watch(i):
+        def on_chunk(_t, chunk):
+            if ((chunk.get("usage") or {}).get("completion_tokens") or 0) >= 2:
+                flowing[i].set()
+        return on_chunk
+
+    t0 = time.perf_counter()
+    decodes = [asyncio.ensure_future(ctx.server.stream(
+        "/v1/completions", {"prompt": f"Story {i}: Once upon a time", "max_tokens": cfg.decode_max_tokens,
+                            "temperature": 0.0, "ignore_eos": True}, tag=f"decode{i}", on_chunk=watch(i)))
+        for i in range(cfg.decodes)]
+    # Send the long prompts once every decode is streaming (or one has already ended).
+    waits = [asyncio.ensure_future(e.wait()) for e in flowing]
+    await asyncio.wait([asyncio.ensure_future(asyncio.gather(*waits)), *decodes],
+                       return_when=asyncio.FIRST_COMPLETED)
+    for w in waits:
+        w.cancel()
+    for d in decodes:
+        if d.done() and d.exception():
+            raise d.exception()
+    prefill_start = time.perf_counter() - t0
+
+    async def prefill(j, ids):
+        s = time.perf_counter()
+        body = await ctx.server.post("/v1/completions", {"prompt": ids, "max_tokens": 1, "temperature": 0.0},
+                                     tag=f"prefill{j}")
+        return {"prefill": j, "prompt_tokens": (body.get("usage") or {}).get("prompt_tokens"),
+                "latency_s": round(time.perf_counter() - s, 3)}
+
+    prefills = await asyncio.gather(*(prefill(j, ids) for j, ids in enumerate(prompts)))
+    streams = await asyncio.gather(*decodes)
+    gaps_all, problems = [], []
+    for i, s in enumerate(streams):
+        gaps = decode_gaps(s.token_times())
+        gaps_all += gaps
+        n = s.completion_tokens
+        if n != cfg.decode_max_tokens:
+            problems.append(f"decode {i} produced {n} tokens, expected {cfg.decode_max_tokens}")
+        r.items.append({"decode": i, "tokens": n, "chunks": len(s.chunks),
+                        "max_gap_s": round(max(gaps), 4) if gaps else None, "done_s": round(s.done_s, 3)})
+    r.items += prefills
+    overlapped = any(s.done_s > prefill_start for s in streams)
+    max_gap = max(gaps_all) if gaps_all else float("inf")
+    r.measured = {"max_decode_gap_s": round(max_gap, 4), "prefill_sent_at_s": round(prefill_start, 3),
+                  "prefill_overlapped_decodes": overlapped,
+                  "prefill_latency_s": [p["latency_s"] for p in prefills]}
+    checks = [(max_gap <= cfg.max_decode_gap_s, f"max_decode_gap_s {max_gap:.3f} > {cfg.max_decode_gap_s}"),
+              (not problems, "; ".join(problems)),
+              (overlapped, "decodes finished before the long prompts were sent (raise decode_max_tokens)")]
+    r.judge(checks)

@@ -1,0 +1,236 @@
+"""tools: tool_choice required / named / auto / none and a json_schema response_format.
+
+Each case runs greedy and sampled, non-streamed and streamed (as the recipe says).
+Arguments are compared as parsed JSON, never as strings. Greedy runs must produce the
+expected call and their streamed form, assembled from deltas, must equal the non-streamed
+one; sampled runs are checked for validity only (speculative decoding and batching make
+sampled text legitimately differ).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from cookbook.gates.client import ServerError, bounded_gather
+from cookbook.gates.context import Context
+from cookbook.gates.spec import ToolsGate
+
+WEATHER_PARAMS = {
+    "type": "object",
+    "properties": {"city": {"type": "string", "description": "City name, e.g. Paris"},
+                   "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+    "required": ["city", "unit"],
+}
+TOOLS = [
+    {"type": "function", "function": {"name": "get_weather", "description": "Get the current weather in a city.",
+                                      "parameters": WEATHER_PARAMS}},
+    {"type": "function", "function": {"name": "get_time", "description": "Get the current time in a timezone.",
+                                      "parameters": {"type": "object",
+                                                     "properties": {"timezone": {"type": "string"}},
+                                                     "required": ["timezone"]}}},
+]
+TOOL_PROMPT = "What is the weather like in Paris right now? Use celsius."
+EXPECTED_CALL = {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}
+
+EXTRACT_SCHEMA = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+    "required": ["city", "unit"],
+    "additionalProperties": False,
+}
+EXTRACT_PROMPT = ("Extract the city and the temperature unit from this sentence as JSON: "
+                  "'How warm is it in Paris today, in celsius?'")
+EXPECTED_JSON = {"city": "Paris", "unit": "celsius"}
+
+FORMULAS = {
+    "passed_fraction": "passed checks / checks; a check is one (case, streamed?, greedy|sampled) request",
+    "argument_match": "json.loads(arguments) == expected, string values compared stripped and case-folded",
+    "stream_equals_non_stream": "tool calls assembled from streamed deltas (name once, argument fragments "
+                                "concatenated) == non-streamed calls, as parsed JSON (greedy only)",
+}
+
+
+def schema_errors(value: Any, schema: dict, where: str = "$") -> list[str]:
+    """The subset of JSON Schema the gate's tools use: type, enum, properties, required, additionalProperties."""
+    errs = []
+    t = schema.get("type")
+    types = {"object": dict, "string": str, "array": list, "boolean": bool}
+    if t in types and not isinstance(value, types[t]):
+        return [f"{where}: expected {t}, got {type(value).__name__}"]
+    if t in ("number", "integer") and (isinstance(value, bool) or not isinstance(value, (int, float))
+                                       or (t == "integer" and not float(value).is_integer())):
+        return [f"{where}: expected {t}, got {value!r}"]
+    if "enum" in schema and value not in schema["enum"]:
+        errs.append(f"{where}: {value!r} not one of {schema['enum']}")
+    if t == "object":
+        props = schema.get("properties", {})
+        for req in schema.get("required", []):
+            if req not in value:
+                errs.append(f"{where}: missing required {req!r}")
+        for k, v in value.items():
+            if k in props:
+                errs += schema_errors(v, props[k], f"{where}.{k}")
+            elif schema.get("additionalProperties") is False:
+                errs.append(f"{where}: unexpected property {k!r}")
+    return errs
+
+
+def canon(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.strip().casefold()
+    if isinstance(value, dict):
+        return {k: canon(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [canon(v) for v in value]
+    return value
+
+
+def parse_calls(raw_calls: list[dict] | None) -> tuple[list[dict], list[str]]:
+    """[{name, arguments(parsed)}] and problems (unparseable arguments, missing names)."""
+    calls, problems = [], []
+    for i, c in enumerate(raw_calls or []):
+        fn = c.get("function") or {}
+        name, args = fn.get("name"), fn.get("arguments")
+        if not name:
+            problems.append(f"call {i}: no function name")
+        try:
+            parsed = json.loads(args) if isinstance(args, str) else args
+        except (json.JSONDecodeError, TypeError):
+            problems.append(f"call {i}: arguments are not JSON: {args!r}")
+            parsed = None
+        if parsed is not None and not isinstance(parsed, dict):
+            problems.append(f"call {i}: arguments are {type(parsed).__name__}, not an object")
+        calls.append({"name": name, "arguments": parsed, "id": c.get("id")})
+    return calls, problems
+
+
+def assemble_stream(chunks: list[dict]) -> dict:
+    """Rebuild a message from streamed deltas: content, tool calls by index, finish reasons."""
+    content, calls, finishes, name_events = [], {}, [], {}
+    for ch in chunks:
+        for choice in ch.get("choices", []):
+            if choice.get("finish_reason"):
+                finishes.append(choice["finish_reason"])
+            delta = choice.get("delta") or {}
+            if delta.get("content"):
+                content.append(delta["content"])
+            for tc in delta.get("tool_calls") or []:
+                slot = calls.setdefault(tc.get("index", 0), {"id": None, "function": {"name": None, "arguments": ""}})
+                if tc.get("id") and not slot["id"]:
+                    slot["id"] = tc["id"]
+                fn = tc.get("function") or {}
+                if fn.get("name"):
+                    name_events[tc.get("index", 0)] = name_events.get(tc.get("index", 0), 0) + 1
+                    slot["function"]["name"] = fn["name"]
+                if fn.get("arguments"):
+                    slot["function"]["arguments"] += fn["arguments"]
+    return {"content": "".join(content) if content else None,
+            "tool_calls": [calls[i] for i in sorted(calls)] or None,
+            "finish_reasons": finishes, "name_events": name_events}
+
+
+def check_message(case: str, msg: dict, finish_reason: str | None, greedy: bool) -> tuple[list[str], Any]:
+    """Problems with one response for a case, and the parsed value compared across stream modes."""
+    problems: list[str] = []
+    tools_by_name = {t["function"]["name"]: t["function"]["parameters"] for t in TOOLS}
+    if case == "none":
+        if msg.get("tool_calls"):
+            problems.append("tool_choice none produced tool calls")
+        if not (msg.get("content") or "").strip():
+            problems.append("tool_choice none produced no content")
+        return problems, msg.get("content")
+    if case == "json_schema":
+        try:
+            value = json.loads(msg.get("content") or "")
+        except json.JSONDecodeError:
+            return [f"content is not JSON: {(msg.get('content') or '')[:200]!r}"], None
+        problems += schema_errors(value, EXTRACT_SCHEMA)
+        if greedy and not problems and canon(value) != canon(EXPECTED_JSON):
+            problems.append(f"JSON {value} != expected {EXPECTED_JSON}")
+        return problems, value
+    calls, problems = parse_calls(msg.get("tool_calls"))
+    if not calls:
+        return [f"tool_choice {case} produced no tool call (content: {(msg.get('content') or '')[:120]!r})"], None
+    for c in calls:
+        if c["name"] not in tools_by_name:
+            problems.append(f"unknown function {c['name']!r}")
+        elif isinstance(c["arguments"], dict):
+            problems += schema_errors(c["arguments"], tools_by_name[c["name"]], c["name"])
+        if not c.get("id"):
+            problems.append("tool call has no id")
+    if case == "named" and any(c["name"] != EXPECTED_CALL["name"] for c in calls):
+        problems.append(f"named tool_choice {EXPECTED_CALL['name']} answered with {[c['name'] for c in calls]}")
+    if case == "auto" and finish_reason not in (None, "tool_calls"):
+        problems.append(f"finish_reason {finish_reason!r}, expected 'tool_calls'")
+    if greedy and not problems:
+        if len(calls) != 1:
+            problems.append(f"{len(calls)} tool calls, expected 1")
+        elif canon(calls[0]["arguments"]) != canon(EXPECTED_CALL["arguments"]) or calls[0]["name"] != EXPECTED_CALL["name"]:
+            problems.append(f"call {calls[0]['name']}({calls[0]['arguments']}) != expected "
+                            f"{EXPECTED_CALL['name']}({EXPECTED_CALL['arguments']})")
+    return problems, [{"name": c["name"], "arguments": c["arguments"]} for c in calls]
+
+
+def request_for(case: str) -> dict:
+    if case == "json_schema":
+        return {"messages": [{"role": "user", "content": EXTRACT_PROMPT}],
+                "response_format": {"type": "json_schema",
+                                    "json_schema": {"name": "city_unit", "schema": EXTRACT_SCHEMA, "strict": True}}}
+    choice: Any = {"required": "required", "auto": "auto", "none": "none",
+                   "named": {"type": "function", "function": {"name": EXPECTED_CALL["name"]}}}[case]
+    return {"messages": [{"role": "user", "content": TOOL_PROMPT}], "tools": TOOLS, "tool_choice": choice}
+
+
+async def run(ctx: Context, cfg: ToolsGate) -> None:
+    r = ctx.result
+    r.formulas = FORMULAS
+    r.thresholds = {"min_passed_fraction": cfg.min_passed_fraction}
+    streams = {"off": [False], "on": [True], "both": [False, True]}[cfg.stream]
+    samplings = {"greedy": [True], "sampled": [False], "both": [True, False]}[cfg.sampling]
+
+    async def one(case: str, greedy: bool) -> list[dict]:
+        base = {**request_for(case), "max_tokens": cfg.max_tokens, "seed": cfg.seed,
+                "temperature": 0.0 if greedy else cfg.sampled_temperature}
+        mode = "greedy" if greedy else "sampled"
+        out, values = [], {}
+        for stream in streams:
+            tag = f"{case}/{mode}/{'stream' if stream else 'plain'}"
+            item = {"case": case, "sampling": mode, "stream": stream}
+            try:
+                if stream:
+                    s = await ctx.server.stream("/v1/chat/completions", base, tag=tag)
+                    msg = assemble_stream([c for _, c in s.chunks])
+                    problems, value = check_message(case, msg, msg["finish_reasons"][-1] if msg["finish_reasons"] else None, greedy)
+                    if len(msg["finish_reasons"]) != 1:
+                        problems.append(f"{len(msg['finish_reasons'])} chunks carry a finish_reason, expected 1")
+                    if any(n != 1 for n in msg["name_events"].values()):
+                        problems.append(f"function name streamed {msg['name_events']} times, expected once per call")
+                else:
+                    body = await ctx.server.post("/v1/chat/completions", base, tag=tag)
+                    choice = body["choices"][0]
+                    msg = choice.get("message") or {}
+                    problems, value = check_message(case, msg, choice.get("finish_reason"), greedy)
+            except ServerError as e:
+                problems, value = [f"server refused: {e}"], None
+            values[stream] = value
+            if stream and greedy and False in values and not problems and values[False] is not None:
+                same = (canon(value) == canon(values[False])) if case != "none" else value == values[False]
+                if not same:
+                    problems.append(f"streamed {value!r} != non-streamed {values[False]!r}")
+            item.update(passed=not problems, problems=problems, got=value)
+            r.items.append(item)
+            out.append(item)
+        return out
+
+    jobs = [one(case, g) for case in cfg.cases for g in samplings]
+    results = [i for group in await bounded_gather(cfg.max_concurrent_requests, jobs) for i in group]
+    passed = sum(i["passed"] for i in results)
+    frac = passed / len(results)
+    r.measured = {"checks": len(results), "passed": passed, "passed_fraction": round(frac, 4),
+                  "failed_checks": [f"{i['case']}/{i['sampling']}/{'stream' if i['stream'] else 'plain'}"
+                                    for i in results if not i["passed"]]}
+    r.judge([(frac >= cfg.min_passed_fraction,
+              f"passed_fraction {frac:.3f} < {cfg.min_passed_fraction}: " + "; ".join(
+                  f"{i['case']}/{i['sampling']}/{'stream' if i['stream'] else 'plain'}: {i['problems'][0]}"
+                  for i in results if not i["passed"])[:1500])])
