@@ -153,11 +153,21 @@ def _compare(op: ast.cmpop, left: Any, right: Any) -> bool:
 
 
 def names(text: str) -> list[str]:
-    """Dotted keys an expression reads (for lint and for `show`)."""
-    out = []
-    for node in ast.walk(parse(text)):
+    """Dotted keys an expression reads, in order (for lint and for `show`)."""
+    out: list[str] = []
+
+    def visit(node: ast.AST) -> None:
         if isinstance(node, (ast.Attribute, ast.Name)):
             name = dotted_name(node)
-            if name and name not in _NAMES and name not in _FUNCS:
+            if name and name not in _NAMES:
                 out.append(name)
+            return  # the chain's inner nodes are part of this key
+        if isinstance(node, ast.Call):
+            for arg in node.args:
+                visit(arg)
+            return
+        for child in ast.iter_child_nodes(node):
+            visit(child)
+
+    visit(parse(text).body)
     return out

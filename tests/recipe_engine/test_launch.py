@@ -1,0 +1,47 @@
+import json
+import shlex
+import subprocess
+import sys
+
+import pytest
+
+from conftest import FIXTURES, check_golden
+from cookbook.recipe import resolve
+from cookbook.recipe.launch import render, server_argv
+
+
+@pytest.mark.parametrize("slug,quant", [("demo-2", None), ("demo-4", "Q4_K")])
+def test_launch_block_matches_snapshot(valid_recipes, slug, quant):
+    check_golden(f"launch/{slug}{'-' + quant if quant else ''}.sh", render(resolve(slug, quant)))
+
+
+@pytest.mark.parametrize("slug", ["demo-2", "demo-4"])
+def test_launch_block_parses_in_bash(valid_recipes, slug):
+    block = render(resolve(slug))
+    p = subprocess.run(["bash", "-n"], input=block, capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+
+
+def test_pasted_block_gives_the_same_argv_as_server_argv(valid_recipes, tmp_path):
+    """Run the block in bash with `vllm` replaced by a printer: JSON flags survive quoting."""
+    resolved = resolve("demo-2")
+    block = render(resolved)
+    script = ("vllm() { python3 -c 'import json,sys; print(json.dumps(sys.argv[1:]))' \"$@\"; }\n"
+              "MODELS=/models\n" + block)
+    p = subprocess.run(["bash", "-c", script], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    argv = json.loads(p.stdout.strip().splitlines()[-1])
+    expected = server_argv(resolved)[1:]
+    expected[1] = expected[1].replace("$MODELS", "/models")
+    assert argv == expected
+    assert json.loads(argv[argv.index("--attention-config") + 1]) == {"sparse_mla_force_mqa": True}
+
+
+def test_launch_refusal_is_one_clear_message_and_nonzero(valid_recipes):
+    p = subprocess.run([sys.executable, "-m", "cookbook.cli", "launch", "demo-2", "--quant", "Q4_K"],
+                       capture_output=True, text=True)
+    assert p.returncode == 2
+    assert p.stdout == ""
+    assert "error: cannot launch demo-2 --quant Q4_K" in p.stderr
+    assert "help: use demo-4" in p.stderr
+    assert "Traceback" not in p.stderr
