@@ -20,6 +20,7 @@ LAZY_GROUPS: dict[str, tuple[str, str]] = {
     "schema": ("cookbook.commands.recipes", "schema_cmd", "Write (or --check) the generated recipe JSON Schema."),
     "docs": ("cookbook.commands.docs", "docs_cmd", "Generate (or --check) docs/: recipe pages, errors, rules."),
     "gates": ("cookbook.gates.cli", "gates", "Run a recipe's gates against a live server; verify from the evidence."),
+    "convert": ("cookbook.convert.cli", "convert", "Checkpoint converters: GGUF inspect/join/set/split/to-hf, Quark MXFP4 fuse."),
 }
 
 
