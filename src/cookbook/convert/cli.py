@@ -1,0 +1,194 @@
+"""`cookbook convert <name>`: the checkpoint converters' command line (tools/convert/<name> wraps it)."""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+
+import click
+
+
+class ConvertError(Exception):
+    """A user-facing converter error (bad input, refused operation)."""
+
+    def __init__(self, reason: str, help: str | None = None):
+        self.reason, self.help = reason, help
+        super().__init__(reason + (f"\n  help: {help}" if help else ""))
+
+
+def _user_errors(fn):
+    """Turn every expected error into one message and exit code 2 (no traceback)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        from cookbook.gguf.errors import GGUFError
+        from cookbook.mxfp4 import MXFP4Error
+
+        try:
+            return fn(*args, **kwargs)
+        except (GGUFError, ConvertError, MXFP4Error) as e:
+            click.echo(f"error: {e}", err=True)
+        except FileExistsError as e:
+            click.echo(f"error: {e.args[0] if e.args else e}: output already exists\n"
+                       "  help: remove it or pass --force", err=True)
+        except OSError as e:
+            click.echo(f"error: {e.filename or ''}: {e.strerror or e}", err=True)
+        except KeyboardInterrupt:
+            click.echo("interrupted; no output was written", err=True)
+            sys.exit(130)
+        sys.exit(2)
+
+    return wrapper
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def convert():
+    """Checkpoint converters: GGUF inspect/join/set/split, GGUF -> HF, Quark MXFP4 fuse.
+
+    Every command streams, shows progress on stderr, and writes to a temporary name that is
+    renamed only when the output is complete.
+    """
+
+
+@convert.command("gguf-inspect")
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--full", is_flag=True, help="Show whole arrays and long strings.")
+@click.option("--no-tensors", is_flag=True, help="Leave out the per-tensor table.")
+@_user_errors
+def gguf_inspect(file, as_json, full, no_tensors):
+    """Validate FILE and print its header, metadata, tensor table and type histogram."""
+    from cookbook.convert.inspect import inspect
+
+    click.echo(inspect(file, as_json=as_json, full=full, show_tensors=not no_tensors))
+
+
+@convert.command("gguf-join")
+@click.argument("inputs", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="The joined GGUF.")
+@click.option("--sha256sums", type=click.Path(dir_okay=False, exists=True),
+              help="sha256sum-style file listing the parts and/or the joined file.")
+@click.option("--expect-sha256", help="sha256 of the joined file.")
+@click.option("--force", is_flag=True, help="Replace an existing output.")
+@click.option("--quiet", is_flag=True, help="No progress on stderr.")
+@_user_errors
+def gguf_join(inputs, output, sha256sums, expect_sha256, force, quiet):
+    """Join raw parts (x.gguf.part00 ..) or merge gguf-split shards (x-00001-of-0000N.gguf).
+
+    \b
+    Raw parts are concatenated in the order given, then sha256-checked and validated.
+    Shards: give the first shard (the others are found by name) or all of them.
+    """
+    from pathlib import Path
+
+    from cookbook.convert.gguf_join import is_shard_set, join_parts, merge_shards
+
+    paths = [Path(p) for p in inputs]
+    for p in paths:
+        if not p.is_file():
+            raise ConvertError(f"{p}: not found", help="check the path")
+    if is_shard_set(paths):
+        if sha256sums or expect_sha256:
+            raise ConvertError("sha256 options apply to raw parts; shards are each validated as GGUF")
+        g = merge_shards(paths, output, progress=not quiet, overwrite=force)
+        click.echo(f"merged into {output}: {len(g.tensors)} tensors, {g.file_size:,} bytes")
+    else:
+        r = join_parts(paths, output, sha256sums=sha256sums, expect_sha256=expect_sha256,
+                       progress=not quiet, overwrite=force)
+        checked = ", ".join(r["sha256_checked"]) or "none (no sums given)"
+        click.echo(f"joined {r['parts']} parts into {output}: {r['bytes']:,} bytes, {r['tensors']} tensors; "
+                   f"sha256 verified: {checked}")
+
+
+@convert.command("gguf-split")
+@click.argument("file", type=click.Path(dir_okay=False, exists=True))
+@click.argument("out_prefix")
+@click.option("--max-tensors", type=click.IntRange(1), help="Tensors per shard.")
+@click.option("--max-size", help="Bytes of tensor data per shard (e.g. 500M, 4G).")
+@click.option("--raw-parts", type=click.IntRange(2), help="Instead: cut into N raw byte parts.")
+@_user_errors
+def gguf_split(file, out_prefix, max_tensors, max_size, raw_parts):
+    """Split FILE into gguf-split shards OUT_PREFIX-0000k-of-0000N.gguf (or raw parts)."""
+    from cookbook.convert.gguf_join import split_gguf, split_raw
+
+    if raw_parts:
+        for p in split_raw(file, raw_parts, out_prefix):
+            click.echo(p)
+        return
+    if not (max_tensors or max_size):
+        raise ConvertError("give --max-tensors or --max-size")
+    max_bytes = _parse_size(max_size) if max_size else None
+    for p in split_gguf(file, out_prefix, max_tensors=max_tensors, max_bytes=max_bytes, progress=True):
+        click.echo(p)
+
+
+def _parse_size(text: str) -> int:
+    units = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30, "T": 1 << 40}
+    t = text.strip().upper().rstrip("B")
+    unit = t[-1] if t and t[-1] in units else ""
+    try:
+        return int(float(t[: len(t) - len(unit)]) * units[unit])
+    except ValueError:
+        raise ConvertError(f"--max-size {text!r} is not a size", help="e.g. 500M or 4G") from None
+
+
+@convert.command("gguf-set")
+@click.argument("file", type=click.Path(dir_okay=False, exists=True))
+@click.argument("assignment", metavar="KEY=VALUE")
+@click.option("--type", "type_name", help="Value type for a new key (bool, u32, i32, f32, str, ...).")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write the result here instead.")
+@click.option("--in-place", is_flag=True, help="Allow an atomic rewrite of FILE when the size changes.")
+@_user_errors
+def gguf_set(file, assignment, type_name, output, in_place):
+    """Set a metadata value, e.g. `gguf-set model.gguf kimi-k3.vision=true`.
+
+    \b
+    Same encoded size: edited in place in O(1). Otherwise -o NEW or --in-place (atomic).
+    For a gguf-split set, shard 1 (which holds the metadata) is edited.
+    """
+    from cookbook.convert.gguf_set import set_value
+
+    if "=" not in assignment:
+        raise ConvertError(f"{assignment!r} is not KEY=VALUE", help="e.g. kimi-k3.vision=true")
+    key, text = assignment.split("=", 1)
+    r = set_value(file, key.strip(), text, type_name=type_name, out=output, in_place=in_place)
+    verb = "unchanged" if r.get("changed") is False else f"{r['old']!r} -> {r['new']!r}"
+    click.echo(f"{r['file']}: {r['key']} ({r['type']}) {verb} [{r['mode']}]")
+
+
+@convert.command("gguf-to-hf")
+@click.argument("src", type=click.Path(dir_okay=False))
+@click.argument("out_dir", type=click.Path(file_okay=False))
+@click.option("--dtype", type=click.Choice(["float32", "bfloat16", "float16"]), default="float32",
+              show_default=True, help="dtype of the dequantized weights (float32 keeps them exact).")
+@click.option("--force", is_flag=True, help="Replace a non-empty OUT_DIR.")
+@_user_errors
+def gguf_to_hf(src, out_dir, dtype, force):
+    """Dequantize SRC (a GGUF) into an HF checkpoint in OUT_DIR that vLLM can serve on CPU."""
+    from cookbook.convert.gguf_to_hf import convert_gguf_to_hf
+
+    r = convert_gguf_to_hf(src, out_dir, dtype=dtype, force=force)
+    click.echo(json.dumps(r, indent=1))
+
+
+@convert.command("quark-mxfp4-fuse")
+@click.argument("src", type=click.Path(file_okay=False, exists=True))
+@click.argument("out_dir", type=click.Path(file_okay=False))
+@click.option("--shard-size", default="4G", show_default=True, help="Bytes per output shard.")
+@click.option("--scale-rule", type=click.Choice(["floor", "even"]), default="even", show_default=True,
+              help="MXFP4 scale rule for the BF16 MTP experts (even = AMD Quark's).")
+@click.option("--force", is_flag=True, help="Replace a non-empty OUT_DIR.")
+@_user_errors
+def quark_mxfp4_fuse(src, out_dir, shard_size, scale_rule, force):
+    """Repack an AMD Quark MXFP4 checkpoint (SRC dir) into vLLM's fused-expert layout in OUT_DIR."""
+    from cookbook.convert.quark_fuse import fuse_checkpoint
+
+    r = fuse_checkpoint(src, out_dir, shard_bytes=_parse_size(shard_size), scale_rule=scale_rule, force=force)
+    click.echo(json.dumps(r, indent=1))
+
+
+def main_for(name: str):
+    """Entry for tools/convert/<name>: run one subcommand as its own program."""
+    cmd = convert.commands[name]
+    cmd.main(prog_name=name)

@@ -1,0 +1,1 @@
+"""Models the cookbook ships or embeds (the default CPU model)."""
