@@ -18,8 +18,10 @@ LAZY_GROUPS: dict[str, tuple[str, str]] = {
     "launch": ("cookbook.commands.recipes", "launch_cmd", "The copy-paste launch block (exports + vllm serve)."),
     "lint": ("cookbook.commands.recipes", "lint_cmd", "Validate recipes; report every error with file:line:col."),
     "schema": ("cookbook.commands.recipes", "schema_cmd", "Write (or --check) the generated recipe JSON Schema."),
+    "serve": ("cookbook.commands.serve", "serve_cmd", "Run a recipe here: fetch, convert, launch, gates, stop."),
     "docs": ("cookbook.commands.docs", "docs_cmd", "Generate (or --check) docs/: recipe pages, errors, rules."),
     "gates": ("cookbook.gates.cli", "gates", "Run a recipe's gates against a live server; verify from the evidence."),
+    "buckets": ("cookbook.buckets", "buckets_cmd", "Gaudi warm-up bucket files: generate from a geometry (--check), validate."),
     "convert": ("cookbook.convert.cli", "convert", "Checkpoint converters: GGUF inspect/join/set/split/to-hf, Quark MXFP4 fuse."),
 }
 

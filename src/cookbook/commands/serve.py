@@ -1,0 +1,104 @@
+"""`cookbook serve`: run a recipe here end to end (fetch, convert, launch, gates, stop)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import click
+
+from cookbook.commands.recipes import quant_option, set_option, _resolve_or_fail
+from cookbook.recipe import paths
+
+
+def default_data_dir() -> Path | None:
+    env = os.environ.get("COOKBOOK_DATA")
+    if env:
+        return Path(env)
+    guess = paths.repo_root().parent / "shared" / "data"
+    return guess if guess.is_dir() else None
+
+
+@click.command("serve")
+@click.argument("slug")
+@quant_option
+@set_option
+@click.option("--gates", "run_gates", is_flag=True, help="Run the recipe's gates against the server, then stop it.")
+@click.option("--data-dir", type=click.Path(path_type=Path),
+              help="GSM8K and haystack data for the gates (default $COOKBOOK_DATA or ../shared/data).")
+@click.option("--out", type=click.Path(path_type=Path), help="Evidence bundle folder (default runs/<slug>-<time>).")
+@click.option("--ready-timeout-s", default=900.0, show_default=True, help="How long to wait for the server.")
+@click.option("--keep-running", is_flag=True, help="Leave the server up (print how to stop it).")
+def serve_cmd(slug, quant, sets, run_gates, data_dir, out, ready_timeout_s, keep_running):
+    """Fetch and convert the model, start the server from the recipe's own launch block,
+    wait until it answers, optionally run the gates, and stop it.
+
+    \b
+    A second run reuses the fetched and converted model (.cache/).
+      cookbook serve gemma3-270m-cpu --gates
+    """
+    from cookbook import platforms
+    from cookbook.recipe.status import verified_status
+    from cookbook.serving import local
+
+    resolved = _resolve_or_fail(slug, quant, sets, f"cannot serve {slug}")
+    if run_gates and (sets or quant):
+        click.echo("error: --gates runs on the recipe as written, so its evidence matches the recipe's hash",
+                   err=True)
+        click.echo("  help: drop --set/--quant, or serve without --gates and run `cookbook gates run` yourself",
+                   err=True)
+        sys.exit(2)
+    hw = resolved.recipe.hardware
+    ok, reason = platforms.can_run(hw.platform, hw.gpus, hw.min_host_memory_gib)
+    if not ok:
+        click.echo(f"error: cannot serve {slug} on this machine: {reason}", err=True)
+        click.echo(f"  help: `cookbook launch {slug}` prints the block to run on the right machine", err=True)
+        sys.exit(2)
+    workdir = paths.repo_root() / ".cache" / "serve" / slug
+    workdir.mkdir(parents=True, exist_ok=True)
+    server = None
+    code = 0
+    try:
+        local.step(f"recipe {slug}" + (f" --quant {resolved.quant}" if resolved.quant else "")
+                   + f" ({resolved.content_hash[:19]})")
+        env = local.prepare(resolved, workdir)
+        server = local.launch(resolved, env, workdir)
+        local.wait_ready(server, ready_timeout_s)
+        if run_gates:
+            stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+            bundle = out or paths.repo_root() / "runs" / f"{slug}-{stamp}"
+            lock = workdir / "environment.lock"
+            lock.write_text(local.env_lock(env))
+            argv = [sys.executable, "-m", "cookbook.cli", "gates", "run", slug, "--base-url", server.base_url,
+                    "--out", str(bundle), "--env-lock", str(lock)]
+            data = data_dir or default_data_dir()
+            if data:
+                argv += ["--data-dir", str(data)]
+            local.step("gates: " + local.quote_cmd(argv[2:]))
+            code = subprocess.run(argv).returncode
+            if server is not None and not server.alive():
+                click.echo(f"error: the server died during the gates; last lines of {server.log}:\n{server.tail()}",
+                           err=True)
+                code = code or 1
+            local.step(f"gates {'passed' if code == 0 else 'FAILED'}; evidence bundle: {bundle}")
+            status = verified_status(slug)
+            local.step(f"recipe status: {status}"
+                       + ("" if status == "verified" or code else
+                          f"  (to record it: cookbook gates verify {slug} {bundle})"))
+        if keep_running and server is not None:
+            local.step(f"server left running at {server.base_url} (pid {server.process.pid}); "
+                       f"stop it with: kill -TERM -{server.process.pid}")
+            server = None
+    except local.ServeError as exc:
+        click.echo(f"error: {exc}", err=True)
+        code = 1
+    except KeyboardInterrupt:
+        click.echo("interrupted", err=True)
+        code = 130
+    finally:
+        if server is not None:
+            server.stop()
+    sys.exit(code)

