@@ -1,0 +1,104 @@
+"""Launch configurations of the MXFP4 MoE kernels: one JSON table per model family.
+
+A table maps a batch size (tokens) to block sizes for the two expert kernels. The kernel
+picks the entry of the smallest listed batch size >= the call's, else the largest.
+Tables are written by `kernels/mxfp4-moe/bench.py --tune` on the GPU and shipped in
+`configs/<variant>.json`; `kernels/mxfp4-moe/build.sh --variant V` validates and prints one.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+from .shapes import VARIANTS
+
+CONFIG_DIR = Path(__file__).with_name("configs")
+SCHEMA = "cookbook.mxfp4-moe.config/1"
+
+
+class ConfigError(ValueError):
+    """A tuned-config table that cannot be used (names the file and the key)."""
+
+
+@dataclass(frozen=True)
+class LaunchConfig:
+    block_t: int = 16       # pairs (token, expert) per block; MMA N dim
+    block_n1: int = 64      # w13 output rows per program (each of gate and up)
+    block_k1: int = 128     # K step over H
+    warps1: int = 4
+    stages1: int = 3
+    block_n2: int = 64      # w2 output rows per program
+    block_k2: int = 128     # K step over I
+    warps2: int = 4
+    stages2: int = 3
+    dot_scaled: bool = False  # True: Triton's tl.dot_scaled upcast (GPU only) instead of _dequant_tile
+
+    def check(self, where: str) -> None:
+        def pow2(v: int) -> bool:
+            return v > 0 and v & (v - 1) == 0
+        for f in fields(self):
+            v = getattr(self, f.name)
+            if f.name == "dot_scaled":
+                if not isinstance(v, bool):
+                    raise ConfigError(f"{where}: {f.name} must be true or false, got {v!r}")
+                continue
+            if not isinstance(v, int) or isinstance(v, bool) or not pow2(v) and f.name not in ("stages1", "stages2"):
+                raise ConfigError(f"{where}: {f.name} must be a power of two, got {v!r}")
+        if self.block_t < 16 or self.block_n1 < 16 or self.block_n2 < 16:
+            raise ConfigError(f"{where}: block_t, block_n1 and block_n2 must be >= 16 (tensor-core tile)")
+        if self.block_k1 < 32 or self.block_k2 < 32:
+            raise ConfigError(f"{where}: block_k1 and block_k2 must be >= 32 (one MXFP4 scale block)")
+        if not 1 <= self.stages1 <= 8 or not 1 <= self.stages2 <= 8:
+            raise ConfigError(f"{where}: stages1/stages2 must be 1..8")
+
+
+def _parse_table(data: object, where: str) -> dict[int, LaunchConfig]:
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        raise ConfigError(f"{where}: not a tuned-config table (expected \"schema\": \"{SCHEMA}\")")
+    table = data.get("configs")
+    if not isinstance(table, dict) or not table:
+        raise ConfigError(f"{where}: \"configs\" must map batch sizes to block sizes")
+    known = {f.name for f in fields(LaunchConfig)}
+    out: dict[int, LaunchConfig] = {}
+    for key, entry in table.items():
+        if not str(key).isdigit() or int(key) < 1:
+            raise ConfigError(f"{where}: configs key {key!r} is not a batch size (positive integer)")
+        if not isinstance(entry, dict):
+            raise ConfigError(f"{where}: configs[{key}] must be an object")
+        unknown = sorted(set(entry) - known)
+        if unknown:
+            raise ConfigError(f"{where}: configs[{key}] has unknown keys {unknown}; known: {sorted(known)}")
+        cfg = LaunchConfig(**entry)
+        cfg.check(f"{where}: configs[{key}]")
+        out[int(key)] = cfg
+    return dict(sorted(out.items()))
+
+
+def load_table(variant: str, path: Path | None = None) -> dict[int, LaunchConfig]:
+    if variant not in VARIANTS:
+        raise ConfigError(f"unknown variant {variant!r}; choose one of {', '.join(sorted(VARIANTS))}")
+    path = path or CONFIG_DIR / f"{variant}.json"
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: no tuned-config table for variant {variant!r}") from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{path}:{exc.lineno}: invalid JSON ({exc.msg})") from None
+    if data.get("variant") != variant:
+        raise ConfigError(f"{path}: \"variant\" is {data.get('variant')!r}, expected {variant!r}")
+    return _parse_table(data, str(path))
+
+
+def pick(table: dict[int, LaunchConfig], tokens: int) -> LaunchConfig:
+    for batch, cfg in table.items():
+        if batch >= tokens:
+            return cfg
+    return table[max(table)]
+
+
+def table_json(variant: str, table: dict[int, LaunchConfig], meta: dict | None = None) -> str:
+    data = {"schema": SCHEMA, "variant": variant, **(meta or {}),
+            "configs": {str(b): asdict(c) for b, c in sorted(table.items())}}
+    return json.dumps(data, indent=2) + "\n"

@@ -1,0 +1,163 @@
+"""Host side of the fused MXFP4 MoE: input checks, buffers, launches.
+
+Layout (what the converter writes; vLLM's FusedMoE parameters):
+  w13_packed uint8 [E, 2I, H/2]  rows 0..I-1 = gate_proj, I..2I-1 = up_proj; byte k holds
+                                 elements 2k (low nibble) and 2k+1 (high nibble)
+  w13_scales uint8 [E, 2I, H/32] E8M0, one per 32 elements along H
+  w2_packed  uint8 [E, H, I/2],  w2_scales uint8 [E, H, I/32]
+  x bf16 [T, H]; topk_ids int [T, k]; topk_weights float [T, k] -> out bf16 [T, H]
+"""
+
+from __future__ import annotations
+
+import os
+
+from .config import LaunchConfig
+
+MAX_TOKENS = 256     # the align kernel sorts all T*k pairs in one program
+MAX_PAIRS = 4096
+WIDE_ABOVE = 128     # scale bytes above this (block scales >= 2**2) need the two-multiply decoder
+
+
+class MoEInputError(ValueError):
+    """Inputs the kernel cannot take (shape, dtype, device, ranges)."""
+
+
+def _interpret() -> bool:
+    return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+def _next_pow2(n: int) -> int:
+    return 1 << max(0, (n - 1).bit_length())
+
+
+def check_inputs(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weights, topk_ids) -> tuple[int, int, int, int, int]:
+    import torch
+
+    def need(cond: bool, msg: str) -> None:
+        if not cond:
+            raise MoEInputError(msg)
+
+    need(x.dim() == 2 and x.dtype == torch.bfloat16, f"x must be bf16 [T, H], got {x.dtype} {tuple(x.shape)}")
+    t, h = x.shape
+    need(w13_packed.dim() == 3 and w13_packed.dtype == torch.uint8,
+         f"w13_packed must be uint8 [E, 2I, H/2], got {w13_packed.dtype} {tuple(w13_packed.shape)}")
+    e, two_i, h2 = w13_packed.shape
+    i = two_i // 2
+    need(two_i % 2 == 0 and h2 * 2 == h, f"w13_packed {tuple(w13_packed.shape)} does not match H={h} ([E, 2I, H/2])")
+    need(h % 32 == 0 and i % 32 == 0, f"H={h} and I={i} must be multiples of 32 (MXFP4 block)")
+    need(tuple(w13_scales.shape) == (e, two_i, h // 32) and w13_scales.dtype == torch.uint8,
+         f"w13_scales must be uint8 {(e, two_i, h // 32)}, got {w13_scales.dtype} {tuple(w13_scales.shape)}")
+    need(tuple(w2_packed.shape) == (e, h, i // 2) and w2_packed.dtype == torch.uint8,
+         f"w2_packed must be uint8 {(e, h, i // 2)}, got {w2_packed.dtype} {tuple(w2_packed.shape)}")
+    need(tuple(w2_scales.shape) == (e, h, i // 32) and w2_scales.dtype == torch.uint8,
+         f"w2_scales must be uint8 {(e, h, i // 32)}, got {w2_scales.dtype} {tuple(w2_scales.shape)}")
+    need(topk_ids.dim() == 2 and topk_ids.shape[0] == t and not topk_ids.is_floating_point(),
+         f"topk_ids must be an integer [T={t}, k] tensor, got {topk_ids.dtype} {tuple(topk_ids.shape)}")
+    k = topk_ids.shape[1]
+    need(tuple(topk_weights.shape) == (t, k) and topk_weights.is_floating_point(),
+         f"topk_weights must be float [T={t}, k={k}], got {topk_weights.dtype} {tuple(topk_weights.shape)}")
+    need(1 <= t <= MAX_TOKENS and t * k <= MAX_PAIRS,
+         f"{t} tokens x top-{k}: this decode kernel takes 1..{MAX_TOKENS} tokens and at most {MAX_PAIRS} pairs")
+    dev = x.device
+    for name, ten in (("w13_packed", w13_packed), ("w13_scales", w13_scales), ("w2_packed", w2_packed),
+                      ("w2_scales", w2_scales), ("topk_ids", topk_ids), ("topk_weights", topk_weights)):
+        need(ten.device == dev, f"{name} is on {ten.device}, x on {dev}")
+        need(ten.is_contiguous(), f"{name} must be contiguous")
+    need(x.is_contiguous(), "x must be contiguous")
+    return t, h, i, e, k
+
+
+def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weights, topk_ids,
+                    config: LaunchConfig | None = None, check_ids: bool = True,
+                    scale_max: int | None = None):
+    """Routed-expert MoE on MXFP4 weights: out[t] = sum_j w[t,j] * W2_e (silu(Wg_e x) * (Wu_e x)).
+
+    check_ids=True verifies 0 <= topk_ids < E (one device sync); pass False in graphs.
+    scale_max: the largest E8M0 byte in w13_scales and w2_scales (compute it once per model
+    with `scale_byte_max`); <= 128 selects the one-multiply decoder. None computes it here.
+    """
+    import torch
+
+    from . import triton_kernels as K
+
+    t, h, i, e, k = check_inputs(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weights, topk_ids)
+    cfg = config or LaunchConfig()
+    cfg.check("launch config")
+    if i % cfg.block_k2 or h % cfg.block_k1:
+        raise MoEInputError(f"H={h} must be a multiple of block_k1={cfg.block_k1} and I={i} of block_k2={cfg.block_k2}")
+    interpret = _interpret()
+    if cfg.dot_scaled and interpret:
+        raise MoEInputError("dot_scaled configs need a GPU (Triton's interpreter has no dot_scaled)")
+    if check_ids:
+        lo, hi = int(topk_ids.min()), int(topk_ids.max())
+        if lo < 0 or hi >= e:
+            raise MoEInputError(f"topk_ids must lie in [0, {e}), found [{lo}, {hi}]")
+    if scale_max is None:
+        scale_max = scale_byte_max(w13_scales, w2_scales)
+    wide = scale_max > WIDE_ABOVE
+    dev = x.device
+    p = t * k
+    bt = cfg.block_t
+    max_blocks = min(p, p // bt + min(p, e))
+    ids = topk_ids.reshape(-1).to(torch.int32)
+    sorted_pairs = torch.empty(max_blocks * bt, dtype=torch.int32, device=dev)
+    block_expert = torch.empty(max_blocks, dtype=torch.int32, device=dev)
+    num_blocks = torch.empty(1, dtype=torch.int32, device=dev)
+    scratch = torch.empty(_next_pow2(e), dtype=torch.int32, device=dev)
+    K._align_kernel[(1,)](ids, sorted_pairs, block_expert, num_blocks, scratch, p, max_blocks * bt,
+                          BLOCK_T=bt, P_PAD=_next_pow2(p), E_PAD=_next_pow2(e),
+                          SLOTS_PAD=_next_pow2(max_blocks * bt))
+
+    w13 = w13_packed if cfg.dot_scaled else w13_packed.view(torch.int32)
+    w2 = w2_packed if cfg.dot_scaled else w2_packed.view(torch.int32)
+    act = torch.empty(p, i, dtype=torch.bfloat16, device=dev)
+    grid1 = (max_blocks, triton_cdiv(i, cfg.block_n1))
+    K._w13_silu_kernel[grid1](x, w13, w13_scales, act, sorted_pairs, block_expert, num_blocks,
+                              p, h, i, k, BLOCK_T=bt, BLOCK_N=cfg.block_n1, BLOCK_K=cfg.block_k1,
+                              DOT_SCALED=cfg.dot_scaled, INTERPRET=interpret, WIDE=wide,
+                              num_warps=cfg.warps1, num_stages=cfg.stages1)
+    y = torch.empty(p, h, dtype=torch.float32, device=dev)
+    grid2 = (max_blocks, triton_cdiv(h, cfg.block_n2))
+    K._w2_kernel[grid2](act, w2, w2_scales, y, sorted_pairs, block_expert, num_blocks,
+                        p, h, i, BLOCK_T=bt, BLOCK_N=cfg.block_n2, BLOCK_K=cfg.block_k2,
+                        DOT_SCALED=cfg.dot_scaled, INTERPRET=interpret, WIDE=wide,
+                        num_warps=cfg.warps2, num_stages=cfg.stages2)
+    out = torch.empty(t, h, dtype=torch.bfloat16, device=dev)
+    block_h = min(1024, _next_pow2(h))
+    K._topk_sum_kernel[(t, triton_cdiv(h, block_h))](y, topk_weights.to(torch.float32).contiguous(), out, h,
+                                                     TOPK=k, BLOCK_H=block_h)
+    return out
+
+
+def scale_byte_max(*scales) -> int:
+    """Largest E8M0 byte over the given scale tensors (one reduction and one sync)."""
+    return max(int(s.max()) for s in scales)
+
+
+def triton_cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def dequantize_mxfp4(packed, scales, out_dtype=None, wide: bool | None = None):
+    """Decode a [R, K/2] MXFP4 matrix with the kernels' in-register decoder (for exactness tests)."""
+    import torch
+
+    from . import triton_kernels as K
+
+    out_dtype = out_dtype or torch.float32
+    if packed.dim() != 2 or packed.dtype != torch.uint8 or scales.dtype != torch.uint8:
+        raise MoEInputError("dequantize_mxfp4 takes uint8 packed [R, K/2] and uint8 scales [R, K/32]")
+    r, k2 = packed.shape
+    k = 2 * k2
+    if k % 32 or tuple(scales.shape) != (r, k // 32):
+        raise MoEInputError(f"packed {tuple(packed.shape)} and scales {tuple(scales.shape)} do not match")
+    if wide is None:
+        wide = scale_byte_max(scales) > WIDE_ABOVE
+    out = torch.empty(r, k, dtype=out_dtype, device=packed.device)
+    block_k = 64 if k % 64 == 0 else 32
+    block_r = 16
+    K._dequant_kernel[(triton_cdiv(r, block_r), k // block_k)](
+        packed.contiguous().view(torch.int32), scales.contiguous(), out, r, k,
+        BLOCK_R=block_r, BLOCK_K=block_k, OUT_BF16=out_dtype == torch.bfloat16, WIDE=wide)
+    return out

@@ -1,0 +1,257 @@
+"""Triton kernels of the fused MXFP4 MoE (decode sizes).
+
+Weights stay MXFP4 in memory (packed E2M1 nibbles, even element in the low nibble, one
+E8M0 scale byte per 32 elements along K) and are decoded in registers, tile by tile.
+
+Four launches per MoE call:
+1. `_align_kernel` (one program): groups the T*k (token, expert) pairs by expert into
+   blocks of BLOCK_T pairs (one expert per block), so each expert's weights are read once.
+2. `_w13_silu_kernel`: act[pair] = silu(x W_gate^T) * (x W_up^T), stored BF16.
+3. `_w2_kernel`: y[pair] = act[pair] W2^T, stored FP32, one row per pair.
+4. `_topk_sum_kernel`: out[t] = sum_j topk_weight[t, j] * y[t*k + j], in a fixed order
+   (deterministic, no atomics), stored BF16.
+
+Dequantization (`_dequant_tile`) is exact: it reproduces `cookbook.mxfp4.dequantize` bit
+for bit in float32 for every code and every scale byte (0..254 and the NaN byte 255). The
+E2M1 bits are moved into BF16 bit positions with integer ops on 32-bit words (two values
+per word), which gives value * 2**-126 (E2M1's subnormal 0.5 lands on a BF16/FP32
+subnormal); two exact power-of-two multiplies then apply 2**126 and the block scale.
+FP32 multiplies are IEEE (Triton emits mul.f32 without .ftz), so subnormals survive.
+
+INTERPRET=True keeps all arithmetic, dots included, in float32: Triton's CPU interpreter
+stores BF16 as raw uint16 and cannot multiply or dot it. On the GPU the decoded tile is
+cast to BF16 (exact: an MXFP4 value has 2 significant bits) and fed to the tensor cores.
+"""
+
+import triton
+import triton.language as tl
+
+
+@triton.jit
+def _scale_factor(s, WIDE: tl.constexpr):
+    """Per-block float32 multiplier(s) for values decoded as value * 2**-126.
+
+    WIDE=False (every scale byte <= 128): one factor 2**(s-1), finite and normal for s in
+    0..128 (s=0 gives 0.5). WIDE=True (any byte): 2**126 then 2**(s-127), where 2**-127 is
+    the float32 subnormal 0x00400000. Byte 255 (NaN in E8M0) gives NaN either way.
+    """
+    s = s.to(tl.uint32)
+    if WIDE:
+        bits = tl.where(s == 0, 0x00400000, s << 23)
+    else:
+        bits = (s + 126) << 23
+    bits = tl.where(s == 255, 0x7FC00000, bits)
+    return bits.to(tl.float32, bitcast=True)
+
+
+@triton.jit
+def _apply(raw_bits, f, WIDE: tl.constexpr):
+    v = raw_bits.to(tl.float32, bitcast=True)
+    if WIDE:
+        v = v * 8.507059173023462e37  # 2**126
+    return v * f
+
+
+@triton.jit
+def _to_bf16_rne(x):
+    """float32 -> bfloat16, round to nearest even, in integer ops (the CPU interpreter's own
+    float32 -> bfloat16 cast truncates; this keeps CPU and GPU results identical)."""
+    b = x.to(tl.uint32, bitcast=True)
+    r = (b + 0x7FFF + ((b >> 16) & 1)) >> 16
+    return r.to(tl.uint16).to(tl.bfloat16, bitcast=True)
+
+
+@triton.jit
+def _pair_bits(t):
+    """uint32 t: nibbles at bits 0..3 and 16..19 -> two BF16 bit patterns (value * 2**-126)."""
+    return ((t << 6) & 0x01C001C0) | ((t << 12) & 0x80008000)
+
+
+@triton.jit
+def _dequant_tile(wq, s, WIDE: tl.constexpr):
+    """Decode one tile.
+
+    wq: int32/uint32 [BN, NB, 4] packed words (8 values each; 4 words = one 32-element block)
+    s:  uint8 [BN, NB] scale bytes
+    returns float32 [BN, NB * 32] in natural K order.
+    """
+    f = _scale_factor(s, WIDE)[:, :, None]
+    wq = wq.to(tl.uint32, bitcast=True)
+    p0 = _pair_bits(wq)          # word nibble q = element q; pair j = (element j, element j + 4)
+    p1 = _pair_bits(wq >> 4)
+    p2 = _pair_bits(wq >> 8)
+    p3 = _pair_bits(wq >> 12)
+    lo0 = _apply(p0 << 16, f, WIDE)
+    lo1 = _apply(p1 << 16, f, WIDE)
+    lo2 = _apply(p2 << 16, f, WIDE)
+    lo3 = _apply(p3 << 16, f, WIDE)
+    hi0 = _apply(p0 & 0xFFFF0000, f, WIDE)
+    hi1 = _apply(p1 & 0xFFFF0000, f, WIDE)
+    hi2 = _apply(p2 & 0xFFFF0000, f, WIDE)
+    hi3 = _apply(p3 & 0xFFFF0000, f, WIDE)
+    # join appends a dim of 2 (the last-added is the fastest when flattened): element
+    # q = 4*h + 2*b1 + b0 of a word, so join over h first, then b1, then b0.
+    v = tl.join(tl.join(tl.join(lo0, hi0), tl.join(lo2, hi2)),
+                tl.join(tl.join(lo1, hi1), tl.join(lo3, hi3)))
+    BN: tl.constexpr = wq.shape[0]
+    NB: tl.constexpr = wq.shape[1]
+    return tl.reshape(v, (BN, NB * 32))
+
+
+@triton.jit
+def _load_w_tile(w_ptr, s_ptr, rows, row_mask, k0, K, BK: tl.constexpr):
+    """Packed words and scale bytes of rows x [k0, k0+BK) for a [rows, K] MXFP4 matrix."""
+    NB: tl.constexpr = BK // 32
+    nb = tl.arange(0, NB)
+    wi = tl.arange(0, 4)
+    woff = (rows[:, None, None] * (K // 8) + (k0 // 8) + nb[None, :, None] * 4 + wi[None, None, :])
+    wq = tl.load(w_ptr + woff, mask=row_mask[:, None, None], other=0)
+    soff = rows[:, None] * (K // 32) + (k0 // 32) + nb[None, :]
+    s = tl.load(s_ptr + soff, mask=row_mask[:, None], other=127)
+    return wq, s
+
+
+@triton.jit
+def _dequant_kernel(w_ptr, s_ptr, out_ptr, R, K,
+                    BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr, OUT_BF16: tl.constexpr,
+                    WIDE: tl.constexpr):
+    """Exposes `_dequant_tile` for the exactness tests: out[R, K] = dequantize(w, s)."""
+    rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
+    k0 = tl.program_id(1) * BLOCK_K
+    rmask = rows < R
+    wq, s = _load_w_tile(w_ptr, s_ptr, rows, rmask, k0, K, BLOCK_K)
+    v = _dequant_tile(wq, s, WIDE)
+    cols = k0 + tl.arange(0, BLOCK_K)
+    optr = out_ptr + rows[:, None] * K + cols[None, :]
+    if OUT_BF16:
+        tl.store(optr, _to_bf16_rne(v), mask=rmask[:, None])
+    else:
+        tl.store(optr, v, mask=rmask[:, None])
+
+
+@triton.jit
+def _align_kernel(ids_ptr, sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, scratch_ptr,
+                  P, MAX_SLOTS,
+                  BLOCK_T: tl.constexpr, P_PAD: tl.constexpr, E_PAD: tl.constexpr,
+                  SLOTS_PAD: tl.constexpr):
+    """Group pairs by expert: blocks of BLOCK_T pair ids, one expert per block, sentinel P as padding."""
+    offs = tl.arange(0, P_PAD)
+    valid = offs < P
+    ids = tl.load(ids_ptr + offs, mask=valid, other=0)
+    counts = tl.histogram(ids, E_PAD, mask=valid)
+    nblk = (counts + BLOCK_T - 1) // BLOCK_T
+    blk_start = tl.cumsum(nblk, 0) - nblk
+    cnt_start = tl.cumsum(counts, 0) - counts
+    tl.store(num_blocks_ptr, tl.sum(nblk, 0))
+    # slot of a pair = its rank in expert order + padding of the blocks before its expert
+    tl.store(scratch_ptr + tl.arange(0, E_PAD), blk_start * BLOCK_T - cnt_start)
+    so = tl.arange(0, SLOTS_PAD)
+    tl.store(sorted_pairs_ptr + so, tl.zeros([SLOTS_PAD], tl.int32) + P, mask=so < MAX_SLOTS)
+    tl.debug_barrier()
+    keys = tl.where(valid, ids * P_PAD + offs, E_PAD * P_PAD)
+    keys = tl.sort(keys)
+    kvalid = keys < E_PAD * P_PAD
+    sid = keys // P_PAD
+    spair = keys % P_PAD
+    slot = offs + tl.load(scratch_ptr + sid, mask=kvalid, other=0)
+    tl.store(sorted_pairs_ptr + slot, spair, mask=kvalid)
+    tl.store(block_expert_ptr + slot // BLOCK_T, sid, mask=kvalid & (slot % BLOCK_T == 0))
+
+
+@triton.jit
+def _block_pairs(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, P, BLOCK_T: tl.constexpr):
+    b = tl.program_id(0)
+    nblocks = tl.load(num_blocks_ptr)
+    e = tl.load(block_expert_ptr + b, mask=b < nblocks, other=0)
+    pairs = tl.load(sorted_pairs_ptr + b * BLOCK_T + tl.arange(0, BLOCK_T), mask=b < nblocks, other=P)
+    return b < nblocks, e.to(tl.int64), pairs, pairs < P
+
+
+@triton.jit
+def _w13_silu_kernel(x_ptr, w_ptr, s_ptr, act_ptr,
+                     sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr,
+                     P, H, I, TOPK,
+                     BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                     DOT_SCALED: tl.constexpr, INTERPRET: tl.constexpr, WIDE: tl.constexpr):
+    """act[pair, n] = silu(x[tok] . Wg[e, n]) * (x[tok] . Wu[e, n]) for the pairs of one block."""
+    active, e, pairs, pvalid = _block_pairs(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, P, BLOCK_T)
+    if active:
+        tok = pairs // TOPK
+        n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+        nmask = n < I
+        rows_g = e * (2 * I) + n          # w13 = [gate; up] along the output dim
+        rows_u = rows_g + I
+        acc_g = tl.zeros([BLOCK_N, BLOCK_T], tl.float32)
+        acc_u = tl.zeros([BLOCK_N, BLOCK_T], tl.float32)
+        for k0 in range(0, H, BLOCK_K):
+            kk = k0 + tl.arange(0, BLOCK_K)
+            xt = tl.load(x_ptr + tok[None, :].to(tl.int64) * H + kk[:, None], mask=pvalid[None, :], other=0.0)
+            if DOT_SCALED:
+                kb = k0 // 2 + tl.arange(0, BLOCK_K // 2)
+                ks = k0 // 32 + tl.arange(0, BLOCK_K // 32)
+                wg = tl.load(w_ptr + rows_g[:, None] * (H // 2) + kb[None, :], mask=nmask[:, None], other=0)
+                sg = tl.load(s_ptr + rows_g[:, None] * (H // 32) + ks[None, :], mask=nmask[:, None], other=127)
+                wu = tl.load(w_ptr + rows_u[:, None] * (H // 2) + kb[None, :], mask=nmask[:, None], other=0)
+                su = tl.load(s_ptr + rows_u[:, None] * (H // 32) + ks[None, :], mask=nmask[:, None], other=127)
+                acc_g = tl.dot_scaled(wg, sg, "e2m1", xt, None, "bf16", acc_g)
+                acc_u = tl.dot_scaled(wu, su, "e2m1", xt, None, "bf16", acc_u)
+            else:
+                wq, s = _load_w_tile(w_ptr, s_ptr, rows_g, nmask, k0, H, BLOCK_K)
+                vg = _dequant_tile(wq, s, WIDE)
+                wq, s = _load_w_tile(w_ptr, s_ptr, rows_u, nmask, k0, H, BLOCK_K)
+                vu = _dequant_tile(wq, s, WIDE)
+                if INTERPRET:
+                    acc_g = tl.dot(vg, xt.to(tl.float32), acc_g)
+                    acc_u = tl.dot(vu, xt.to(tl.float32), acc_u)
+                else:
+                    acc_g = tl.dot(vg.to(tl.bfloat16), xt, acc_g)
+                    acc_u = tl.dot(vu.to(tl.bfloat16), xt, acc_u)
+        h = acc_g / (1.0 + tl.exp(-acc_g)) * acc_u
+        optr = act_ptr + pairs[None, :].to(tl.int64) * I + n[:, None]
+        tl.store(optr, _to_bf16_rne(h), mask=nmask[:, None] & pvalid[None, :])
+
+
+@triton.jit
+def _w2_kernel(act_ptr, w_ptr, s_ptr, y_ptr,
+               sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr,
+               P, H, I,
+               BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+               DOT_SCALED: tl.constexpr, INTERPRET: tl.constexpr, WIDE: tl.constexpr):
+    """y[pair, n] = act[pair] . W2[e, n] (float32) for the pairs of one block."""
+    active, e, pairs, pvalid = _block_pairs(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, P, BLOCK_T)
+    if active:
+        n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
+        nmask = n < H
+        rows = e * H + n
+        acc = tl.zeros([BLOCK_N, BLOCK_T], tl.float32)
+        for k0 in range(0, I, BLOCK_K):
+            kk = k0 + tl.arange(0, BLOCK_K)
+            at = tl.load(act_ptr + pairs[None, :].to(tl.int64) * I + kk[:, None], mask=pvalid[None, :], other=0.0)
+            if DOT_SCALED:
+                kb = k0 // 2 + tl.arange(0, BLOCK_K // 2)
+                ks = k0 // 32 + tl.arange(0, BLOCK_K // 32)
+                w = tl.load(w_ptr + rows[:, None] * (I // 2) + kb[None, :], mask=nmask[:, None], other=0)
+                s = tl.load(s_ptr + rows[:, None] * (I // 32) + ks[None, :], mask=nmask[:, None], other=127)
+                acc = tl.dot_scaled(w, s, "e2m1", at, None, "bf16", acc)
+            else:
+                wq, s = _load_w_tile(w_ptr, s_ptr, rows, nmask, k0, I, BLOCK_K)
+                v = _dequant_tile(wq, s, WIDE)
+                if INTERPRET:
+                    acc = tl.dot(v, at.to(tl.float32), acc)
+                else:
+                    acc = tl.dot(v.to(tl.bfloat16), at, acc)
+        optr = y_ptr + pairs[None, :].to(tl.int64) * H + n[:, None]
+        tl.store(optr, acc, mask=nmask[:, None] & pvalid[None, :])
+
+
+@triton.jit
+def _topk_sum_kernel(y_ptr, wts_ptr, out_ptr, H, TOPK: tl.constexpr, BLOCK_H: tl.constexpr):
+    """out[t] = sum_j wts[t, j] * y[t*TOPK + j], j in order (deterministic)."""
+    t = tl.program_id(0).to(tl.int64)
+    cols = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
+    cmask = cols < H
+    acc = tl.zeros([BLOCK_H], tl.float32)
+    for j in tl.static_range(TOPK):
+        wj = tl.load(wts_ptr + t * TOPK + j)
+        acc += wj * tl.load(y_ptr + (t * TOPK + j) * H + cols, mask=cmask, other=0.0)
+    tl.store(out_ptr + t * H + cols, _to_bf16_rne(acc), mask=cmask)
