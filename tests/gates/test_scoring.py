@@ -1,0 +1,215 @@
+"""Scoring functions on recorded cases, including cases that must fail."""
+
+import math
+
+import pytest
+
+from cookbook.gates import greedy, gsm8k, logprobs, needles, speed, stress, tools
+from cookbook.gates.spec import GatesSpec
+
+# ---- gsm8k --------------------------------------------------------------------------------
+
+GOLD = "Janet sells 16 - 3 - 4 = <<16-3-4=9>>9 duck eggs a day.\nShe makes 9 * 2 = $<<9*2=18>>18.\n#### 18"
+
+
+@pytest.mark.parametrize("content,strict,flexible", [
+    ("She makes 9 * 2 = 18 dollars.\n#### 18", True, True),
+    ("The answer is $18.00.", False, True),                 # flexible normalises $ and .00
+    ("#### 1,018", False, False),                            # commas stripped: 1018 != 18
+    ("#### 18\nQuestion: next 7", True, False),               # flexible takes the LAST number
+    ("I think 18 but really 20", False, False),
+    ("", False, False),
+    (None, False, False),                                     # null content (reasoning cut off)
+])
+def test_gsm8k_extraction(content, strict, flexible):
+    s = gsm8k.score_item(content, GOLD)
+    assert s["gold"] == "18"
+    assert s["strict_correct"] is strict
+    assert s["flexible_correct"] is flexible
+
+
+def test_gsm8k_negative_and_decimal():
+    assert gsm8k.extract_strict("#### -5") == "-5"
+    assert gsm8k.extract_flexible("so it costs 3.5 dollars.") == "3.5"
+    assert gsm8k.gold("x\n#### 1,234") == "1234"
+
+
+def test_gsm8k_reasoning_field_is_not_scored():
+    choice = {"message": {"content": None, "reasoning": "... #### 18"}, "finish_reason": "length"}
+    content, reasoning = gsm8k.read_message(choice, "reasoning_content")  # old name falls back to new
+    assert content is None and reasoning == "... #### 18"
+    assert not gsm8k.score_item(content, GOLD)["flexible_correct"]
+
+
+def test_gsm8k_prompt_shapes():
+    shots = [{"question": "1+1?", "answer": "2\n#### 2"}]
+    p = gsm8k.completion_prompt(shots, "2+2?")
+    assert p.startswith("Question: 1+1?\nAnswer: 2\n#### 2\n\n") and p.endswith("Question: 2+2?\nAnswer:")
+    msgs = gsm8k.chat_messages(shots, "2+2?")
+    assert [m["role"] for m in msgs] == ["user", "assistant", "user"]
+
+# ---- needles ------------------------------------------------------------------------------
+
+
+def test_needle_scoring_substring_case_insensitive():
+    assert needles.score("The number is 4821937.", ["4821937"])["found_count"] == 1
+    assert needles.score("The number is 482193.", ["4821937"])["found_count"] == 0   # truncated code fails
+    assert needles.score(None, ["4821937"])["found_count"] == 0
+    assert needles.score("1111111 and 2222222", ["1111111", "2222222", "3333333"])["found_count"] == 2
+
+
+def test_needle_positions_and_insertion():
+    assert needles.needle_positions(100, 50, 1) == [50]
+    assert needles.needle_positions(100, 0, 2) == [0, 50]
+    assert needles.needle_positions(100, 100, 1) == [100]
+    text = needles.build_haystack(["A.", "B.", "C.", "D."], ["N1.", "N2."], 50)
+    assert text == "A. B. N1. C. N2. D."
+
+# ---- logprobs -----------------------------------------------------------------------------
+
+
+def _entry(lp, tops):
+    return {"token": "x", "logprob": lp, "top_logprobs": [{"token": str(i), "logprob": v} for i, v in enumerate(tops)]}
+
+
+def _body(entries):
+    return {"choices": [{"logprobs": {"content": entries}}], "usage": {"completion_tokens": len(entries)}}
+
+
+def test_logprobs_sound_response_passes():
+    s = logprobs.score_response(_body([_entry(-0.5, [-0.5, -1, -2, -3, -4])] * 3), 5, -9999.0)
+    assert s["ok"] and s["bad_tokens"] == 0
+
+
+@pytest.mark.parametrize("entry,why", [
+    (_entry(-9999.0, [-0.1, -1, -2, -3, -9999.0]), "clamped"),
+    (_entry(float("nan"), [-0.1, -1, -2, -3, -4]), "NaN"),
+    (_entry(-0.5, [-0.1, -1, -2, -3, float("-inf")]), "infinite"),
+    (_entry(-0.5, [-0.1, -1, -2, -3]), "entries"),
+    (_entry(-0.5, [-3, -1, -2, -3, -4]), "sorted"),
+    (_entry(0.7, [0.7, -1, -2, -3, -4]), "positive"),
+])
+def test_logprobs_bad_values_fail(entry, why):
+    s = logprobs.score_response(_body([_entry(-0.5, [-0.5, -1, -2, -3, -4]), entry]), 5, -9999.0)
+    assert not s["ok"] and s["bad_tokens"] == 1
+    assert why in " ".join(s["problems"])
+
+
+def test_logprobs_missing_or_short():
+    assert not logprobs.score_response({"choices": [{"logprobs": None}]}, 5, -9999.0)["ok"]
+    body = _body([_entry(-0.5, [-0.5, -1, -2, -3, -4])])
+    body["usage"]["completion_tokens"] = 4
+    assert not logprobs.score_response(body, 5, -9999.0)["ok"]
+
+# ---- greedy -------------------------------------------------------------------------------
+
+
+def test_greedy_scoring():
+    s = greedy.score([["a b c", "a b c"], ["x", "y"], ["", ""]])
+    assert [i["identical"] for i in s] == [True, False, False]   # empty output never counts as identical
+
+# ---- tools --------------------------------------------------------------------------------
+
+
+def _call(name, args, id_="chatcmpl-tool-abcdef123"):
+    import json
+    return {"id": id_, "type": "function", "function": {"name": name, "arguments": json.dumps(args) if not isinstance(args, str) else args}}
+
+
+def test_tools_expected_call_passes_and_argument_order_irrelevant():
+    msg = {"tool_calls": [_call("get_weather", {"unit": "celsius", "city": "paris"})]}
+    problems, value = tools.check_message("required", msg, "tool_calls", greedy=True)
+    assert problems == [] and value[0]["arguments"]["city"] == "paris"
+
+
+@pytest.mark.parametrize("case,msg,why", [
+    ("required", {"tool_calls": []}, "no tool call"),
+    ("required", {"tool_calls": [_call("get_weather", '{"city": "Paris"')]}, "not JSON"),
+    ("required", {"tool_calls": [_call("get_weather", {"city": "Paris"})]}, "missing required 'unit'"),
+    ("required", {"tool_calls": [_call("get_weather", {"city": "Paris", "unit": "kelvin"})]}, "not one of"),
+    ("required", {"tool_calls": [_call("get_weather", {"city": "London", "unit": "celsius"})]}, "!= expected"),
+    ("named", {"tool_calls": [_call("get_time", {"timezone": "UTC"})]}, "named tool_choice"),
+    ("auto", {"tool_calls": [_call("launch_rocket", {})]}, "unknown function"),
+    ("none", {"content": "", "tool_calls": None}, "no content"),
+    ("none", {"content": "hi", "tool_calls": [_call("get_time", {"timezone": "UTC"})]}, "produced tool calls"),
+    ("json_schema", {"content": "{\"city\": \"Paris\"}"}, "missing required"),
+    ("json_schema", {"content": "{\"city\": \"Paris\", \"unit\": \"celsius\", \"x\": 1}"}, "unexpected property"),
+    ("json_schema", {"content": "not json"}, "not JSON"),
+])
+def test_tools_bad_responses_fail(case, msg, why):
+    problems, _ = tools.check_message(case, msg, "stop", greedy=True)
+    assert problems and why in " ".join(problems)
+
+
+def test_tools_sampled_checks_validity_not_values():
+    msg = {"tool_calls": [_call("get_weather", {"city": "London", "unit": "celsius"})]}
+    assert tools.check_message("required", msg, "stop", greedy=False)[0] == []
+
+
+def test_tools_stream_assembly_matches_non_stream():
+    chunks = [
+        {"choices": [{"delta": {"role": "assistant"}}]},
+        {"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "call_123456789", "function": {"name": "get_weather", "arguments": ""}}]}}]},
+        {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"arguments": "{\"city\": \"Pa"}}]}}]},
+        {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"arguments": "ris\", \"unit\": \"celsius\"}"}}]}}]},
+        {"choices": [{"delta": {}, "finish_reason": "tool_calls"}]},
+        {"choices": [], "usage": {"completion_tokens": 20}},
+    ]
+    msg = tools.assemble_stream(chunks)
+    assert msg["finish_reasons"] == ["tool_calls"] and msg["name_events"] == {0: 1}
+    problems, value = tools.check_message("auto", msg, "tool_calls", greedy=True)
+    assert problems == []
+    plain, _ = tools.parse_calls([_call("get_weather", {"city": "Paris", "unit": "celsius"})])
+    assert tools.canon(value) == tools.canon([{k: c[k] for k in ("name", "arguments")} for c in plain])
+
+
+def test_schema_errors_types():
+    assert tools.schema_errors(3, {"type": "string"})
+    assert tools.schema_errors(True, {"type": "integer"})
+    assert tools.schema_errors(2.5, {"type": "integer"})
+    assert not tools.schema_errors(2, {"type": "number"})
+
+# ---- stress / speed -----------------------------------------------------------------------
+
+
+def test_decode_gaps_ignore_empty_chunks():
+    # a chunk with no new tokens (usage unchanged) must not split a gap
+    assert stress.decode_gaps([(0.0, 1), (0.1, 3), (0.5, 1)]) == pytest.approx([0.1, 0.4])
+    assert stress.decode_gaps([(0.0, 1)]) == []
+
+
+def test_stream_token_times_from_usage():
+    from cookbook.gates.client import Stream
+
+    s = Stream(chunks=[(0.0, {"choices": [], "usage": {"completion_tokens": 0}}),
+                       (0.2, {"usage": {"completion_tokens": 1}}),
+                       (0.3, {"usage": {"completion_tokens": 1}}),     # no new token
+                       (0.5, {"usage": {"completion_tokens": 4}})])     # a chunk carrying 3 tokens
+    assert s.token_times() == [(0.2, 1), (0.5, 3)]
+    assert s.ttft_s == 0.2 and s.completion_tokens == 4
+
+
+def test_decode_rate_counts_tokens_not_chunks():
+    # 1 token at t=1, then 3 chunks of 3 tokens: 9 tokens over 1 s
+    assert speed.decode_rate([(1.0, 1), (1.25, 3), (1.5, 3), (2.0, 3)]) == pytest.approx(9.0)
+    assert speed.decode_rate([(1.0, 5)]) is None
+    assert speed.sweep_aggregate([64, 64, 64, 64], 10.0, 12.0) == pytest.approx(128.0)
+
+# ---- spec ---------------------------------------------------------------------------------
+
+
+def test_gates_spec_empty_is_valid_and_rejects_unknown():
+    assert GatesSpec().declared() == []
+    with pytest.raises(Exception):
+        GatesSpec.model_validate({"needles": {"calibrated_on": "x", "lengths_tokens": [1000], "depth": 3}})
+    with pytest.raises(Exception):
+        GatesSpec.model_validate({"needles": {"calibrated_on": "x", "lengths_tokens": [1000], "depths_pct": [120]}})
+    with pytest.raises(Exception):  # a TTFT threshold for a length that is not measured
+        GatesSpec.model_validate({"speed": {"calibrated_on": "x", "max_ttft_8k_s": 3, "ttft_prompts_tokens": [2048]}})
+
+
+def test_every_spec_field_has_a_description():
+    schema = GatesSpec.model_json_schema()
+    for model in [schema, *schema["$defs"].values()]:
+        for name, prop in model.get("properties", {}).items():
+            assert prop.get("description"), name
