@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Run a recipe's gate suite against a live server and write an evidence bundle.
+#
+#   gates/run.sh RECIPE [BASE_URL] [extra `cookbook gates run` options...]
+#
+# BASE_URL defaults to http://127.0.0.1:8000. Gate data (GSM8K, haystack text) comes from
+# $COOKBOOK_DATA, else ../shared/data beside the checkout; see gates/README.md to fetch it.
+# When the server is local and $COOKBOOK_SERVING_PYTHON (default: the repo's .venv) has
+# vLLM, its `pip freeze` is recorded as the environment lock.
+set -euo pipefail
+
+if [[ $# -lt 1 || "$1" == -h || "$1" == --help ]]; then
+  sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+  exit 2
+fi
+recipe=$1; shift
+base_url=http://127.0.0.1:8000
+if [[ $# -gt 0 && "$1" != -* ]]; then base_url=$1; shift; fi
+
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+data=${COOKBOOK_DATA:-$repo/../shared/data}
+if [[ ! -d "$data" ]]; then
+  echo "error: gate data not found at $data" >&2
+  echo "  help: set COOKBOOK_DATA to a folder holding gsm8k/ and haystack/ (see gates/README.md, 'Gate data')" >&2
+  exit 2
+fi
+
+cookbook=(cookbook)
+[[ -x "$repo/.venv/bin/cookbook" ]] && cookbook=("$repo/.venv/bin/cookbook")
+
+env_args=()
+serving_python=${COOKBOOK_SERVING_PYTHON:-$repo/.venv/bin/python}
+case "$base_url" in
+  http://127.0.0.1:*|http://localhost:*|http://0.0.0.0:*)
+    if [[ " $* " != *" --env-lock"* && " $* " != *" --image-digest"* ]] \
+       && "$serving_python" -c 'import importlib.util,sys; sys.exit(importlib.util.find_spec("vllm") is None)' 2>/dev/null; then
+      env_args=(--env-lock-cmd "$serving_python -m pip freeze --all")
+    fi ;;
+esac
+
+exec "${cookbook[@]}" gates run "$recipe" --base-url "$base_url" --data-dir "$data" "${env_args[@]}" "$@"
