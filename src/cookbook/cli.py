@@ -23,6 +23,7 @@ LAZY_GROUPS: dict[str, tuple[str, str]] = {
     "gates": ("cookbook.gates.cli", "gates", "Run a recipe's gates against a live server; verify from the evidence."),
     "buckets": ("cookbook.buckets", "buckets_cmd", "Gaudi warm-up bucket files: generate from a geometry (--check), validate."),
     "convert": ("cookbook.convert.cli", "convert", "Checkpoint converters: GGUF inspect/join/set/split/to-hf, Quark MXFP4 fuse."),
+    "fixes": ("cookbook.fixes.cli", "fixes_group", "Apply, check or revert the fix pack on an installed vLLM."),
 }
 
 

