@@ -1,0 +1,61 @@
+"""Faults that need no engine: bad input, and a server that is down at the start."""
+
+import json
+import socket
+
+from click.testing import CliRunner
+
+from cookbook.cli import main
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_server_down_at_start_fails_every_gate_and_keeps_a_bundle(recipes_dir, tmp_path, data_dir):
+    out = tmp_path / "bundle"
+    url = f"http://127.0.0.1:{free_port()}"        # nothing listens there
+    res = CliRunner().invoke(main, ["gates", "run", "gates-cpu", "--base-url", url, "--out", str(out),
+                                    "--data-dir", str(data_dir)])
+    assert res.exit_code == 1, res.output
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["complete"] and doc["fault"] == "server_down"
+    assert set(doc["gates"]) == set(doc["declared_gates"]) and len(doc["gates"]) == 8
+    for g in doc["gates"].values():
+        assert g["status"] == "failed" and g["fault"] == "server_down"
+        assert "not answering /v1/models" in g["reason"] and "start it first" in g["reason"]
+    assert "Traceback" not in res.output and (out / "summary.txt").is_file()
+
+
+def test_bad_input_is_one_clear_message(recipes_dir, tmp_path):
+    run = CliRunner().invoke
+    res = run(main, ["gates", "run", "no-such-recipe"])
+    assert res.exit_code == 2 and "no-such-recipe" in res.output and "Traceback" not in res.output
+    full = tmp_path / "full"
+    full.mkdir()
+    (full / "x").write_text("x")
+    res = run(main, ["gates", "run", "gates-cpu", "--out", str(full)])
+    assert res.exit_code == 2 and "exists and is not empty" in res.output
+    res = run(main, ["gates", "run", "gates-cpu", "--env-lock", str(tmp_path / "missing.txt"), "--out", str(tmp_path / "o")])
+    assert res.exit_code == 2 and "no such file" in res.output and not (tmp_path / "o").exists()
+    res = run(main, ["gates", "run", "gates-cpu", "--data-dir", str(tmp_path / "nodata")])
+    assert res.exit_code == 2 and "gates/README.md" in res.output
+
+
+def test_only_undeclared_gate_is_refused(recipes_dir):
+    p = recipes_dir / "gates-cpu" / "recipe.yaml"
+    p.write_text(p.read_text().replace("  greedy: {", "  # greedy: {"))
+    res = CliRunner().invoke(main, ["gates", "run", "gates-cpu", "--only", "greedy"])
+    assert res.exit_code == 2 and "not declared in recipe gates-cpu" in res.output
+
+
+def test_run_sh_without_data_says_how_to_get_it(tmp_path):
+    import subprocess
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "gates" / "run.sh"
+    p = subprocess.run([str(script), "gates-cpu"], capture_output=True, text=True,
+                       env={"COOKBOOK_DATA": str(tmp_path / "none"), "PATH": "/usr/bin:/bin"})
+    assert p.returncode == 2 and "gate data not found" in p.stderr and "gates/README.md" in p.stderr
