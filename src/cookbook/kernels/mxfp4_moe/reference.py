@@ -31,3 +31,39 @@ def rel_error(out, ref) -> float:
     if not np.isfinite(out).all():
         return float("inf")
     return float(np.linalg.norm(out - ref) / max(np.linalg.norm(ref), 1e-30))
+
+
+def dequant_torch(packed, scales, dtype=None):
+    """Torch twin of `cookbook.mxfp4.dequantize` (any device): uint8 [..., K/2], [..., K/32] -> [..., K]."""
+    import torch
+
+    dtype = dtype or torch.float32
+    lut = torch.tensor(mxfp4.E2M1_VALUES, dtype=torch.float32, device=packed.device)
+    codes = torch.stack((packed & 0x0F, packed >> 4), dim=-1).reshape(*packed.shape[:-1], -1)
+    vals = lut[codes.long()].reshape(*scales.shape, mxfp4.BLOCK)
+    mult = torch.ldexp(torch.ones((), device=packed.device), scales.to(torch.int32) - mxfp4.SCALE_BIAS)
+    mult = torch.where(scales == mxfp4.SCALE_NAN, torch.nan, mult)
+    return (vals * mult[..., None]).reshape(codes.shape).to(dtype)
+
+
+def moe_torch(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weights, topk_ids, dtype=None):
+    """Per-expert dequantize-then-matmul MoE in PyTorch (the benchmark's baseline; float32 = reference).
+
+    dtype bfloat16 mirrors a plain serving path: BF16 weights and activations, FP32 top-k sum.
+    """
+    import torch
+
+    dtype = dtype or torch.float32
+    t, h = x.shape
+    i = w13_packed.shape[1] // 2
+    out = torch.zeros(t, h, dtype=torch.float32, device=x.device)
+    xd = x.to(dtype)
+    for e in torch.unique(topk_ids).tolist():
+        rows, slots = torch.nonzero(topk_ids == e, as_tuple=True)
+        w13 = dequant_torch(w13_packed[e], w13_scales[e], dtype)
+        w2 = dequant_torch(w2_packed[e], w2_scales[e], dtype)
+        gu = xd[rows] @ w13.T
+        act = torch.nn.functional.silu(gu[:, :i]) * gu[:, i:]
+        y = (act @ w2.T).float()
+        out.index_add_(0, rows, topk_weights[rows, slots].float()[:, None] * y)
+    return out

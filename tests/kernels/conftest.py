@@ -1,0 +1,28 @@
+"""Kernel tests run on the CPU through Triton's interpreter unless a CUDA GPU is present.
+
+TRITON_INTERPRET must be set before triton is first imported (its own library functions,
+e.g. tl.sort, are made at import time), so it is set here. CI exports TRITON_INTERPRET=1
+itself; if some earlier test imported triton without it, these tests stop with that reason.
+"""
+
+import os
+import sys
+
+import pytest
+
+try:
+    import torch
+except ImportError:  # the tests skip themselves with the reason
+    torch = None
+
+_NEED_INTERPRETER = torch is not None and not torch.cuda.is_available()
+_TRITON_WAS_LOADED = "triton" in sys.modules and os.environ.get("TRITON_INTERPRET") != "1"
+if _NEED_INTERPRETER:
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
+@pytest.fixture(autouse=True)
+def _interpreter_ready():
+    if _NEED_INTERPRETER and _TRITON_WAS_LOADED:
+        pytest.fail("triton was imported before TRITON_INTERPRET=1 was set; run with "
+                    "TRITON_INTERPRET=1 in the environment (as CI does)")

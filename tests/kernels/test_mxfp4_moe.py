@@ -1,0 +1,208 @@
+"""Correctness of the fused MXFP4 MoE kernel (kernels/mxfp4-moe).
+
+On a machine without a GPU these run through Triton's CPU interpreter (conftest sets
+TRITON_INTERPRET=1) at small shapes; on a GPU they run compiled.
+
+Tolerance: the MoE output is compared with a float32 reference (weights decoded by
+cookbook.mxfp4, float64 math) by ||out - ref|| / ||ref|| <= 1e-2. The weights are exact in
+the kernel; the error comes from BF16 rounding of the activations x (shared with the
+reference), of the SiLU*up intermediate and of the output (each ~2**-9 relative), and
+from the GPU's BF16 tensor-core products. Measured here: about 2e-3.
+"""
+
+import json
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[dev]')")
+pytest.importorskip("triton", reason="triton is not installed (pip install -e '.[dev]')")
+
+from cookbook import mxfp4  # noqa: E402
+from cookbook.kernels.mxfp4_moe import (  # noqa: E402
+    VARIANTS, ConfigError, LaunchConfig, dequantize_mxfp4, fused_moe_mxfp4, load_table, pick)
+from cookbook.kernels.mxfp4_moe.config import _parse_table  # noqa: E402
+from cookbook.kernels.mxfp4_moe.moe import MoEInputError  # noqa: E402
+from cookbook.kernels.mxfp4_moe.reference import dequant_torch, moe_reference, rel_error  # noqa: E402
+
+TOL = 1e-2
+DEV = "cuda" if torch.cuda.is_available() else "cpu"
+SMALL = LaunchConfig(block_t=16, block_n1=32, block_k1=64, block_n2=32, block_k2=64)
+
+
+def _same_bits(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a = np.ascontiguousarray(a, dtype=np.float32)
+    b = np.ascontiguousarray(b, dtype=np.float32)
+    return (a.view(np.uint32) == b.view(np.uint32)) | (np.isnan(a) & np.isnan(b))
+
+
+def _all_codes_all_scales(rng, scale_bytes):
+    """Rows of 64 elements: every byte value appears in every row's packed data; row r uses scale byte r."""
+    n = len(scale_bytes)
+    packed = np.stack([rng.permutation(256)[:32] for _ in range(n)]).astype(np.uint8)
+    packed[:, :16] = np.arange(16, dtype=np.uint8) * 17  # each code in both nibbles
+    scales = np.repeat(np.asarray(scale_bytes, dtype=np.uint8)[:, None], 2, axis=1)
+    return packed, scales
+
+
+@pytest.mark.parametrize("wide", [True, False])
+def test_dequant_matches_library_bit_for_bit(wide):
+    rng = np.random.default_rng(1)
+    # the one-multiply decoder (wide=False) is used only when every scale byte is <= 128
+    scale_bytes = list(range(256)) if wide else list(range(129)) + [255]
+    packed, scales = _all_codes_all_scales(rng, scale_bytes)
+    out = dequantize_mxfp4(torch.from_numpy(packed).to(DEV), torch.from_numpy(scales).to(DEV), wide=wide)
+    ref = mxfp4.dequantize(packed, scales, np.float32)
+    same = _same_bits(out.cpu().numpy(), ref)
+    assert same.all(), f"{(~same).sum()} values differ, first at {np.argwhere(~same)[0]}"
+    assert np.isnan(ref[scale_bytes.index(255)]).all()  # the NaN scale byte really was covered
+
+
+def test_dequant_bf16_is_the_library_value_rounded():
+    rng = np.random.default_rng(2)
+    packed, scales = _all_codes_all_scales(rng, list(range(255)))
+    out = dequantize_mxfp4(torch.from_numpy(packed).to(DEV), torch.from_numpy(scales).to(DEV),
+                           out_dtype=torch.bfloat16)
+    ref_bits = mxfp4.float32_to_bf16_bits(mxfp4.dequantize(packed, scales, np.float32))
+    got_bits = out.cpu().view(torch.int16).numpy().view(np.uint16)
+    assert (got_bits == ref_bits).all()
+
+
+def test_torch_twin_of_the_library_is_exact():
+    rng = np.random.default_rng(3)
+    packed, scales = _all_codes_all_scales(rng, list(range(256)))
+    out = dequant_torch(torch.from_numpy(packed), torch.from_numpy(scales)).numpy()
+    assert _same_bits(out, mxfp4.dequantize(packed, scales, np.float32)).all()
+
+
+def _experts(rng, e, h, i, scale=0.05):
+    w13p, w13s = mxfp4.quantize(rng.standard_normal((e, 2 * i, h)).astype(np.float32) * scale)
+    w2p, w2s = mxfp4.quantize(rng.standard_normal((e, h, i)).astype(np.float32) * scale)
+    return w13p, w13s, w2p, w2s
+
+
+def _routing(rng, t, e, k):
+    ids = np.stack([rng.choice(e, k, replace=False) for _ in range(t)]).astype(np.int32)
+    wts = rng.random((t, k)).astype(np.float32)
+    return ids, wts / wts.sum(1, keepdims=True)
+
+
+def _run(x, experts, wts, ids, config=SMALL):
+    tens = [torch.from_numpy(np.ascontiguousarray(a)).to(DEV) for a in experts]
+    out = fused_moe_mxfp4(x.to(DEV), *tens, torch.from_numpy(wts).to(DEV), torch.from_numpy(ids).to(DEV),
+                          config=config)
+    assert out.dtype == torch.bfloat16 and out.shape == x.shape
+    return out.float().cpu().numpy()
+
+
+def _check(x, experts, wts, ids, config=SMALL):
+    out = _run(x, experts, wts, ids, config)
+    ref = moe_reference(x.float().numpy(), *experts, wts, ids)
+    err = rel_error(out, ref)
+    assert err <= TOL, f"relative error {err:.2e} > {TOL}"
+    return out, err
+
+
+@pytest.mark.parametrize("t,k", [(1, 2), (5, 3), (16, 2), (33, 4)])
+def test_moe_matches_float32_reference(t, k):
+    rng = np.random.default_rng(10 + t)
+    e, h, i = 8, 128, 64
+    experts = _experts(rng, e, h, i)
+    ids, wts = _routing(rng, t, e, k)
+    x = torch.randn(t, h, generator=torch.Generator().manual_seed(t)).bfloat16()
+    _, err = _check(x, experts, wts, ids)
+    assert err > 0  # a real comparison, not identical zeros
+
+
+def test_expert_with_no_tokens_is_never_read():
+    rng = np.random.default_rng(20)
+    e, h, i, t, k = 8, 128, 64, 6, 2
+    w13p, w13s, w2p, w2s = _experts(rng, e, h, i)
+    ids, wts = _routing(rng, t, 4, k)  # experts 4..7 get no tokens
+    for s in (w13s, w2s):
+        s[4:] = mxfp4.SCALE_NAN  # their weights decode to NaN: reading them would poison the output
+    x = torch.randn(t, h, generator=torch.Generator().manual_seed(0)).bfloat16()
+    out, _ = _check(x, (w13p, w13s, w2p, w2s), wts, ids)
+    assert np.isfinite(out).all()
+
+
+def test_all_tokens_on_one_expert_spans_several_blocks():
+    rng = np.random.default_rng(21)
+    e, h, i, t, k = 8, 128, 64, 40, 2  # 40 pairs on expert 3 > BLOCK_T=16: three blocks
+    experts = _experts(rng, e, h, i)
+    ids = np.stack([[3, rng.choice([0, 1, 2, 4, 5, 6, 7])] for _ in range(t)]).astype(np.int32)
+    wts = rng.random((t, k)).astype(np.float32)
+    x = torch.randn(t, h, generator=torch.Generator().manual_seed(1)).bfloat16()
+    _check(x, experts, wts, ids)
+    only = np.full((t, 1), 3, dtype=np.int32)
+    _check(x, experts, np.ones((t, 1), np.float32), only)
+
+
+def test_scales_at_their_limits():
+    """Blocks with scale bytes 0, 1 (2**-127, 2**-126: subnormal weights) and 129..135 (>= 2**2,
+    the two-multiply decoder) next to ordinary ones; activations scaled so outputs stay finite."""
+    rng = np.random.default_rng(22)
+    e, h, i, t, k = 4, 128, 64, 5, 2
+    w13p, w13s, w2p, w2s = _experts(rng, e, h, i)
+    w13s[:, :, 0] = 0
+    w13s[:, 1::3, 1] = 1
+    w13s[:, ::2, 2] = rng.integers(129, 136, size=w13s[:, ::2, 2].shape)
+    w2s[:, ::2, 0] = 130
+    w2s[:, 1::2, 1] = 0
+    ids, wts = _routing(rng, t, e, k)
+    x = (torch.randn(t, h, generator=torch.Generator().manual_seed(2)) * 1e-3).bfloat16()
+    out, _ = _check(x, (w13p, w13s, w2p, w2s), wts, ids)
+    assert np.isfinite(out).all()
+
+
+def test_repeatable_bit_for_bit():
+    rng = np.random.default_rng(23)
+    experts = _experts(rng, 8, 128, 64)
+    ids, wts = _routing(rng, 9, 8, 3)
+    x = torch.randn(9, 128, generator=torch.Generator().manual_seed(3)).bfloat16()
+    a = _run(x, experts, wts, ids)
+    b = _run(x, experts, wts, ids)
+    assert (a.view(np.uint32) == b.view(np.uint32)).all()
+
+
+def test_bad_inputs_get_one_clear_message():
+    rng = np.random.default_rng(24)
+    w13p, w13s, w2p, w2s = (torch.from_numpy(a) for a in _experts(rng, 4, 128, 64))
+    x = torch.zeros(2, 128).bfloat16()
+    ids = torch.tensor([[0, 1], [2, 3]], dtype=torch.int32)
+    wts = torch.ones(2, 2)
+    with pytest.raises(MoEInputError, match="w2_packed must be uint8"):
+        fused_moe_mxfp4(x, w13p, w13s, w2p[:, :64], w2s, wts, ids)
+    with pytest.raises(MoEInputError, match="x must be bf16"):
+        fused_moe_mxfp4(x.float(), w13p, w13s, w2p, w2s, wts, ids)
+    with pytest.raises(MoEInputError, match=r"topk_ids must lie in \[0, 4\)"):
+        fused_moe_mxfp4(x, w13p, w13s, w2p, w2s, wts, ids + 1, config=SMALL)
+    with pytest.raises(MoEInputError, match="1..256 tokens"):
+        fused_moe_mxfp4(torch.zeros(300, 128).bfloat16(), w13p, w13s, w2p, w2s,
+                        torch.ones(300, 2), torch.zeros(300, 2, dtype=torch.int32))
+
+
+@pytest.mark.parametrize("variant", sorted(VARIANTS))
+def test_shipped_config_tables_load_and_fit_the_shapes(variant):
+    table = load_table(variant)
+    shape = VARIANTS[variant]
+    assert 1 in table and max(table) >= 64
+    for batch, cfg in table.items():
+        assert shape.hidden % cfg.block_k1 == 0 and shape.intermediate % cfg.block_k2 == 0, (variant, batch)
+    assert pick(table, 3) == table[min(b for b in table if b >= 3)]
+    assert pick(table, 10_000) == table[max(table)]
+
+
+def test_config_errors_name_the_file_and_key(tmp_path):
+    with pytest.raises(ConfigError, match="unknown variant 'glm5'"):
+        load_table("glm5")
+    bad = tmp_path / "glm.json"
+    bad.write_text("{not json")
+    with pytest.raises(ConfigError, match=r"glm.json:1: invalid JSON"):
+        load_table("glm", bad)
+    data = {"schema": "cookbook.mxfp4-moe.config/1", "variant": "glm", "configs": {"8": {"block_n1": 48}}}
+    bad.write_text(json.dumps(data))
+    with pytest.raises(ConfigError, match=r"configs\[8\]: block_n1 must be a power of two"):
+        load_table("glm", bad)
+    with pytest.raises(ConfigError, match="unknown keys"):
+        _parse_table({**data, "configs": {"8": {"blockn1": 64}}}, "x.json")
