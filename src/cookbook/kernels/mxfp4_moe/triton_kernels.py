@@ -129,7 +129,7 @@ def _dequant_kernel(w_ptr, s_ptr, out_ptr, R, K,
         tl.store(optr, v, mask=rmask[:, None])
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["P", "MAX_SLOTS"])
 def _align_kernel(ids_ptr, sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, scratch_ptr,
                   P, MAX_SLOTS,
                   BLOCK_T: tl.constexpr, P_PAD: tl.constexpr, E_PAD: tl.constexpr,
@@ -167,7 +167,7 @@ def _block_pairs(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, P, BLOCK_T:
     return b < nblocks, e.to(tl.int64), pairs, pairs < P
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["P", "TOPK"])
 def _w13_silu_kernel(x_ptr, w_ptr, s_ptr, act_ptr,
                      sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr,
                      P, H, I, TOPK,
@@ -211,7 +211,7 @@ def _w13_silu_kernel(x_ptr, w_ptr, s_ptr, act_ptr,
         tl.store(optr, _to_bf16_rne(h), mask=nmask[:, None] & pvalid[None, :])
 
 
-@triton.jit
+@triton.jit(do_not_specialize=["P"])
 def _w2_kernel(act_ptr, w_ptr, s_ptr, y_ptr,
                sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr,
                P, H, I,

@@ -1,0 +1,272 @@
+#!/usr/bin/env python3
+"""Benchmark (and optionally tune) the fused MXFP4 MoE kernel on a CUDA GPU, in one run.
+
+For each variant and batch size it prints: kernel time (4 launches: align, w13+SiLU, w2,
+top-k sum; CUDA-graph replay over rotating routings so no two consecutive calls read the
+same experts from L2), effective weight bandwidth = bytes of the MXFP4 experts the call
+touches (packed + scales, each distinct expert once) / time, that bandwidth as a share of
+the card's copy bandwidth measured in the same run (device-to-device copy, bytes read +
+written / time), the PyTorch baseline (per expert: dequantize to BF16, then matmul) and
+the speedup over it, and the relative error against a float32 reference.
+
+    python3 kernels/mxfp4-moe/bench.py                       # shipped configs
+    python3 kernels/mxfp4-moe/bench.py --tune --out DIR      # sweep, write DIR/<variant>.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import sys
+import time
+from dataclasses import asdict, replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "src"))
+
+BATCHES = [1, 2, 4, 8, 16, 32, 64]
+TUNE_BATCHES = [1, 4, 16, 64]
+ROTATIONS = 8
+W13_CANDIDATES = [  # (block_n1, block_k1, warps1, stages1)
+    (64, 128, 4, 3), (64, 128, 4, 4), (64, 256, 4, 3), (64, 256, 4, 4), (128, 128, 4, 3),
+    (128, 128, 8, 3), (128, 256, 8, 3), (128, 64, 4, 5), (64, 128, 4, 2), (64, 256, 8, 3),
+]
+W2_CANDIDATES = [  # (block_n2, block_k2, warps2, stages2)
+    (64, 128, 4, 3), (64, 128, 4, 4), (64, 256, 4, 3), (64, 256, 4, 4), (128, 128, 4, 3),
+    (128, 128, 8, 3), (128, 256, 8, 3), (128, 64, 4, 5), (64, 128, 4, 2), (64, 256, 8, 3),
+]
+
+
+def log(msg: str) -> None:
+    print(msg, flush=True)
+
+
+def make_experts(shape, seed: int):
+    import torch
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    e, h, i = shape.experts, shape.hidden, shape.intermediate
+
+    def rnd(*size, lo=0, hi=256):
+        return torch.randint(lo, hi, size, dtype=torch.uint8, device="cuda", generator=g)
+    # scale bytes 118..124 = 2**-9 .. 2**-3: the range of real expert weights
+    return (rnd(e, 2 * i, h // 2), rnd(e, 2 * i, h // 32, lo=118, hi=125),
+            rnd(e, h, i // 2), rnd(e, h, i // 32, lo=118, hi=125))
+
+
+def make_routings(shape, tokens: int, n: int, seed: int):
+    import torch
+    g = torch.Generator(device="cuda").manual_seed(seed)
+    out = []
+    for _ in range(n):
+        logits = torch.rand(tokens, shape.experts, device="cuda", generator=g)
+        w, ids = logits.topk(shape.top_k, dim=1)
+        out.append((torch.softmax(w, 1).float().contiguous(), ids.to(torch.int32).contiguous()))
+    return out
+
+
+def copy_bandwidth() -> float:
+    import torch
+    import triton.testing
+    n = 4 << 30
+    src = torch.empty(n, dtype=torch.uint8, device="cuda").random_()
+    dst = torch.empty_like(src)
+    ms = triton.testing.do_bench(lambda: dst.copy_(src), warmup=50, rep=300, return_mode="median")
+    del src, dst
+    torch.cuda.empty_cache()
+    return 2 * n / (ms * 1e-3)
+
+
+def graph_time(fn, n_calls: int, replays: int = 20) -> float:
+    """Seconds per call: fn(r) for r in range(n_calls) captured in one CUDA graph, replayed."""
+    import torch
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for r in range(n_calls):   # compile + warm outside the capture
+            fn(r)
+    torch.cuda.current_stream().wait_stream(s)
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        for r in range(n_calls):
+            fn(r)
+    for _ in range(3):
+        g.replay()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(replays):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        g.replay()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1e-3 / n_calls)
+    del g
+    times.sort()
+    return times[len(times) // 2]
+
+
+def event_time(fn, reps: int = 3) -> float:
+    import torch
+    fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) * 1e-3)
+    times.sort()
+    return times[len(times) // 2]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--variants", default="glm,dsv4,k3")
+    ap.add_argument("--batches", default=",".join(map(str, BATCHES)))
+    ap.add_argument("--tune", action="store_true", help="sweep block sizes; write the best per batch")
+    ap.add_argument("--out", type=Path, default=None, help="folder for results JSON and tuned tables")
+    ap.add_argument("--budget-s", type=float, default=420.0, help="stop tuning after this many seconds")
+    ap.add_argument("--no-baseline", action="store_true")
+    args = ap.parse_args()
+
+    import torch
+    import triton
+
+    from cookbook.kernels.mxfp4_moe import VARIANTS, LaunchConfig, fused_moe_mxfp4, load_table, pick
+    from cookbook.kernels.mxfp4_moe.config import table_json
+    from cookbook.kernels.mxfp4_moe.reference import moe_torch, rel_error
+
+    variants = args.variants.split(",")
+    bad = [v for v in variants if v not in VARIANTS]
+    if bad:
+        print(f"bench.py: unknown variant(s) {bad}; choose from {sorted(VARIANTS)}", file=sys.stderr)
+        return 2
+    if not torch.cuda.is_available():
+        print("bench.py: needs a CUDA GPU (the CPU interpreter is for tests only)", file=sys.stderr)
+        return 2
+    batches = [int(b) for b in args.batches.split(",")]
+    t_start = time.time()
+    dev = torch.cuda.get_device_properties(0)
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    meta = {"date": stamp, "device": dev.name, "sms": dev.multi_processor_count,
+            "torch": torch.__version__, "triton": triton.__version__,
+            "command": "python3 kernels/mxfp4-moe/bench.py " + " ".join(sys.argv[1:])}
+    log(f"# {meta}")
+    copy_bw = copy_bandwidth()
+    log(f"copy bandwidth (device-to-device, read+write): {copy_bw / 1e12:.2f} TB/s")
+    results = {"meta": meta, "copy_bw_Bps": copy_bw, "rows": [], "tuning": {}}
+
+    def run_variant(v):
+        shape = VARIANTS[v]
+        torch.cuda.empty_cache()
+        w = make_experts(shape, seed=1)
+        scale_max = max(int(w[1].max()), int(w[3].max()))
+        table = load_table(v)
+        per_expert = shape.expert_bytes()
+
+        def runner(cfg, routs, x):
+            def fn(r):
+                wts, ids = routs[r]
+                return fused_moe_mxfp4(x, *w, wts, ids, config=cfg, check_ids=False, scale_max=scale_max)
+            return fn
+
+        if args.tune:
+            tuned = {}
+            for b in TUNE_BATCHES:
+                if time.time() - t_start > args.budget_s:
+                    log(f"  tuning budget spent; {v} batch {b} keeps its shipped config")
+                    tuned[b] = pick(table, b)
+                    continue
+                routs = make_routings(shape, b, ROTATIONS, seed=100 + b)
+                x = torch.randn(b, shape.hidden, device="cuda").bfloat16()
+                best, best_t, tried = LaunchConfig(), float("inf"), []
+                for stage, cands in (("w13", W13_CANDIDATES), ("w2", W2_CANDIDATES)):
+                    base = best
+                    for c in cands:
+                        cfg = (replace(base, block_n1=c[0], block_k1=c[1], warps1=c[2], stages1=c[3]) if stage == "w13"
+                               else replace(base, block_n2=c[0], block_k2=c[1], warps2=c[2], stages2=c[3]))
+                        try:
+                            t = graph_time(runner(cfg, routs, x), ROTATIONS, replays=10)
+                        except Exception as exc:  # a config that does not compile or launch
+                            tried.append({**asdict(cfg), "error": f"{type(exc).__name__}: {str(exc)[:200]}"})
+                            continue
+                        tried.append({**asdict(cfg), "us": t * 1e6})
+                        if t < best_t:
+                            best, best_t = cfg, t
+                # Triton's own dot_scaled upcast, for comparison
+                try:
+                    cfg = replace(best, dot_scaled=True)
+                    t = graph_time(runner(cfg, routs, x), ROTATIONS, replays=10)
+                    tried.append({**asdict(cfg), "us": t * 1e6})
+                    if t < best_t:
+                        best, best_t = cfg, t
+                except Exception as exc:
+                    tried.append({"dot_scaled": True, "error": f"{type(exc).__name__}: {str(exc)[:200]}"})
+                tuned[b] = best
+                results["tuning"][f"{v}/{b}"] = tried
+                log(f"  tuned {v} batch {b}: {best_t * 1e6:.1f} us  {asdict(best)}")
+            table = tuned
+            if args.out:
+                args.out.mkdir(parents=True, exist_ok=True)
+                (args.out / f"{v}.json").write_text(table_json(v, table, {"tuned": f"{dev.name}, {stamp}"}))
+
+        for b in batches:
+            cfg = pick(table, b)
+            routs = make_routings(shape, b, ROTATIONS, seed=200 + b)
+            x = torch.randn(b, shape.hidden, device="cuda").bfloat16()
+            t = graph_time(runner(cfg, routs, x), ROTATIONS)
+            distinct = sum(len(torch.unique(ids)) for _, ids in routs) / ROTATIONS
+            nbytes = distinct * per_expert
+            row = {"variant": v, "batch": b, "us": t * 1e6, "experts": distinct, "GB": nbytes / 1e9,
+                   "TBps": nbytes / t / 1e12, "copy_frac": nbytes / t / copy_bw, "config": asdict(cfg)}
+            wts, ids = routs[0]
+            out = fused_moe_mxfp4(x, *w, wts, ids, config=cfg, scale_max=scale_max)
+            if b in (1, 8, 64):
+                ref = moe_torch(x, *w, wts, ids)
+                row["rel_err"] = rel_error(out.float().cpu().numpy(), ref.cpu().numpy())
+            if not args.no_baseline:
+                tb = event_time(lambda: moe_torch(x, *w, wts, ids, dtype=torch.bfloat16))
+                nb = len(torch.unique(ids)) * per_expert
+                row.update(base_us=tb * 1e6, base_TBps=nb / tb / 1e12, speedup=(nbytes / t) / (nb / tb))
+            results["rows"].append(row)
+            log(f"{v:5s} b={b:3d} {t * 1e6:9.1f} us  {distinct:6.1f} exp {nbytes / 1e9:6.3f} GB "
+                f"{nbytes / t / 1e12:5.2f} TB/s ({100 * nbytes / t / copy_bw:4.1f}% copy)"
+                + (f"  base {row['base_us'] / 1e3:8.2f} ms ({row['base_TBps']:.3f} TB/s) x{row['speedup']:.0f}"
+                   if "base_us" in row else "")
+                + (f"  err {row['rel_err']:.1e}" if "rel_err" in row else ""))
+        del w
+
+    def print_summary():
+        log(f"\ncopy bandwidth {copy_bw / 1e12:.2f} TB/s; {dev.name}; {stamp}")
+        log(f"{'variant':7s} {'batch':>5s} {'us':>9s} {'TB/s':>6s} {'%copy':>6s} {'base TB/s':>9s} {'speedup':>8s} {'rel_err':>8s}")
+        for r in results["rows"]:
+            log(f"{r['variant']:7s} {r['batch']:5d} {r['us']:9.1f} {r['TBps']:6.2f} {100 * r['copy_frac']:6.1f} "
+                f"{r.get('base_TBps', float('nan')):9.3f} {r.get('speedup', float('nan')):8.0f} "
+                f"{r.get('rel_err', float('nan')):8.1e}")
+
+    for v in variants:
+        try:
+            run_variant(v)
+        except Exception:  # report and go on with the next variant
+            import traceback
+            traceback.print_exc()
+            log(f"{v}: FAILED (traceback above)")
+        torch.cuda.empty_cache()
+    print_summary()
+    if args.out:
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "bench.json").write_text(json.dumps(results, indent=1))
+    log(f"total {time.time() - t_start:.0f} s")
+    return 0
+
+
+
+
+if __name__ == "__main__":
+    sys.exit(main())
