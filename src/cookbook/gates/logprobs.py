@@ -9,7 +9,8 @@ from cookbook.gates.spec import LogprobsGate
 
 FORMULAS = {
     "bad_tokens": "generated tokens whose logprob or any of its top-K is missing, non-finite, > 0, "
-                  "<= clamp_sentinel, or whose top-K count != K or is not sorted descending",
+                  "<= clamp_sentinel, or whose top-K count != K, or whose alternatives after the sampled token "
+                  "are not sorted descending, or where the sampled token's two logprobs disagree",
     "tokens_checked": "sum over requests of len(choices[0].logprobs.content)",
 }
 _EPS = 1e-4
@@ -39,15 +40,22 @@ def check_token(entry: dict, k: int, sentinel: float) -> list[str]:
     if not isinstance(top, list) or len(top) != k:
         problems.append(f"top_logprobs has {len(top) if isinstance(top, list) else 'no'} entries, expected {k}")
         return problems
-    values = []
     for t in top:
         bad = _bad_value(t.get("logprob"), sentinel)
         if bad:
             problems.append(f"top logprob {bad}")
-        else:
-            values.append(t["logprob"])
-    if len(values) == k and any(a < b - _EPS for a, b in zip(values, values[1:])):
-        problems.append("top_logprobs not sorted descending")
+    if problems:
+        return problems
+    # vLLM lists the sampled token first, then the most likely ones in order.
+    rest = top[1:] if top[0].get("token") == entry.get("token") else top
+    values = [t["logprob"] for t in rest]
+    if any(a < b - _EPS for a, b in zip(values, values[1:])):
+        problems.append("top_logprobs (after the sampled token) not sorted descending")
+    same = [t["logprob"] for t in top if t.get("token") == entry.get("token")]
+    if same and abs(same[0] - entry["logprob"]) > _EPS:
+        problems.append(f"sampled token's logprob {entry['logprob']} != its top_logprobs entry {same[0]}")
+    if values and entry["logprob"] > values[0] + _EPS and top[0].get("token") == entry.get("token") and len(rest) == k:
+        problems.append("sampled token more likely than the listed most likely token")
     return problems
 
 

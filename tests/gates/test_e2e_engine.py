@@ -1,0 +1,178 @@
+"""End to end against a real vLLM (the pinned CPU engine) serving Gemma 3 270M.
+
+One server for the module (startup costs minutes on 2 cores). The last test kills it
+mid-run on purpose, so it must stay last in this file.
+"""
+
+import asyncio
+import json
+import os
+import signal
+import socket
+import subprocess
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cookbook.cli import main
+from cookbook.gates.data import DataPaths
+from cookbook.gates.runner import SuiteConfig, run_suite
+from cookbook.gates.spec import GatesSpec
+
+pytestmark = pytest.mark.engine
+REPO = Path(__file__).resolve().parents[2]
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _model_dir() -> Path:
+    """The HF conversion of the embedded Gemma GGUF (converted once into .cache/)."""
+    env = os.environ.get("COOKBOOK_GEMMA_HF")
+    if env:
+        return Path(env)
+    out = REPO / ".cache" / "gates-test" / "gemma-hf"
+    if (out / "config.json").is_file():
+        return out
+    try:
+        from cookbook.convert.gguf_to_hf import convert_gguf_to_hf
+        from cookbook.models import gemma
+    except ImportError as e:
+        pytest.skip(f"no Gemma HF checkpoint: set COOKBOOK_GEMMA_HF or land `cookbook convert gguf-to-hf` ({e})")
+    convert_gguf_to_hf(str(gemma.gguf_path()), str(out), dtype="bfloat16")
+    return out
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _ready(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url + "/v1/models", timeout=3) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    model = _model_dir()
+    port = _port()
+    log = tmp_path_factory.mktemp("server") / "server.log"
+    cmd = [str(REPO / ".venv" / "bin" / "python"), "-m", "vllm.entrypoints.openai.api_server",
+           "--model", str(model), "--served-model-name", "gemma3-270m", "--host", "127.0.0.1", "--port", str(port),
+           "--chat-template", str(FIXTURES / "gemma_tools_chat_template.jinja"), "--max-model-len", "10240",
+           "--enable-auto-tool-choice", "--tool-call-parser", "hermes",
+           "--speculative-config", '{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":3,"prompt_lookup_min":2}']
+    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "2", "OMP_NUM_THREADS": "2"}
+    proc = subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.time() + 1200
+        while not _ready(url):
+            if proc.poll() is not None:
+                pytest.fail(f"vLLM exited {proc.returncode} before it was ready:\n{log.read_text()[-3000:]}")
+            if time.time() > deadline:
+                pytest.fail(f"vLLM not ready after 1200 s:\n{log.read_text()[-3000:]}")
+            time.sleep(2)
+        yield {"url": url, "proc": proc, "log": log}
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait()
+
+
+def test_full_suite_writes_a_complete_bundle(server, recipes_dir, tmp_path, data_dir):
+    out = tmp_path / "bundle"
+    lock = tmp_path / "lock.txt"
+    lock.write_text(subprocess.run([str(REPO / ".venv/bin/python"), "-m", "pip", "freeze"],
+                                   capture_output=True, text=True).stdout)
+    res = CliRunner().invoke(main, ["gates", "run", "gates-cpu", "--base-url", server["url"], "--out", str(out),
+                                    "--data-dir", str(data_dir), "--env-lock", str(lock)])
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["complete"] and doc["fault"] is None, res.output
+    assert list(doc["gates"]) == doc["declared_gates"] and len(doc["gates"]) == 8
+    failed = [n for n, g in doc["gates"].items() if g["status"] != "passed"]
+    assert res.exit_code == (1 if failed else 0), res.output
+    for name, g in doc["gates"].items():
+        assert g["fault"] is None, (name, g["reason"])               # every gate ran to its end
+        assert g["formulas"] and g["measured"] and g["wall_s"] > 0, name
+        lines = (out / "transcripts" / f"{name}.jsonl").read_text().splitlines()
+        assert lines and all(json.loads(x)["status"] == 200 for x in lines), name
+    for f in ("models.json", "metrics-before.prom", "metrics-after.prom", "recipe.resolved.json",
+              "environment.lock", "summary.txt", "speed-sweep.png"):
+        assert (out / f).is_file() and (out / f).stat().st_size > 0, f
+    assert (out / "speed-sweep.png").read_bytes()[:4] == b"\x89PNG"
+    from cookbook.recipe import resolve
+
+    assert doc["recipe_hash"] == resolve("gates-cpu").content_hash
+    m = doc["gates"]
+    assert m["greedy"]["status"] == "passed"                     # greedy output repeats exactly
+    assert m["logprobs"]["status"] == "passed" and m["logprobs"]["measured"]["tokens_checked"] == 2 * 8
+    assert m["spec_acceptance"]["measured"]["draft_tokens"] > 0  # ngram drafting really ran
+    assert m["stress"]["measured"]["prefill_overlapped_decodes"] is True
+    assert m["speed"]["measured"]["prefix_cache_hits_during_ttft"] in (0, 0.0, None)
+    assert m["needles"]["items"][0]["prompt_tokens"] >= 0.9 * 512
+    # verify agrees with the outcome: writes the block only if everything passed
+    v = CliRunner().invoke(main, ["gates", "verify", "gates-cpu", str(out)])
+    assert v.exit_code == (1 if failed else 0), v.output
+    print(res.output)
+
+
+def test_wrong_model_name_fails_clearly(server, recipes_dir, tmp_path, data_dir):
+    out = tmp_path / "bundle"
+    res = CliRunner().invoke(main, ["gates", "run", "gates-cpu", "--base-url", server["url"], "--out", str(out),
+                                    "--model", "not-this-model", "--only", "greedy"])
+    assert res.exit_code == 1
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["fault"] == "wrong_model"
+    g = doc["gates"]["greedy"]
+    assert g["status"] == "failed" and "serves ['gemma3-270m']" in g["reason"]
+
+
+def _suite(server, tmp_path, data_dir, gates: dict) -> dict:
+    cfg = SuiteConfig(base_url=server["url"], model="gemma3-270m", spec=GatesSpec.model_validate(gates),
+                      out_dir=tmp_path / "bundle", data=DataPaths.from_data_dir(data_dir), echo=lambda s: None)
+    return asyncio.run(run_suite(cfg)).doc
+
+
+def test_gate_timeout_keeps_partial_results(server, tmp_path, data_dir):
+    doc = _suite(server, tmp_path, data_dir, {
+        "gsm8k": {"calibrated_on": "test", "n": 12, "shots": 2, "max_tokens": 64, "min_correct_fraction": 0,
+                  "max_concurrent_requests": 1, "timeout_s": 8},
+        "greedy": {"calibrated_on": "test", "prompts": ["Say hi."], "max_tokens": 4}})
+    g = doc["gates"]["gsm8k"]
+    assert g["status"] == "failed" and g["fault"] == "timeout" and "timed out after 8 s" in g["reason"]
+    assert 0 < len(g["items"]) < 12                              # what finished is kept
+    assert doc["gates"]["greedy"]["status"] == "passed"          # later gates still run
+    assert doc["complete"]
+
+
+def test_server_killed_mid_run_zz_last(server, tmp_path, data_dir):
+    # Kill the server while the stress gate streams; speed (after it) must say it did not run.
+    proc = server["proc"]
+    killer = threading.Timer(6.0, lambda: os.killpg(proc.pid, signal.SIGKILL))
+    killer.start()
+    try:
+        doc = _suite(server, tmp_path, data_dir, {
+            "stress": {"calibrated_on": "test", "decodes": 2, "decode_max_tokens": 4000, "prefill_tokens": [1024],
+                       "max_decode_gap_s": 60, "timeout_s": 300},
+            "speed": {"calibrated_on": "test", "ttft_prompts_tokens": [], "sweep_concurrencies": [1]}})
+    finally:
+        killer.cancel()
+    assert doc["complete"] and doc["fault"] == "server_down"
+    stress, speed = doc["gates"]["stress"], doc["gates"]["speed"]
+    assert stress["status"] == "failed" and stress["fault"] == "server_down"
+    assert "server connection lost" in stress["reason"]
+    assert speed["status"] == "failed" and speed["fault"] == "server_down" and "not run" in speed["reason"]
+    lines = (tmp_path / "bundle" / "transcripts" / "stress.jsonl").read_text().splitlines()
+    assert lines                                                  # the partial exchange is on disk
