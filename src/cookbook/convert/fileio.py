@@ -32,10 +32,10 @@ class Progress:
     def _draw(self, now: float, end: str) -> None:
         dt = max(now - self.start, 1e-9)
         rate = self.done / dt
-        eta = (self.total - self.done) / rate if rate > 0 else 0.0
+        eta = f"{(self.total - self.done) / rate:.0f}s" if rate > 0 else "?"
         pct = 100.0 * self.done / self.total if self.total else 100.0
         self.stream.write(f"{self.label}: {self.done / 1e6:,.1f}/{self.total / 1e6:,.1f} MB ({pct:.0f}%) "
-                          f"{rate / 1e6:,.0f} MB/s ETA {eta:.0f}s  {end}")
+                          f"{rate / 1e6:,.0f} MB/s ETA {eta}  {end}")
         self.stream.flush()
 
     def finish(self) -> None:

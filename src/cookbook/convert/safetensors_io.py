@@ -1,0 +1,189 @@
+"""Streaming safetensors: a bounded header reader and a writer that never holds a whole tensor set.
+
+Format (huggingface/safetensors): u64 LE header length N, N bytes of JSON
+{"__metadata__": {str: str}, name: {"dtype", "shape", "data_offsets": [b, e]}}, then the data;
+offsets are relative to the data start, contiguous from 0, C order, little-endian. The
+writer computes the header from names, dtypes and shapes first, then streams the bytes
+in offset order (NeMo Automodel's approach), padding the JSON with spaces to 8 bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+MAX_HEADER = 100_000_000  # the reference reader's limit
+DTYPE_BITS = {
+    "BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8, "I16": 16, "U16": 16, "F16": 16,
+    "BF16": 16, "I32": 32, "U32": 32, "F32": 32, "I64": 64, "U64": 64, "F64": 64, "C64": 64, "F4": 4,
+}
+
+
+class SafetensorsError(ValueError):
+    def __init__(self, path, reason: str, help: str | None = None):
+        super().__init__(f"{path}: {reason}" + (f"\n  help: {help}" if help else ""))
+
+
+@dataclass
+class STensor:
+    name: str
+    dtype: str
+    shape: tuple[int, ...]
+    start: int  # absolute file offset of the first byte
+    nbytes: int
+
+
+def nbytes_of(dtype: str, shape) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    bits = n * DTYPE_BITS[dtype]
+    return (bits + 7) // 8
+
+
+def read_header(path) -> tuple[dict[str, STensor], dict[str, str]]:
+    """Validated tensor table of a safetensors file (no data read)."""
+    path = Path(path)
+    size = path.stat().st_size
+    with open(path, "rb") as f:
+        head = f.read(8)
+        if len(head) < 8:
+            raise SafetensorsError(path, f"file has {size} bytes, smaller than the 8-byte header length")
+        (n,) = struct.unpack("<Q", head)
+        if n > MAX_HEADER or 8 + n > size:
+            raise SafetensorsError(path, f"header length {n} is larger than {MAX_HEADER} or the file ({size} bytes)",
+                                   help="the file is truncated or not safetensors")
+        raw = f.read(n)
+    try:
+        header = json.loads(raw)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise SafetensorsError(path, f"header is not valid JSON ({e})") from None
+    if not isinstance(header, dict):
+        raise SafetensorsError(path, "header is not a JSON object")
+    meta = header.pop("__metadata__", None) or {}
+    tensors: dict[str, STensor] = {}
+    spans = []
+    for name, info in header.items():
+        try:
+            dtype, shape, (b, e) = info["dtype"], tuple(int(x) for x in info["shape"]), info["data_offsets"]
+        except (KeyError, TypeError, ValueError):
+            raise SafetensorsError(path, f"tensor {name!r}: entry needs dtype, shape, data_offsets") from None
+        if dtype not in DTYPE_BITS or any(d < 0 for d in shape) or not (0 <= b <= e):
+            raise SafetensorsError(path, f"tensor {name!r}: bad dtype/shape/offsets {info}")
+        if e - b != nbytes_of(dtype, shape):
+            raise SafetensorsError(path, f"tensor {name!r}: {e - b} bytes for {dtype} {list(shape)}")
+        tensors[name] = STensor(name, dtype, shape, 8 + n + b, e - b)
+        spans.append((b, e, name))
+    spans.sort()
+    pos = 0
+    for b, e, name in spans:
+        if b != pos:
+            raise SafetensorsError(path, f"tensor {name!r} starts at {b}, expected {pos} (data must be contiguous)")
+        pos = e
+    if 8 + n + pos != size:
+        raise SafetensorsError(path, f"data ends at {8 + n + pos} but the file has {size} bytes",
+                               help="the file is truncated or has trailing bytes")
+    return tensors, meta
+
+
+def read_bytes(path, t: STensor) -> bytes:
+    with open(path, "rb", buffering=0) as f:
+        f.seek(t.start)
+        data = f.read(t.nbytes)
+    if len(data) != t.nbytes:
+        raise SafetensorsError(path, f"tensor {t.name!r}: short read")
+    return data
+
+
+class Writer:
+    """Write one safetensors file whose tensors (name, dtype, shape) are known up front.
+
+    Call `write(name, bytes)` in the declared order, possibly several times per tensor
+    (chunks); `close()` checks every tensor got exactly its bytes.
+    """
+
+    def __init__(self, path, specs: list[tuple[str, str, tuple[int, ...]]], metadata: dict | None = None):
+        header: dict = {}
+        if metadata:
+            header["__metadata__"] = {str(k): str(v) for k, v in metadata.items()}
+        off = 0
+        self.order = []
+        for name, dtype, shape in specs:
+            nb = nbytes_of(dtype, shape)
+            header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [off, off + nb]}
+            self.order.append((name, nb))
+            off += nb
+        raw = json.dumps(header, separators=(",", ":")).encode()
+        raw += b" " * (-len(raw) % 8)
+        self.total = off
+        self.f = open(path, "wb")
+        self.f.write(struct.pack("<Q", len(raw)) + raw)
+        self.i, self.left = 0, self.order[0][1] if self.order else 0
+
+    def write(self, name: str, data) -> None:
+        mv = memoryview(data).cast("B")
+        while self.i < len(self.order) and self.left == 0:  # zero-size tensors
+            self.i += 1
+            self.left = self.order[self.i][1] if self.i < len(self.order) else 0
+        if self.i >= len(self.order) or self.order[self.i][0] != name:
+            expect = self.order[self.i][0] if self.i < len(self.order) else "nothing"
+            raise ValueError(f"safetensors writer: got {name!r}, expected {expect}")
+        if len(mv) > self.left:
+            raise ValueError(f"safetensors writer: {name!r} gets {len(mv)} bytes, only {self.left} left")
+        self.f.write(mv)
+        self.left -= len(mv)
+        if self.left == 0:
+            self.i += 1
+            self.left = self.order[self.i][1] if self.i < len(self.order) else 0
+
+    def close(self) -> None:
+        while self.i < len(self.order) and self.left == 0:
+            self.i += 1
+            self.left = self.order[self.i][1] if self.i < len(self.order) else 0
+        self.f.close()
+        if self.i < len(self.order):
+            raise ValueError(f"safetensors writer: {self.order[self.i][0]!r} is missing {self.left} bytes")
+
+
+def shard_names(n: int) -> list[str]:
+    if n == 1:
+        return ["model.safetensors"]
+    return [f"model-{i:05d}-of-{n:05d}.safetensors" for i in range(1, n + 1)]
+
+
+def plan_shards(specs: list[tuple[str, str, tuple[int, ...]]], max_bytes: int) -> list[list]:
+    """Group tensors in order into shards of at most max_bytes (a larger tensor gets its own)."""
+    shards: list[list] = [[]]
+    size = 0
+    for s in specs:
+        nb = nbytes_of(s[1], s[2])
+        if shards[-1] and size + nb > max_bytes:
+            shards.append([])
+            size = 0
+        shards[-1].append(s)
+        size += nb
+    return shards
+
+
+def write_index(out_dir, shards: list[list], metadata: dict | None = None) -> Path | None:
+    """model.safetensors.index.json for a sharded checkpoint (none for a single file)."""
+    names = shard_names(len(shards))
+    if len(shards) == 1:
+        return None
+    total = sum(nbytes_of(s[1], s[2]) for grp in shards for s in grp)
+    index = {"metadata": {"total_size": total, **(metadata or {})},
+             "weight_map": {s[0]: names[i] for i, grp in enumerate(shards) for s in grp}}
+    p = Path(out_dir) / "model.safetensors.index.json"
+    p.write_text(json.dumps(index, indent=2) + "\n")
+    return p
+
+
+def fsync_dir(path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
