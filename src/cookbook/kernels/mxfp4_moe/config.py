@@ -16,6 +16,7 @@ from .shapes import VARIANTS
 
 CONFIG_DIR = Path(__file__).with_name("configs")
 SCHEMA = "cookbook.mxfp4-moe.config/1"
+DECODERS = ("fp32", "asm", "dot_scaled")  # index = the kernels' DECODE constexpr
 
 
 class ConfigError(ValueError):
@@ -33,16 +34,17 @@ class LaunchConfig:
     block_k2: int = 128     # K step over I
     warps2: int = 4
     stages2: int = 3
-    dot_scaled: bool = False  # True: Triton's tl.dot_scaled upcast (GPU only) instead of _dequant_tile
+    decoder: str = "fp32"     # fp32: _dequant_tile (also runs in the CPU interpreter);
+                              # asm: inline-PTX BF16 decoder; dot_scaled: Triton's tl.dot_scaled (both GPU only)
 
     def check(self, where: str) -> None:
         def pow2(v: int) -> bool:
             return v > 0 and v & (v - 1) == 0
         for f in fields(self):
             v = getattr(self, f.name)
-            if f.name == "dot_scaled":
-                if not isinstance(v, bool):
-                    raise ConfigError(f"{where}: {f.name} must be true or false, got {v!r}")
+            if f.name == "decoder":
+                if v not in DECODERS:
+                    raise ConfigError(f"{where}: decoder must be one of {', '.join(DECODERS)}, got {v!r}")
                 continue
             if not isinstance(v, int) or isinstance(v, bool) or not pow2(v) and f.name not in ("stages1", "stages2"):
                 raise ConfigError(f"{where}: {f.name} must be a power of two, got {v!r}")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import os
 
-from .config import LaunchConfig
+from .config import DECODERS, LaunchConfig
 
 MAX_TOKENS = 256     # the align kernel sorts all T*k pairs in one program
 MAX_PAIRS = 4096
@@ -87,8 +87,9 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     if i % cfg.block_k2 or h % cfg.block_k1:
         raise MoEInputError(f"H={h} must be a multiple of block_k1={cfg.block_k1} and I={i} of block_k2={cfg.block_k2}")
     interpret = _interpret()
-    if cfg.dot_scaled and interpret:
-        raise MoEInputError("dot_scaled configs need a GPU (Triton's interpreter has no dot_scaled)")
+    decode = DECODERS.index(cfg.decoder)
+    if decode and interpret:
+        raise MoEInputError(f"decoder {cfg.decoder!r} needs a GPU; the CPU interpreter runs decoder 'fp32'")
     if check_ids:
         lo, hi = int(topk_ids.min()), int(topk_ids.max())
         if lo < 0 or hi >= e:
@@ -109,19 +110,19 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
                           BLOCK_T=bt, P_PAD=_next_pow2(p), E_PAD=_next_pow2(e),
                           SLOTS_PAD=_next_pow2(max_blocks * bt))
 
-    w13 = w13_packed if cfg.dot_scaled else w13_packed.view(torch.int32)
-    w2 = w2_packed if cfg.dot_scaled else w2_packed.view(torch.int32)
+    w13 = w13_packed if decode else w13_packed.view(torch.int32)
+    w2 = w2_packed if decode else w2_packed.view(torch.int32)
     act = torch.empty(p, i, dtype=torch.bfloat16, device=dev)
     grid1 = (max_blocks, triton_cdiv(i, cfg.block_n1))
     K._w13_silu_kernel[grid1](x, w13, w13_scales, act, sorted_pairs, block_expert, num_blocks,
-                              p, h, i, k, BLOCK_T=bt, BLOCK_N=cfg.block_n1, BLOCK_K=cfg.block_k1,
-                              DOT_SCALED=cfg.dot_scaled, INTERPRET=interpret, WIDE=wide,
+                              p, h, i, k, w13.shape[-1], h // 32, BLOCK_T=bt, BLOCK_N=cfg.block_n1, BLOCK_K=cfg.block_k1,
+                              DECODE=decode, INTERPRET=interpret, WIDE=wide,
                               num_warps=cfg.warps1, num_stages=cfg.stages1)
     y = torch.empty(p, h, dtype=torch.float32, device=dev)
     grid2 = (max_blocks, triton_cdiv(h, cfg.block_n2))
     K._w2_kernel[grid2](act, w2, w2_scales, y, sorted_pairs, block_expert, num_blocks,
-                        p, h, i, BLOCK_T=bt, BLOCK_N=cfg.block_n2, BLOCK_K=cfg.block_k2,
-                        DOT_SCALED=cfg.dot_scaled, INTERPRET=interpret, WIDE=wide,
+                        p, h, i, w2.shape[-1], i // 32, BLOCK_T=bt, BLOCK_N=cfg.block_n2, BLOCK_K=cfg.block_k2,
+                        DECODE=decode, INTERPRET=interpret, WIDE=wide,
                         num_warps=cfg.warps2, num_stages=cfg.stages2)
     out = torch.empty(t, h, dtype=torch.bfloat16, device=dev)
     block_h = min(1024, _next_pow2(h))
@@ -139,7 +140,7 @@ def triton_cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def dequantize_mxfp4(packed, scales, out_dtype=None, wide: bool | None = None):
+def dequantize_mxfp4(packed, scales, out_dtype=None, wide: bool | None = None, decoder: str = "fp32"):
     """Decode a [R, K/2] MXFP4 matrix with the kernels' in-register decoder (for exactness tests)."""
     import torch
 
@@ -157,7 +158,11 @@ def dequantize_mxfp4(packed, scales, out_dtype=None, wide: bool | None = None):
     out = torch.empty(r, k, dtype=out_dtype, device=packed.device)
     block_k = 64 if k % 64 == 0 else 32
     block_r = 16
+    if decoder not in ("fp32", "asm"):
+        raise MoEInputError(f"dequantize_mxfp4: decoder must be 'fp32' or 'asm', got {decoder!r}")
+    decode = DECODERS.index(decoder)
+    w = packed.contiguous() if decode else packed.contiguous().view(torch.int32)
     K._dequant_kernel[(triton_cdiv(r, block_r), k // block_k)](
-        packed.contiguous().view(torch.int32), scales.contiguous(), out, r, k,
-        BLOCK_R=block_r, BLOCK_K=block_k, OUT_BF16=out_dtype == torch.bfloat16, WIDE=wide)
+        w, scales.contiguous(), out, r, k,
+        BLOCK_R=block_r, BLOCK_K=block_k, OUT_BF16=out_dtype == torch.bfloat16, WIDE=wide, DECODE=decode)
     return out

@@ -41,7 +41,7 @@ def dequant_torch(packed, scales, dtype=None):
     lut = torch.tensor(mxfp4.E2M1_VALUES, dtype=torch.float32, device=packed.device)
     codes = torch.stack((packed & 0x0F, packed >> 4), dim=-1).reshape(*packed.shape[:-1], -1)
     vals = lut[codes.long()].reshape(*scales.shape, mxfp4.BLOCK)
-    mult = torch.ldexp(torch.ones((), device=packed.device), scales.to(torch.int32) - mxfp4.SCALE_BIAS)
+    mult = torch.ldexp(torch.ones(scales.shape, device=packed.device), scales.to(torch.int32) - mxfp4.SCALE_BIAS)
     mult = torch.where(scales == mxfp4.SCALE_NAN, torch.nan, mult)
     return (vals * mult[..., None]).reshape(codes.shape).to(dtype)
 

@@ -98,15 +98,76 @@ def _dequant_tile(wq, s, WIDE: tl.constexpr):
     return tl.reshape(v, (BN, NB * 32))
 
 
+# PTX: four packed bytes (8 values) -> low-nibble and high-nibble values as BF16x2 pairs
+# times the block factor. Bytes go to 16-bit lanes (prmt), E2M1 bits are moved into BF16 bit
+# positions (value * 2**-126, as in _pair_bits), one mul.rn.bf16x2 applies 2**(s-1).
+_DECODE4 = tl.constexpr("""
+{
+.reg .b32 a, b, m, t;
+prmt.b32 a, $4, 0, 0x4140;
+prmt.b32 b, $4, 0, 0x4342;
+shl.b32 m, a, 6; and.b32 m, m, 0x01C001C0; shl.b32 t, a, 12; lop3.b32 m, m, t, 0x80008000, 0xF8; mul.rn.bf16x2 $0, m, $5;
+shl.b32 m, b, 6; and.b32 m, m, 0x01C001C0; shl.b32 t, b, 12; lop3.b32 m, m, t, 0x80008000, 0xF8; mul.rn.bf16x2 $1, m, $6;
+shl.b32 m, a, 2; and.b32 m, m, 0x01C001C0; shl.b32 t, a, 8; lop3.b32 m, m, t, 0x80008000, 0xF8; mul.rn.bf16x2 $2, m, $5;
+shl.b32 m, b, 2; and.b32 m, m, 0x01C001C0; shl.b32 t, b, 8; lop3.b32 m, m, t, 0x80008000, 0xF8; mul.rn.bf16x2 $3, m, $6;
+}
+""")
+
+
 @triton.jit
-def _load_w_tile(w_ptr, s_ptr, rows, row_mask, k0, K, BK: tl.constexpr):
+def _dequant_tile_asm(wb, s, WIDE: tl.constexpr):
+    """GPU-only decoder (inline PTX, BF16 arithmetic) of the same values as _dequant_tile.
+
+    wb: uint8 [BN, NB, 16] packed bytes; s: uint8 [BN, NB]; returns bfloat16 [BN, NB * 32].
+    WIDE=False needs every scale byte <= 128 (one multiply by 2**(s-1)); WIDE=True multiplies
+    by 2**126 first, then by 2**(s-127) (0x0040, a BF16 subnormal, for s=0).
+    """
+    s = s.to(tl.uint32)
+    if WIDE:
+        fb = tl.where(s == 0, 0x40, s << 7)
+    else:
+        fb = (s + 126) << 7
+    fb = tl.where(s == 255, 0x7FC0, fb)
+    f = fb.to(tl.uint16).to(tl.bfloat16, bitcast=True)
+    if WIDE:
+        f2 = tl.full(f.shape, 2.0**126, tl.float32).to(tl.bfloat16)
+        fsel = f2
+    else:
+        fsel = f
+    fb3 = tl.broadcast_to(fsel[:, :, None], wb.shape)
+    lo, hi = tl.inline_asm_elementwise(_DECODE4, "=r,=r,=r,=r,r,r,r", [wb, fb3],
+                                       dtype=(tl.bfloat16, tl.bfloat16), is_pure=True, pack=4)
+    if WIDE:
+        fw = tl.broadcast_to(f[:, :, None], wb.shape)
+        lo = lo * fw
+        hi = hi * fw
+    BN: tl.constexpr = wb.shape[0]
+    NB: tl.constexpr = wb.shape[1]
+    return tl.reshape(tl.join(lo, hi), (BN, NB * 32))
+
+
+@triton.jit
+def _load_b_tile(w_ptr, s_ptr, rows, row_mask, k0, stride_w, stride_s, BK: tl.constexpr):
+    """Packed bytes [rows, BK/32, 16] and scale bytes [rows, BK/32] of a [rows, K] MXFP4 matrix."""
+    NB: tl.constexpr = BK // 32
+    nb = tl.arange(0, NB)
+    bi = tl.arange(0, 16)
+    boff = rows[:, None, None] * stride_w + (k0 // 2) + nb[None, :, None] * 16 + bi[None, None, :]
+    wb = tl.load(w_ptr + boff, mask=row_mask[:, None, None], other=0)
+    soff = rows[:, None] * stride_s + (k0 // 32) + nb[None, :]
+    s = tl.load(s_ptr + soff, mask=row_mask[:, None], other=127)
+    return wb, s
+
+
+@triton.jit
+def _load_w_tile(w_ptr, s_ptr, rows, row_mask, k0, stride_w, stride_s, BK: tl.constexpr):
     """Packed words and scale bytes of rows x [k0, k0+BK) for a [rows, K] MXFP4 matrix."""
     NB: tl.constexpr = BK // 32
     nb = tl.arange(0, NB)
     wi = tl.arange(0, 4)
-    woff = (rows[:, None, None] * (K // 8) + (k0 // 8) + nb[None, :, None] * 4 + wi[None, None, :])
+    woff = rows[:, None, None] * stride_w + (k0 // 8) + nb[None, :, None] * 4 + wi[None, None, :]
     wq = tl.load(w_ptr + woff, mask=row_mask[:, None, None], other=0)
-    soff = rows[:, None] * (K // 32) + (k0 // 32) + nb[None, :]
+    soff = rows[:, None] * stride_s + (k0 // 32) + nb[None, :]
     s = tl.load(s_ptr + soff, mask=row_mask[:, None], other=127)
     return wq, s
 
@@ -114,13 +175,17 @@ def _load_w_tile(w_ptr, s_ptr, rows, row_mask, k0, K, BK: tl.constexpr):
 @triton.jit
 def _dequant_kernel(w_ptr, s_ptr, out_ptr, R, K,
                     BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr, OUT_BF16: tl.constexpr,
-                    WIDE: tl.constexpr):
+                    WIDE: tl.constexpr, DECODE: tl.constexpr):
     """Exposes `_dequant_tile` for the exactness tests: out[R, K] = dequantize(w, s)."""
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     k0 = tl.program_id(1) * BLOCK_K
     rmask = rows < R
-    wq, s = _load_w_tile(w_ptr, s_ptr, rows, rmask, k0, K, BLOCK_K)
-    v = _dequant_tile(wq, s, WIDE)
+    if DECODE == 1:
+        wb, s = _load_b_tile(w_ptr, s_ptr, rows, rmask, k0, K // 2, K // 32, BLOCK_K)
+        v = _dequant_tile_asm(wb, s, WIDE).to(tl.float32)
+    else:
+        wq, s = _load_w_tile(w_ptr, s_ptr, rows, rmask, k0, K // 8, K // 32, BLOCK_K)
+        v = _dequant_tile(wq, s, WIDE)
     cols = k0 + tl.arange(0, BLOCK_K)
     optr = out_ptr + rows[:, None] * K + cols[None, :]
     if OUT_BF16:
@@ -170,9 +235,9 @@ def _block_pairs(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, P, BLOCK_T:
 @triton.jit(do_not_specialize=["P", "TOPK"])
 def _w13_silu_kernel(x_ptr, w_ptr, s_ptr, act_ptr,
                      sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr,
-                     P, H, I, TOPK,
+                     P, H, I, TOPK, stride_w, stride_s,
                      BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                     DOT_SCALED: tl.constexpr, INTERPRET: tl.constexpr, WIDE: tl.constexpr):
+                     DECODE: tl.constexpr, INTERPRET: tl.constexpr, WIDE: tl.constexpr):
     """act[pair, n] = silu(x[tok] . Wg[e, n]) * (x[tok] . Wu[e, n]) for the pairs of one block."""
     active, e, pairs, pvalid = _block_pairs(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, P, BLOCK_T)
     if active:
@@ -186,19 +251,26 @@ def _w13_silu_kernel(x_ptr, w_ptr, s_ptr, act_ptr,
         for k0 in range(0, H, BLOCK_K):
             kk = k0 + tl.arange(0, BLOCK_K)
             xt = tl.load(x_ptr + tok[None, :].to(tl.int64) * H + kk[:, None], mask=pvalid[None, :], other=0.0)
-            if DOT_SCALED:
+            if DECODE == 2:  # Triton's own MXFP4 upcast (tl.dot_scaled)
                 kb = k0 // 2 + tl.arange(0, BLOCK_K // 2)
                 ks = k0 // 32 + tl.arange(0, BLOCK_K // 32)
-                wg = tl.load(w_ptr + rows_g[:, None] * (H // 2) + kb[None, :], mask=nmask[:, None], other=0)
-                sg = tl.load(s_ptr + rows_g[:, None] * (H // 32) + ks[None, :], mask=nmask[:, None], other=127)
-                wu = tl.load(w_ptr + rows_u[:, None] * (H // 2) + kb[None, :], mask=nmask[:, None], other=0)
-                su = tl.load(s_ptr + rows_u[:, None] * (H // 32) + ks[None, :], mask=nmask[:, None], other=127)
+                wg = tl.load(w_ptr + rows_g[:, None] * stride_w + kb[None, :], mask=nmask[:, None], other=0)
+                sg = tl.load(s_ptr + rows_g[:, None] * stride_s + ks[None, :], mask=nmask[:, None], other=127)
+                wu = tl.load(w_ptr + rows_u[:, None] * stride_w + kb[None, :], mask=nmask[:, None], other=0)
+                su = tl.load(s_ptr + rows_u[:, None] * stride_s + ks[None, :], mask=nmask[:, None], other=127)
                 acc_g = tl.dot_scaled(wg, sg, "e2m1", xt, None, "bf16", acc_g)
                 acc_u = tl.dot_scaled(wu, su, "e2m1", xt, None, "bf16", acc_u)
+            elif DECODE == 1:  # inline-PTX decoder, BF16 out
+                wb, s = _load_b_tile(w_ptr, s_ptr, rows_g, nmask, k0, stride_w, stride_s, BLOCK_K)
+                vg = _dequant_tile_asm(wb, s, WIDE)
+                wb, s = _load_b_tile(w_ptr, s_ptr, rows_u, nmask, k0, stride_w, stride_s, BLOCK_K)
+                vu = _dequant_tile_asm(wb, s, WIDE)
+                acc_g = tl.dot(vg, xt, acc_g)
+                acc_u = tl.dot(vu, xt, acc_u)
             else:
-                wq, s = _load_w_tile(w_ptr, s_ptr, rows_g, nmask, k0, H, BLOCK_K)
+                wq, s = _load_w_tile(w_ptr, s_ptr, rows_g, nmask, k0, stride_w, stride_s, BLOCK_K)
                 vg = _dequant_tile(wq, s, WIDE)
-                wq, s = _load_w_tile(w_ptr, s_ptr, rows_u, nmask, k0, H, BLOCK_K)
+                wq, s = _load_w_tile(w_ptr, s_ptr, rows_u, nmask, k0, stride_w, stride_s, BLOCK_K)
                 vu = _dequant_tile(wq, s, WIDE)
                 if INTERPRET:
                     acc_g = tl.dot(vg, xt.to(tl.float32), acc_g)
@@ -214,9 +286,9 @@ def _w13_silu_kernel(x_ptr, w_ptr, s_ptr, act_ptr,
 @triton.jit(do_not_specialize=["P"])
 def _w2_kernel(act_ptr, w_ptr, s_ptr, y_ptr,
                sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr,
-               P, H, I,
+               P, H, I, stride_w, stride_s,
                BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-               DOT_SCALED: tl.constexpr, INTERPRET: tl.constexpr, WIDE: tl.constexpr):
+               DECODE: tl.constexpr, INTERPRET: tl.constexpr, WIDE: tl.constexpr):
     """y[pair, n] = act[pair] . W2[e, n] (float32) for the pairs of one block."""
     active, e, pairs, pvalid = _block_pairs(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, P, BLOCK_T)
     if active:
@@ -227,14 +299,17 @@ def _w2_kernel(act_ptr, w_ptr, s_ptr, y_ptr,
         for k0 in range(0, I, BLOCK_K):
             kk = k0 + tl.arange(0, BLOCK_K)
             at = tl.load(act_ptr + pairs[None, :].to(tl.int64) * I + kk[:, None], mask=pvalid[None, :], other=0.0)
-            if DOT_SCALED:
+            if DECODE == 2:  # Triton's own MXFP4 upcast (tl.dot_scaled)
                 kb = k0 // 2 + tl.arange(0, BLOCK_K // 2)
                 ks = k0 // 32 + tl.arange(0, BLOCK_K // 32)
-                w = tl.load(w_ptr + rows[:, None] * (I // 2) + kb[None, :], mask=nmask[:, None], other=0)
-                s = tl.load(s_ptr + rows[:, None] * (I // 32) + ks[None, :], mask=nmask[:, None], other=127)
+                w = tl.load(w_ptr + rows[:, None] * stride_w + kb[None, :], mask=nmask[:, None], other=0)
+                s = tl.load(s_ptr + rows[:, None] * stride_s + ks[None, :], mask=nmask[:, None], other=127)
                 acc = tl.dot_scaled(w, s, "e2m1", at, None, "bf16", acc)
+            elif DECODE == 1:
+                wb, s = _load_b_tile(w_ptr, s_ptr, rows, nmask, k0, stride_w, stride_s, BLOCK_K)
+                acc = tl.dot(_dequant_tile_asm(wb, s, WIDE), at, acc)
             else:
-                wq, s = _load_w_tile(w_ptr, s_ptr, rows, nmask, k0, I, BLOCK_K)
+                wq, s = _load_w_tile(w_ptr, s_ptr, rows, nmask, k0, stride_w, stride_s, BLOCK_K)
                 v = _dequant_tile(wq, s, WIDE)
                 if INTERPRET:
                     acc = tl.dot(v, at.to(tl.float32), acc)
