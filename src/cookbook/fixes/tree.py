@@ -72,7 +72,7 @@ def _installed_distributions(target: Path) -> set[str]:
         ships_vllm = (top.is_file() and "vllm" in top.read_text().split()) or (
             record.is_file() and f"{target.name}/_version.py" in record.read_text(errors="replace"))
         if ships_vllm:
-            names.add(info.name.rsplit("-", 1)[0].replace("_", "-").lower())
+            names.add(info.name[: -len(".dist-info")].rsplit("-", 1)[0].replace("_", "-").lower())
     return names
 
 
