@@ -91,6 +91,7 @@ class Server:
         self.base_url = base_url.rstrip("/")
         self.model = model
         self.transcript = Transcript(None)
+        self.extra: dict[str, Any] = {}  # the current gate's request_extra
         self.http = httpx.AsyncClient(
             base_url=self.base_url,
             timeout=httpx.Timeout(request_timeout_s, connect=10.0),
@@ -116,7 +117,7 @@ class Server:
         return json.loads(await self.get_text(path))
 
     async def post(self, path: str, payload: dict, tag: str = "") -> dict:
-        payload = {"model": self.model, **payload}
+        payload = {"model": self.model, **payload, **self.extra}
         t0 = time.perf_counter()
         r = await self._send("POST", path, json=payload)
         elapsed = time.perf_counter() - t0
@@ -133,7 +134,7 @@ class Server:
 
     async def stream(self, path: str, payload: dict, tag: str = "", on_chunk=None) -> Stream:
         """POST with stream=True; `on_chunk(t_s, chunk)` is called as each chunk arrives."""
-        payload = {"model": self.model, **payload, "stream": True,
+        payload = {"model": self.model, **payload, **self.extra, "stream": True,
                    "stream_options": {"include_usage": True, "continuous_usage_stats": True}}
         out = Stream()
         t0 = time.perf_counter()
@@ -181,8 +182,11 @@ async def bounded_gather(limit: int, coros):
     sem = asyncio.Semaphore(limit)
 
     async def one(c):
-        async with sem:
-            return await c
+        try:
+            async with sem:
+                return await c
+        finally:
+            c.close()  # no-op once finished; silences a coroutine cancelled before it started
 
     tasks = [asyncio.ensure_future(one(c)) for c in coros]
     try:

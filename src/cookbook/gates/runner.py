@@ -110,6 +110,7 @@ async def _run(cfg: SuiteConfig, declared: list[str], bundle: Bundle, server: Se
         result = GateResult(name=name, thresholds={})
         server.transcript.close()
         server.transcript = Transcript(bundle.path(f"transcripts/{name}.jsonl"))
+        server.extra = dict(gate_cfg.request_extra)
         ctx = Context(server=server, data=cfg.data, out_dir=bundle.root, result=result, max_model_len=max_len)
         echo(f"  {name:<16} running ...")
         t0 = time.perf_counter()

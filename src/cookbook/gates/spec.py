@@ -11,7 +11,7 @@ Only pydantic is imported here: the recipe model imports this module on every co
 
 from __future__ import annotations
 
-from typing import Literal, Optional
+from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -48,6 +48,11 @@ class GateBase(BaseModel):
         4, ge=1, le=256, description="Bound on requests this gate has in flight at once."
     )
     seed: int = Field(1234, description="Seed for the gate's random choices (codes, depths, prefixes) and sampled requests.")
+    request_extra: dict[str, Any] = Field(
+        default_factory=dict,
+        description="Fields merged into every request body of this gate, e.g. {chat_template_kwargs: "
+                    "{enable_thinking: false}} or {reasoning_effort: low}; recorded in the transcripts.",
+    )
 
 
 class NeedlesGate(GateBase):
