@@ -3,7 +3,7 @@
 Heavy imports (torch, triton) happen on first use of the functions below.
 """
 
-from .config import ConfigError, LaunchConfig, load_table, pick
+from .config import ConfigError, LaunchConfig, load_for_serving, load_table, pick
 from .shapes import VARIANTS, MoEShape
 
 
@@ -17,5 +17,5 @@ def dequantize_mxfp4(*args, **kwargs):
     return impl(*args, **kwargs)
 
 
-__all__ = ["VARIANTS", "MoEShape", "LaunchConfig", "ConfigError", "load_table", "pick",
+__all__ = ["VARIANTS", "MoEShape", "LaunchConfig", "ConfigError", "load_table", "load_for_serving", "pick",
            "fused_moe_mxfp4", "dequantize_mxfp4"]

@@ -9,6 +9,7 @@ Tables are written by `kernels/mxfp4-moe/bench.py --tune` on the GPU and shipped
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from .shapes import VARIANTS
 
 CONFIG_DIR = Path(__file__).with_name("configs")
 SCHEMA = "cookbook.mxfp4-moe.config/1"
+ENV_CONFIG = "COOKBOOK_MXFP4_MOE_CONFIG"  # path of a tuned table that replaces the shipped one
 DECODERS = ("fp32", "asm", "dot_scaled")  # index = the kernels' DECODE constexpr
 
 
@@ -91,6 +93,12 @@ def load_table(variant: str, path: Path | None = None) -> dict[int, LaunchConfig
     if data.get("variant") != variant:
         raise ConfigError(f"{path}: \"variant\" is {data.get('variant')!r}, expected {variant!r}")
     return _parse_table(data, str(path))
+
+
+def load_for_serving(variant: str) -> dict[int, LaunchConfig]:
+    """The table the kernel runs with: $COOKBOOK_MXFP4_MOE_CONFIG if set, else the shipped one."""
+    env = os.environ.get(ENV_CONFIG)
+    return load_table(variant, Path(env) if env else None)
 
 
 def pick(table: dict[int, LaunchConfig], tokens: int) -> LaunchConfig:
