@@ -22,12 +22,14 @@ def _user_errors(fn):
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
+        from cookbook.convert.quark_fuse import QuarkError
+        from cookbook.convert.safetensors_io import SafetensorsError
         from cookbook.gguf.errors import GGUFError
         from cookbook.mxfp4 import MXFP4Error
 
         try:
             return fn(*args, **kwargs)
-        except (GGUFError, ConvertError, MXFP4Error) as e:
+        except (GGUFError, ConvertError, MXFP4Error, QuarkError, SafetensorsError) as e:
             click.echo(f"error: {e}", err=True)
         except FileExistsError as e:
             click.echo(f"error: {e.args[0] if e.args else e}: output already exists\n"

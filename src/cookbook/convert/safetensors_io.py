@@ -119,22 +119,32 @@ class Writer:
         raw = json.dumps(header, separators=(",", ":")).encode()
         raw += b" " * (-len(raw) % 8)
         self.total = off
-        self.f = open(path, "wb")
-        self.f.write(struct.pack("<Q", len(raw)) + raw)
+        self.f = open(path, "wb", buffering=0)  # unbuffered: callers may also copy into f.fileno()
+        self._write_all(struct.pack("<Q", len(raw)) + raw)
         self.i, self.left = 0, self.order[0][1] if self.order else 0
+
+    def _write_all(self, mv) -> None:
+        mv = memoryview(mv).cast("B")
+        while len(mv):
+            n = self.f.write(mv)
+            mv = mv[n:]
 
     def write(self, name: str, data) -> None:
         mv = memoryview(data).cast("B")
+        self.reserve(name, len(mv))
+        self._write_all(mv)
+
+    def reserve(self, name: str, n: int) -> None:
+        """Account for n bytes of `name` that the caller writes at f.fileno()'s position itself."""
         while self.i < len(self.order) and self.left == 0:  # zero-size tensors
             self.i += 1
             self.left = self.order[self.i][1] if self.i < len(self.order) else 0
         if self.i >= len(self.order) or self.order[self.i][0] != name:
             expect = self.order[self.i][0] if self.i < len(self.order) else "nothing"
             raise ValueError(f"safetensors writer: got {name!r}, expected {expect}")
-        if len(mv) > self.left:
-            raise ValueError(f"safetensors writer: {name!r} gets {len(mv)} bytes, only {self.left} left")
-        self.f.write(mv)
-        self.left -= len(mv)
+        if n > self.left:
+            raise ValueError(f"safetensors writer: {name!r} gets {n} bytes, only {self.left} left")
+        self.left -= n
         if self.left == 0:
             self.i += 1
             self.left = self.order[self.i][1] if self.i < len(self.order) else 0
