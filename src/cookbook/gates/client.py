@@ -23,6 +23,10 @@ class ServerDown(Exception):
     """The server cannot be reached or dropped the connection."""
 
 
+class RequestTimeout(Exception):
+    """One request got no answer within the per-request timeout."""
+
+
 class ServerError(Exception):
     """The server answered with an HTTP error."""
 
@@ -106,6 +110,8 @@ class Server:
             return await self.http.request(method, path, **kw)
         except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as e:
             raise ServerDown(f"{method} {self.base_url}{path}: {type(e).__name__}: {e}") from e
+        except httpx.TimeoutException as e:
+            raise RequestTimeout(f"{method} {self.base_url}{path}: no answer within the request timeout") from e
 
     async def get_text(self, path: str) -> str:
         r = await self._send("GET", path)
@@ -158,6 +164,10 @@ class Server:
             self.transcript.write({"tag": tag, "path": path, "request": payload, "status": None,
                                    "error": str(e), "chunks": [c for _, c in out.chunks]})
             raise ServerDown(f"POST {self.base_url}{path} (stream): {type(e).__name__}: {e}") from e
+        except httpx.TimeoutException as e:
+            self.transcript.write({"tag": tag, "path": path, "request": payload, "status": None,
+                                   "error": "request timeout", "chunks": [c for _, c in out.chunks]})
+            raise RequestTimeout(f"POST {self.base_url}{path} (stream): no data within the request timeout") from e
         out.done_s = time.perf_counter() - t0
         self.transcript.write({"tag": tag, "path": path, "request": payload, "status": 200,
                                "elapsed_s": round(out.done_s, 4),

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from cookbook.gates.bundle import Bundle
-from cookbook.gates.client import Server, ServerDown, ServerError, Transcript
+from cookbook.gates.client import RequestTimeout, Server, ServerDown, ServerError, Transcript
 from cookbook.gates.context import Context
 from cookbook.gates.data import DataPaths
 from cookbook.gates.result import GateFailure, GateResult
@@ -73,7 +73,7 @@ async def _run(cfg: SuiteConfig, declared: list[str], bundle: Bundle, server: Se
     # Preflight: reachable, and serving the recipe's model name.
     try:
         models = await _probe(server)
-    except (ServerDown, ServerError, asyncio.TimeoutError) as e:
+    except (ServerDown, ServerError, RequestTimeout, asyncio.TimeoutError) as e:
         reason = f"server at {cfg.base_url} is not answering /v1/models ({e or 'timeout'}); start it first"
         _not_run(bundle, declared, reason, "server_down", echo)
         bundle.finish(fault="server_down")
@@ -89,9 +89,12 @@ async def _run(cfg: SuiteConfig, declared: list[str], bundle: Bundle, server: Se
     max_len = next((m.get("max_model_len") for m in models if m.get("id") == cfg.model), None)
     try:
         bundle.write_json("version.json", await server.get_json("/version"))
-    except (ServerError, ServerDown, ValueError):
+    except (ServerError, ServerDown, RequestTimeout, ValueError):
         pass
-    bundle.write_text("metrics-before.prom", await server.get_text("/metrics"))
+    try:
+        bundle.write_text("metrics-before.prom", await server.get_text("/metrics"))
+    except (ServerDown, ServerError, RequestTimeout) as e:
+        bundle.doc["metrics_before_error"] = str(e)  # not every OpenAI-compatible server has /metrics
 
     fault = None
     for name in declared:
@@ -104,7 +107,7 @@ async def _run(cfg: SuiteConfig, declared: list[str], bundle: Bundle, server: Se
             try:
                 await _probe(server)
                 fault = None
-            except (ServerDown, ServerError, asyncio.TimeoutError):
+            except (ServerDown, ServerError, RequestTimeout, asyncio.TimeoutError):
                 _not_run(bundle, [name], "the server went down during an earlier gate", "server_down", echo)
                 continue
         result = GateResult(name=name, thresholds={})
@@ -122,6 +125,9 @@ async def _run(cfg: SuiteConfig, declared: list[str], bundle: Bundle, server: Se
         except ServerDown as e:
             result.status, result.fault, fault = "failed", "server_down", "server_down"
             result.reason = f"server connection lost: {e}"
+        except RequestTimeout as e:
+            result.status, result.fault = "failed", "request_timeout"
+            result.reason = f"{e} (--request-timeout-s); {len(result.items)} items kept"
         except GateFailure as e:
             result.status, result.fault, result.reason = "failed", "cannot_run", str(e)
         except ServerError as e:
@@ -135,7 +141,7 @@ async def _run(cfg: SuiteConfig, declared: list[str], bundle: Bundle, server: Se
         echo(f"  {name:<16} {result.status:<8} {result.wall_s:>8.1f} s  {result.reason[:160]}")
     try:
         bundle.write_text("metrics-after.prom", await server.get_text("/metrics"))
-    except (ServerDown, ServerError) as e:
+    except (ServerDown, ServerError, RequestTimeout) as e:
         bundle.doc["metrics_after_error"] = str(e)
     bundle.finish(fault=fault)
     return bundle
