@@ -158,6 +158,10 @@ class Server:
                     if data == "[DONE]":
                         break
                     out.chunks.append((time.perf_counter() - t0, json.loads(data)))
+                    if "error" in out.chunks[-1]:  # vLLM reports mid-stream failures as an SSE event
+                        self.transcript.write({"tag": tag, "path": path, "request": payload, "status": 200,
+                                               "chunks": [c for _, c in out.chunks]})
+                        raise ServerError(path, 200, json.dumps(out.chunks[-1]["error"]))
                     if on_chunk:
                         on_chunk(*out.chunks[-1])
         except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as e:
