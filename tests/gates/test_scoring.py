@@ -224,3 +224,11 @@ def test_logprobs_vllm_lists_sampled_token_first():
     assert logprobs.check_token(e, 5, -9999.0) == []
     e["top_logprobs"][0]["logprob"] = -2.0     # the two records of the sampled token disagree
     assert any("!= its top_logprobs entry" in p for p in logprobs.check_token(e, 5, -9999.0))
+
+
+def test_haystack_drops_gutenberg_licence():
+    from cookbook.gates.data import strip_gutenberg
+
+    text = "Licence text.\n*** START OF THE PROJECT GUTENBERG EBOOK X ***\nCall me Ishmael.\n*** END OF THE PROJECT GUTENBERG EBOOK X ***\nMore licence."
+    assert strip_gutenberg(text).strip() == "Call me Ishmael."
+    assert strip_gutenberg("Plain prose.") == "Plain prose."

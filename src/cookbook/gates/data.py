@@ -73,13 +73,20 @@ def sentences(text: str) -> list[str]:
     return [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
 
 
+def strip_gutenberg(text: str) -> str:
+    """The book between Project Gutenberg's '*** START OF' and '*** END OF' lines (the licence is not prose)."""
+    start = re.search(r"^\*\*\* ?START OF[^\n]*$", text, re.MULTILINE)
+    end = re.search(r"^\*\*\* ?END OF[^\n]*$", text, re.MULTILINE)
+    return text[start.end() if start else 0:end.start() if end else len(text)]
+
+
 def haystack(paths: DataPaths, filler: str) -> list[str]:
     d = _need(paths.haystack_dir, "haystack", "--haystack")
     f = d / filler
     if not f.is_file():
         have = sorted(p.name for p in d.glob("*.txt")) if d.is_dir() else []
         raise GateFailure(f"haystack file {filler!r} not found in {d} (have: {have or 'none'}); {FETCH_HELP}")
-    sents = sentences(f.read_text(encoding="utf-8", errors="replace"))
+    sents = sentences(strip_gutenberg(f.read_text(encoding="utf-8", errors="replace")))
     if len(sents) < 200:
         raise GateFailure(f"haystack {f} has only {len(sents)} sentences; use a longer natural text (a book)")
     return sents

@@ -49,26 +49,30 @@ async def run(ctx: Context, cfg: StressGate) -> None:
         "/v1/completions", {"prompt": f"Story {i}: Once upon a time", "max_tokens": cfg.decode_max_tokens,
                             "temperature": 0.0, "ignore_eos": True}, tag=f"decode{i}", on_chunk=watch(i)))
         for i in range(cfg.decodes)]
-    # Send the long prompts once every decode is streaming (or one has already ended).
-    waits = [asyncio.ensure_future(e.wait()) for e in flowing]
-    await asyncio.wait([asyncio.ensure_future(asyncio.gather(*waits)), *decodes],
-                       return_when=asyncio.FIRST_COMPLETED)
-    for w in waits:
-        w.cancel()
-    for d in decodes:
-        if d.done() and d.exception():
-            raise d.exception()
-    prefill_start = time.perf_counter() - t0
+    try:
+        # Send the long prompts once every decode is streaming (or one has already ended).
+        waits = [asyncio.ensure_future(e.wait()) for e in flowing]
+        await asyncio.wait([asyncio.ensure_future(asyncio.gather(*waits)), *decodes],
+                           return_when=asyncio.FIRST_COMPLETED)
+        for w in waits:
+            w.cancel()
+        for d in decodes:
+            if d.done() and d.exception():
+                raise d.exception()
+        prefill_start = time.perf_counter() - t0
 
-    async def prefill(j, ids):
-        s = time.perf_counter()
-        body = await ctx.server.post("/v1/completions", {"prompt": ids, "max_tokens": 1, "temperature": 0.0},
-                                     tag=f"prefill{j}")
-        return {"prefill": j, "prompt_tokens": (body.get("usage") or {}).get("prompt_tokens"),
-                "latency_s": round(time.perf_counter() - s, 3)}
+        async def prefill(j, ids):
+            s = time.perf_counter()
+            body = await ctx.server.post("/v1/completions", {"prompt": ids, "max_tokens": 1, "temperature": 0.0},
+                                         tag=f"prefill{j}")
+            return {"prefill": j, "prompt_tokens": (body.get("usage") or {}).get("prompt_tokens"),
+                    "latency_s": round(time.perf_counter() - s, 3)}
 
-    prefills = await asyncio.gather(*(prefill(j, ids) for j, ids in enumerate(prompts)))
-    streams = await asyncio.gather(*decodes)
+        prefills = await asyncio.gather(*(prefill(j, ids) for j, ids in enumerate(prompts)))
+        streams = await asyncio.gather(*decodes)
+    finally:
+        for d in decodes:  # on a timeout or fault, no decode may stream on into the next gate
+            d.cancel()
     gaps_all, problems = [], []
     for i, s in enumerate(streams):
         gaps = decode_gaps(s.token_times())
