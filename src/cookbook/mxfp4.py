@@ -40,8 +40,6 @@ E2M1_MAX = 6.0
 _POS = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0], dtype=np.float32)
 E2M1_VALUES: np.ndarray = np.concatenate([_POS, -_POS]).astype(np.float32)
 E2M1_VALUES.setflags(write=False)
-# Midpoints between consecutive magnitudes; a magnitude exactly on one is a tie.
-_MIDPOINTS = ((_POS[:-1].astype(np.float64) + _POS[1:]) / 2.0)
 
 # Elements processed per chunk, to bound temporaries on large tensors (~40 MB).
 _CHUNK_ELEMS = 1 << 20
@@ -77,12 +75,16 @@ def _shared_exponent(amax: np.ndarray, scale_rule: str) -> np.ndarray:
 
 
 def _round_magnitudes(mag: np.ndarray) -> np.ndarray:
-    """Non-negative float64 magnitudes (already divided by the scale) -> codes 0..7, RNE."""
-    lo = np.searchsorted(_MIDPOINTS, mag, side="left")
-    hi = np.searchsorted(_MIDPOINTS, mag, side="right")
-    # lo != hi only exactly on a midpoint: pick the even code of the two neighbours.
-    codes = np.where(lo == hi, lo, np.where(lo % 2 == 0, lo, hi))
-    return codes.astype(np.uint8)  # above 5.0 searchsorted gives 7: saturation at 6
+    """Non-negative magnitudes (already divided by the scale) -> codes 0..7, ties to even, saturating.
+
+    The E2M1 grid has step 0.5 below 2, 1 in [2, 4) and 2 in [4, 6]; on each piece the code
+    is an offset plus rint() of an exact affine map, and rint's ties-to-even on that map are
+    exactly ties to the even code (0.25 -> 0, 0.75 -> 1.0, 2.5 -> 2, 3.5 -> 4, 5 -> 4).
+    """
+    two = mag.dtype.type(2)
+    c = np.where(mag < 2, np.rint(mag * two),
+                 np.where(mag < 4, 4 + np.rint(mag - two), 6 + np.rint((mag - 4) / two)))
+    return np.minimum(c, 7).astype(np.uint8)  # 7 (= 6.0) is the largest code: saturation
 
 
 def quantize(
@@ -101,8 +103,10 @@ def quantize(
     packed = np.empty((n_blocks, BLOCK // 2), dtype=np.uint8)
     scales = np.empty(n_blocks, dtype=np.uint8)
     step = max(1, _CHUNK_ELEMS // BLOCK)
+    # float32 is exact for float16/32 input (scaling by a power of two, grid steps of 0.5..2)
+    work = np.float64 if x.dtype == np.float64 else np.float32
     for start in range(0, n_blocks, step):
-        b = blocks[start:start + step].astype(np.float64)
+        b = blocks[start:start + step].astype(work)
         finite = np.isfinite(b)
         bad_block = ~finite.all(axis=1)
         if bad_block.any():
@@ -120,7 +124,7 @@ def quantize(
                 raise MXFP4Error(f"quantize: block {i} has amax {amax[i - start]:g}, beyond E8M0 range (2**127 * 6)")
             bad_block |= too_big
             exp = np.minimum(exp, SCALE_BIAS)
-        mag = np.abs(b) * np.ldexp(1.0, -exp)[:, None]  # exact: power-of-two scaling in float64
+        mag = np.abs(b) * np.ldexp(work(1.0), -exp)[:, None]  # exact: power-of-two scaling
         codes = _round_magnitudes(mag) | (np.signbit(b).astype(np.uint8) << 3)
         codes[bad_block] = 0
         packed[start:start + step] = pack_e2m1(codes)

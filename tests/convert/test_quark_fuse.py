@@ -112,6 +112,7 @@ def test_other_tensors_and_files_are_copied(quark):
     assert "model.layers.0.mlp.shared_experts.gate_proj" in exclude  # now BF16
     assert not any(x.startswith(f"model.layers.{L}.mlp.experts.") for x in exclude)  # now MXFP4
     assert "lm_head" in exclude
+    assert not [p.name for p in out.iterdir() if p.name.startswith(".")]  # no side files left
 
 
 def test_missing_expert_is_a_clear_error(tmp_path):

@@ -17,20 +17,25 @@ class ConvertError(Exception):
         super().__init__(reason + (f"\n  help: {help}" if help else ""))
 
 
+def _user_error_classes() -> tuple:
+    """Error classes that mean bad input; looked up only in modules already loaded (no numpy import)."""
+    from cookbook.gguf.errors import GGUFError
+
+    classes = [GGUFError, ConvertError]
+    for module, name in (("cookbook.mxfp4", "MXFP4Error"), ("cookbook.convert.quark_fuse", "QuarkError"),
+                         ("cookbook.convert.safetensors_io", "SafetensorsError")):
+        if module in sys.modules:
+            classes.append(getattr(sys.modules[module], name))
+    return tuple(classes)
+
+
 def _user_errors(fn):
     """Turn every expected error into one message and exit code 2 (no traceback)."""
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
-        from cookbook.convert.quark_fuse import QuarkError
-        from cookbook.convert.safetensors_io import SafetensorsError
-        from cookbook.gguf.errors import GGUFError
-        from cookbook.mxfp4 import MXFP4Error
-
         try:
             return fn(*args, **kwargs)
-        except (GGUFError, ConvertError, MXFP4Error, QuarkError, SafetensorsError) as e:
-            click.echo(f"error: {e}", err=True)
         except FileExistsError as e:
             click.echo(f"error: {e.args[0] if e.args else e}: output already exists\n"
                        "  help: remove it or pass --force", err=True)
@@ -39,6 +44,10 @@ def _user_errors(fn):
         except KeyboardInterrupt:
             click.echo("interrupted; no output was written", err=True)
             sys.exit(130)
+        except Exception as e:
+            if not isinstance(e, _user_error_classes()):
+                raise
+            click.echo(f"error: {e}", err=True)
         sys.exit(2)
 
     return wrapper

@@ -209,7 +209,7 @@ def _rows(src: Src, fd: int):
         yield n, data
 
 
-def _emit(w: Writer, o: OutTensor, fds: _Fds, prog: Progress, scale_rule: str) -> None:
+def _emit(w: Writer, o: OutTensor, fds: _Fds, prog: Progress, scale_rule: str, scratch: Path) -> None:
     import numpy as np
 
     from cookbook import mxfp4
@@ -231,12 +231,30 @@ def _emit(w: Writer, o: OutTensor, fds: _Fds, prog: Progress, scale_rule: str) -
             prog.advance(len(packed) + len(scales))
             r0 += n
         return
-    for s in o.srcs:  # encode_packed / encode_scales: BF16 -> MXFP4, one row chunk at a time
-        for n, raw in _rows(s, fds(s.file)):
-            x = mxfp4.bf16_bits_to_float32(np.frombuffer(raw, np.uint16).reshape(n, -1))
-            packed, scales = mxfp4.quantize(x, scale_rule=scale_rule)
-            w.write(o.name, (packed if o.op == "encode_packed" else scales).tobytes())
-            prog.advance(len(raw) // 2)
+    # BF16 -> MXFP4 in one pass: the packed codes go to the output, the scales to a side file
+    # that the scale tensor (emitted next) copies in, so each expert is encoded once.
+    side = scratch / f".{o.name}_scale.part" if o.op == "encode_packed" else scratch / f".{o.name}.part"
+    if o.op == "encode_scales" and side.exists():
+        fd = os.open(side, os.O_RDONLY)
+        try:
+            n = os.fstat(fd).st_size
+            w.reserve(o.name, n)
+            copy_range(fd, 0, w.f.fileno(), n)
+        finally:
+            os.close(fd)
+            side.unlink()
+        return
+    with open(side, "wb") if o.op == "encode_packed" else open(os.devnull, "wb") as side_f:
+        for s in o.srcs:
+            for n, raw in _rows(s, fds(s.file)):
+                x = mxfp4.bf16_bits_to_float32(np.frombuffer(raw, np.uint16).reshape(n, -1))
+                packed, scales = mxfp4.quantize(x, scale_rule=scale_rule)
+                if o.op == "encode_packed":
+                    w.write(o.name, packed.tobytes())
+                    side_f.write(scales.tobytes())
+                    prog.advance(len(raw))
+                else:
+                    w.write(o.name, scales.tobytes())
 
 
 def _update_config(cfg: dict, out_tensors: list[OutTensor]) -> dict:
@@ -280,7 +298,7 @@ def fuse_checkpoint(src_dir, out_dir, *, shard_bytes: int = 4 << 30, scale_rule:
             for fname, grp in zip(files, shards):
                 w = Writer(tmp / fname, grp, metadata={"format": "pt"})
                 for name, _, _ in grp:
-                    _emit(w, by_name[name], fds, prog, scale_rule)
+                    _emit(w, by_name[name], fds, prog, scale_rule, tmp)
                 w.close()
             write_index(tmp, shards)
             for p in sorted(src_dir.iterdir()):
