@@ -1,6 +1,5 @@
 """Scoring functions on recorded cases, including cases that must fail."""
 
-import math
 
 import pytest
 

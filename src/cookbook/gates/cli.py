@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-import os
+import json
 import shlex
 import subprocess
 import sys
@@ -96,7 +96,9 @@ def run_cmd(recipe, base_url, only, data_dir, gsm8k, haystack, out, env_lock, en
     )
     click.echo(f"gates for {resolved.slug} ({resolved.content_hash[:19]}) against {base_url}, model {model}")
     out.mkdir(parents=True, exist_ok=True)
-    (out / "recipe.resolved.json").write_text(__import__("json").dumps(resolved.data, indent=2, default=str))
+    from cookbook.gates.bundle import atomic_write
+
+    atomic_write(out / "recipe.resolved.json", json.dumps(resolved.data, indent=2, default=str) + "\n")
     bundle = asyncio.run(run_suite(cfg))
     table = summary_table(bundle.doc)
     bundle.write_text("summary.txt", table + "\n")
