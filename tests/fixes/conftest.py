@@ -53,3 +53,11 @@ def gemma_hf(tmp_path_factory) -> Path:
     return out
 
 
+
+
+@pytest.fixture(scope="session")
+def padded_vocab_model(gemma_hf) -> Path:
+    """Gemma with a SentencePiece-style (Metaspace) tokenizer and a padded vocab."""
+    from fixes_helpers import metaspace_padded_model
+
+    return metaspace_padded_model(gemma_hf, gemma_hf.with_name("gemma3-270m-metaspace-padded"))

@@ -125,3 +125,50 @@ def start_server(tree_dir: Path, model: Path, log: Path, *extra: str, console_sc
     else:
         argv = [str(engine_python()), "-m", "vllm.entrypoints.openai.api_server", "--model", *args]
     return Server(argv, env_for(tree_dir), port, log)
+
+
+# Common tokens whose embedding rows are copied into the padded vocab rows, so that with
+# tied embeddings the padded ids score exactly like them and show up in top_logprobs.
+_COMMON = ["▁the", ",", ".", "\n", "▁a", "▁and", "▁of", "▁to", "▁is", "▁in", "▁The", "▁I", "▁it", "▁that",
+           "▁you", "▁for", "▁on", "▁with", "▁was", "▁as", "▁be", "▁at", "▁by", "▁this", "▁are", "▁or",
+           "▁from", "▁not", "▁have", "▁an", "▁but", "▁they"]
+
+
+def metaspace_padded_model(src: Path, out: Path, pad: int = 64) -> Path:
+    """A SentencePiece-style variant of an HF Gemma checkpoint: Metaspace pre-tokenizer
+    (as Llama/Mistral tokenizers have) and a model vocab padded past the tokenizer's, as
+    many checkpoints pad it. Tokenization is unchanged: Metaspace without splitting does
+    what Gemma's normalizer did. The padded rows copy common tokens' embeddings."""
+    import torch
+    from safetensors.torch import load_file, save_file
+
+    if (out / "config.json").is_file():
+        return out
+    tmp = out.with_name(out.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    shutil.copytree(src, tmp)
+    tok = json.loads((tmp / "tokenizer.json").read_text())
+    tok["normalizer"] = None
+    tok["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "never", "split": False}
+    (tmp / "tokenizer.json").write_text(json.dumps(tok, ensure_ascii=False))
+    # Load tokenizer.json as written (transformers' GemmaTokenizer would rebuild Gemma's own
+    # pre-tokenizer), as a Llama/Mistral checkpoint's tokenizer is loaded.
+    tcfg = json.loads((tmp / "tokenizer_config.json").read_text())
+    tcfg["tokenizer_class"] = "PreTrainedTokenizerFast"
+    (tmp / "tokenizer_config.json").write_text(json.dumps(tcfg, indent=2))
+    vocab = tok["model"]["vocab"]
+    ids = [vocab[t] for t in _COMMON if t in vocab]
+    cfg = json.loads((tmp / "config.json").read_text())
+    n = cfg["vocab_size"]
+    for f in tmp.glob("*.safetensors"):
+        tensors = load_file(f)
+        for name, t in list(tensors.items()):
+            if t.ndim == 2 and t.shape[0] == n:
+                extra = torch.stack([t[ids[i % len(ids)]] for i in range(pad)])
+                tensors[name] = torch.cat([t, extra]).contiguous()
+        save_file(tensors, f, metadata={"format": "pt"})
+    cfg["vocab_size"] = n + pad
+    (tmp / "config.json").write_text(json.dumps(cfg, indent=2))
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    return out
