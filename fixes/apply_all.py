@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Apply a fix profile to the installed vLLM: the entry point launch blocks call.
 
-    python3 "$COOKBOOK/fixes/apply_all.py" --profile v0.30.0 [OPT_IN ...] [--target DIR] [--check]
+    python3 "$COOKBOOK/fixes/apply_all.py" --profile v0.30.0 [OPT_IN ...] [--target DIR] [--check|--replace]
 
 Same as `cookbook fixes apply` (or `check` with --check), for images where the cookbook
 package is not installed: it imports the package from this checkout's src/. Exits
@@ -24,11 +24,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("opt_in", nargs="*", metavar="OPT_IN", help="opt-in fixes to include")
     ap.add_argument("--target", type=Path, default=None, help="vllm package directory (default: the installed one)")
     ap.add_argument("--check", action="store_true", help="only verify; non-zero on drift")
+    ap.add_argument("--replace", action="store_true", help="first revert a different fix set on the target")
     args = ap.parse_args(argv)
     try:
         target = args.target if args.target is not None else tree.default_target()
-        action = tree.check if args.check else tree.apply
-        outcome = action(args.profile, args.opt_in, target)
+        if args.check:
+            outcome = tree.check(args.profile, args.opt_in, target)
+        else:
+            outcome = tree.apply(args.profile, args.opt_in, target, replace=args.replace)
     except FixError as e:
         print(f"apply_all: error: {e}", file=sys.stderr)
         return 1

@@ -163,3 +163,32 @@ def test_target_not_a_vllm_tree(tmp_path):
     res = run("apply", "--profile", PROFILE, "--target", str(tmp_path))
     assert res.exit_code == 1
     assert "cannot read the vLLM version" in res.output and "help:" in res.output
+
+
+def test_replace_swaps_an_older_set_all_or_nothing(small_tree, tmp_path, monkeypatch):
+    old = tmp_path / "old-pack"
+    shutil.copytree(pack.pack_dir(), old, ignore=shutil.ignore_patterns("__pycache__"))
+    prof = old / "profiles" / f"{PROFILE}.yaml"
+    first = pack.load_profile(PROFILE).fixes[0]
+    prof.write_text(prof.read_text().split("fixes:\n")[0] + f"fixes:\n  - name: {first.name}\n    patch: {first.patch.name}\n")
+    monkeypatch.setenv("COOKBOOK_FIXES_DIR", str(old))
+    assert run("apply", "--profile", PROFILE, "--target", str(small_tree)).exit_code == 0
+    old_state = _snapshot(small_tree)
+    # A newer pack whose set does not apply: --replace must leave the old set in place.
+    broken = tmp_path / "broken-pack"
+    shutil.copytree(old, broken)
+    rel = patchfile.parse(first.patch).files[0].path
+    (broken / "bad.patch").write_text(first.patch.read_text().split("\n---\n")[0] + "\n---\n"
+                                      f"--- a/{rel}\n+++ b/{rel}\n@@ -1,1 +1,1 @@\n-not in the file\n+x\n")
+    bprof = broken / "profiles" / f"{PROFILE}.yaml"
+    bprof.write_text(bprof.read_text() + "  - name: bad\n    patch: bad.patch\n")
+    monkeypatch.setenv("COOKBOOK_FIXES_DIR", str(broken))
+    res = run("apply", "--profile", PROFILE, "--replace", "--target", str(small_tree))
+    assert res.exit_code == 1 and "nothing was applied" in res.output
+    assert _snapshot(small_tree) == old_state
+    # The real pack replaces it.
+    monkeypatch.delenv("COOKBOOK_FIXES_DIR")
+    res = run("apply", "--profile", PROFILE, "--replace", "--target", str(small_tree))
+    assert res.exit_code == 0, res.output
+    assert "reverted fix set" in res.output
+    assert run("check", "--profile", PROFILE, "--target", str(small_tree)).exit_code == 0

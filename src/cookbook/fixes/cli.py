@@ -49,11 +49,12 @@ def fixes_group():
 @_profile
 @_opt_in
 @_target
-def apply_cmd(profile, opt_in, target):
+@click.option("--replace", is_flag=True, help="first revert a different fix set recorded on the target")
+def apply_cmd(profile, opt_in, target, replace):
     """Apply a profile (all or nothing, zero fuzz); a second run is a no-op."""
     from cookbook.fixes import tree
 
-    _run(lambda: tree.apply(profile, list(opt_in), _resolve_target(target)))
+    _run(lambda: tree.apply(profile, list(opt_in), _resolve_target(target), replace=replace))
 
 
 @fixes_group.command("check")

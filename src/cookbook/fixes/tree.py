@@ -118,8 +118,10 @@ def _write_atomic(path: Path, data: bytes) -> None:
         pyc.unlink(missing_ok=True)
 
 
-def _stage(fixes: list[FixInfo], target: Path) -> tuple[dict[str, bytes | None], dict[str, bytes], list[str]]:
-    """Apply every pack fix in memory. Returns (originals, results, errors)."""
+def _stage(fixes: list[FixInfo], target: Path, base: dict[str, bytes | None] | None = None,
+           ) -> tuple[dict[str, bytes | None], dict[str, bytes], list[str]]:
+    """Apply every pack fix in memory. Returns (originals, results, errors).
+    `base` overrides the content of some files (the originals of a set being replaced)."""
     originals: dict[str, bytes | None] = {}
     staged: dict[str, str | None] = {}
     errors: list[str] = []
@@ -137,7 +139,10 @@ def _stage(fixes: list[FixInfo], target: Path) -> tuple[dict[str, bytes | None],
         for fp in patch.files:
             if fp.path not in staged:
                 src = target / fp.path
-                raw = src.read_bytes() if src.is_file() else None
+                if base is not None and fp.path in base:
+                    raw = base[fp.path]
+                else:
+                    raw = src.read_bytes() if src.is_file() else None
                 originals[fp.path] = raw
                 staged[fp.path] = raw.decode("utf-8") if raw is not None else None
             current = staged[fp.path]
@@ -182,18 +187,30 @@ def _summary_lines(fixes: list[FixInfo], verb: str) -> list[str]:
     return out
 
 
-def apply(profile_name: str, opt_in: list[str], target: Path) -> Outcome:
+def apply(profile_name: str, opt_in: list[str], target: Path, replace: bool = False) -> Outcome:
+    """Apply the resolved set. replace=True first reverts a different set recorded on the
+    target (refused if those files drifted), e.g. after the pack changed."""
     profile, fixes = resolve_profile(profile_name, opt_in)
     found = check_pin(profile, target)
     digest = set_hash(profile, fixes)
     out = Outcome(set_hash=digest)
     out.lines.append(f"fix profile {profile.name} ({profile.distribution} {found}) on {target}")
     state = _read_state(target)
-    if state is not None:
+    base = None
+    if state is not None and state.get("set_hash") != digest and replace:
+        # Stage against the recorded originals first: if the new set does not apply,
+        # the old one stays as it is (all or nothing).
+        drift = _state_matches(state, target)
+        if drift:
+            raise FixError(f"{target} changed since fix set {state.get('set_hash')} was applied:\n  "
+                           + "\n  ".join(drift) + "\nhelp: reinstall the engine (scripts/setup-engine)")
+        base = {rel: ((target / STATE_DIR / "orig" / rel).read_bytes() if rec["before"] is not None else None)
+                for rel, rec in state.get("files", {}).items()}
+    elif state is not None:
         if state.get("set_hash") != digest:
             raise FixError(f"{target} already holds fix set {state.get('set_hash')} "
                            f"(profile {state.get('profile')}: {', '.join(state.get('fixes', []))})\n"
-                           f"help: run `cookbook fixes revert --target {target}` first, then apply")
+                           f"help: run `cookbook fixes revert --target {target}` first, or apply with --replace")
         drift = _state_matches(state, target)
         if drift:
             raise FixError(f"fix set {digest} is recorded on {target} but the tree drifted:\n  " + "\n  ".join(drift)
@@ -201,9 +218,11 @@ def apply(profile_name: str, opt_in: list[str], target: Path) -> Outcome:
         out.lines += _summary_lines(fixes, "applied")
         out.lines.append("already applied: nothing to do")
         return out
-    originals, results, errors = _stage(fixes, target)
+    originals, results, errors = _stage(fixes, target, base)
     if errors:
         raise FixError("nothing was applied (all or nothing):\n" + "\n".join(errors))
+    if base is not None:
+        out.lines += revert(target).lines
     state_dir = target / STATE_DIR
     files = {}
     for rel, data in results.items():
