@@ -176,9 +176,9 @@ def read_sha256sums(path) -> dict[str, str]:
 class _Hasher(threading.Thread):
     """Hashes files (each, and all concatenated) in a thread while the copy runs in the kernel."""
 
-    def __init__(self, paths: list[Path]):
+    def __init__(self, paths: list[Path], each: bool, whole: bool):
         super().__init__(daemon=True)
-        self.paths = paths
+        self.paths, self.want_each, self.want_whole = paths, each, whole
         self.each: dict[Path, str] = {}
         self.whole = hashlib.sha256()
         self.error: BaseException | None = None
@@ -191,8 +191,10 @@ class _Hasher(threading.Thread):
                 h = hashlib.sha256()
                 with open(p, "rb", buffering=0) as f:
                     while n := f.readinto(buf):
-                        h.update(view[:n])
-                        self.whole.update(view[:n])
+                        if self.want_each:
+                            h.update(view[:n])
+                        if self.want_whole:
+                            self.whole.update(view[:n])
                 self.each[p] = h.hexdigest()
         except BaseException as e:  # reported by join_parts
             self.error = e
@@ -233,7 +235,7 @@ def join_parts(parts: list[Path], out, *, sha256sums=None, expect_sha256: str | 
                 raise GGUFError("lists none of the parts nor the output name", path=sha256sums,
                                 help="pass --expect-sha256 HEX for the joined file")
             want_whole = whole[0]
-    hasher = _Hasher(parts) if verify and (want_each or want_whole) else None
+    hasher = _Hasher(parts, bool(want_each), bool(want_whole)) if verify and (want_each or want_whole) else None
     total = sum(p.stat().st_size for p in parts)
     prog = Progress(total, f"join {len(parts)} parts", enabled=progress)
     with atomic_file(out, overwrite=overwrite) as tmp:

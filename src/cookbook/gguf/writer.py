@@ -114,7 +114,8 @@ def write_gguf(out_path, kvs: Sequence[bytes], tensors: Sequence[TensorSpec], al
             out.write(header)
             out.flush()
             dst = out.fileno()
-            for i, t in enumerate(tensors):
+            for i, run, span in _runs(tensors, alignment):
+                t = tensors[i]
                 if t.data is not None:
                     if len(t.data) != t.nbytes:
                         raise GGUFError(f"tensor {t.name!r}: {len(t.data)} bytes given, {t.nbytes} expected")
@@ -123,14 +124,35 @@ def write_gguf(out_path, kvs: Sequence[bytes], tensors: Sequence[TensorSpec], al
                     src = fds.get(t.src_path)
                     if src is None:
                         src = fds[t.src_path] = os.open(t.src_path, os.O_RDONLY)
-                    copy_range(src, t.src_offset, dst, t.nbytes, progress)
-                if i + 1 < len(tensors):
-                    gap = pad(t.nbytes, alignment) - t.nbytes
+                    copy_range(src, t.src_offset, dst, span, progress)
+                last = tensors[i + run - 1]
+                if i + run < len(tensors):
+                    gap = pad(last.nbytes, alignment) - last.nbytes
                     if gap:
                         os.write(dst, b"\0" * gap)
     finally:
         for fd in fds.values():
             os.close(fd)
+
+
+def _runs(tensors: Sequence[TensorSpec], alignment: int):
+    """(first index, count, bytes) of runs of tensors laid out in their source exactly as in the
+    output (same file, each next one at the previous end padded to `alignment`), so a run is one
+    copy, padding included. Consecutive tensors of one shard or one file form a single run."""
+    i = 0
+    while i < len(tensors):
+        t = tensors[i]
+        j, end = i + 1, t.src_offset + t.nbytes
+        if t.data is None:
+            while j < len(tensors):
+                prev, nxt = tensors[j - 1], tensors[j]
+                if nxt.data is not None or nxt.src_path != t.src_path or \
+                        nxt.src_offset != prev.src_offset + pad(prev.nbytes, alignment):
+                    break
+                end = nxt.src_offset + nxt.nbytes
+                j += 1
+        yield i, j - i, end - t.src_offset
+        i = j
 
 
 def tensor_specs(src: GGUFFile) -> list[TensorSpec]:
