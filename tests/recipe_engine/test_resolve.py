@@ -108,3 +108,23 @@ def test_registry_ids_are_unique_and_documented():
     for f in src.rglob("*.py"):
         used |= set(re.findall(r"\bE\.([A-Z_]{4,})\b", f.read_text()))
     assert used <= {n for n in dir(E) if isinstance(getattr(E, n), E.ErrorKind)} | {"REGISTRY"}
+
+
+def test_rules_merge_by_id_across_extends(tmp_path, monkeypatch):
+    import shutil
+
+    shutil.copytree(__import__("conftest").FIXTURES / "valid", tmp_path / "r")
+    child = tmp_path / "r" / "demo-4" / "recipe.yaml"
+    child.write_text(child.read_text() + (
+        "rules:\n"
+        "  - id: block-size-64\n    kind: requires\n    require: 'serve.args.block_size % 128 == 0'\n"
+        "    message: 'child says 128'\n"
+        "  - id: child-only\n    when: 'serve.args.max_model_len > 1000'\n    message: 'child rule'\n"))
+    monkeypatch.setenv("COOKBOOK_RECIPES", str(tmp_path / "r"))
+    with pytest.raises(RecipeError) as exc:
+        resolve("demo-4", sets=["serve.args.max_model_len=4096", "tensor_parallel_size=5"])
+    text = str(exc.value)
+    assert "ranks do not split" in text  # parent rule kept
+    assert "child says 128" in text  # parent rule replaced by id
+    assert "child rule" in text  # child rule appended
+    assert [r.id for r in resolve("demo-2").recipe.rules] == ["tp-divides-heads", "block-size-64"]

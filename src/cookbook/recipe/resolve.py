@@ -61,14 +61,29 @@ def _has_key(data: Any, dotted: str) -> bool:
 
 
 def deep_merge(base: dict, over: dict) -> dict:
-    """Mappings merge key by key; anything else (lists included) is replaced."""
+    """Mappings merge key by key; `rules` merge by rule id (a child's rule with a parent's
+    id replaces it, new ids are appended); any other list is replaced."""
     out = copy.deepcopy(base)
     for key, value in over.items():
         if isinstance(value, dict) and isinstance(out.get(key), dict) and not _is_setting(value):
             out[key] = deep_merge(out[key], value)
+        elif key == "rules" and isinstance(value, list) and isinstance(out.get(key), list):
+            out[key] = _merge_rules(out[key], value)
         else:
             out[key] = copy.deepcopy(value)
     return out
+
+
+def _merge_rules(base: list, over: list) -> list:
+    merged = copy.deepcopy(base)
+    index = {r.get("id"): i for i, r in enumerate(merged) if isinstance(r, dict)}
+    for rule in over:
+        rid = rule.get("id") if isinstance(rule, dict) else None
+        if rid is not None and rid in index:
+            merged[index[rid]] = copy.deepcopy(rule)
+        else:
+            merged.append(copy.deepcopy(rule))
+    return merged
 
 
 def _is_setting(value: dict) -> bool:
