@@ -69,7 +69,9 @@ def set_value(path, key: str, text: str, *, type_name: str | None = None, out=No
     path = first_shard(Path(path))
     if key in SPLIT_KEYS or key == ALIGNMENT_KEY or key.startswith("GGUF."):
         raise GGUFError(f"{key} describes the file layout and cannot be set", field=key)
-    g = read_gguf(path, decode_arrays=False)
+    # Parse only up to the key (every byte before it validated): an in-place edit needs no more,
+    # so its cost is O(metadata before the key), not O(header) or O(file).
+    g = read_gguf(path, decode_arrays=False, stop_at_key=key)
     field = g.fields.get(key)
     if type_name is not None:
         vtype = TYPE_NAMES.get(type_name.lower())
@@ -100,6 +102,7 @@ def set_value(path, key: str, text: str, *, type_name: str | None = None, out=No
         raise GGUFError(f"the new value changes the header size ({vtype.name}), so the file must be rewritten",
                         path=path, field=key, help="give -o NEW_FILE, or --in-place to replace the file atomically")
     target = Path(out) if out is not None else path
+    g = read_gguf(path, decode_arrays=False)  # a rewrite copies everything: validate everything
     kvs = raw_kvs(g, g.fields)
     keys = list(g.fields)
     kv = encode_kv(key, vtype, value)
