@@ -41,7 +41,8 @@ def main() -> int:
     import triton_kernels.matmul_ogs_details.opt_flags as opt_flags
     from triton_kernels.matmul_ogs import FlexCtx, PrecisionConfig, matmul_ogs
     from triton_kernels.numerics import InFlexData
-    from triton_kernels.routing import routing
+    from triton_kernels.routing import routing, routing_from_bitmatrix
+    from triton_kernels.tensor import Bitmatrix
     from triton_kernels.tensor import FP4, convert_layout, wrap_torch_tensor
     from triton_kernels.tensor_details import layout
 
@@ -84,8 +85,24 @@ def main() -> int:
             def ours(r):
                 return fused_moe_mxfp4(x, *w, *routs[r], config=cfg, check_ids=False, scale_max=127)
 
+            pow2_k = shape.top_k & (shape.top_k - 1) == 0
+
+            def routing_from_ids(r):
+                # triton_kernels' own topk needs a power-of-two k; for top-6 vLLM builds the
+                # routing from topk ids/weights (make_routing_data): a bitmatrix, then
+                # routing_from_bitmatrix. The bit packing is done here with torch ops.
+                wts, ids = routs[r]
+                cols = -(-shape.experts // 32)
+                ids64 = ids.long()
+                bits = torch.zeros(b, cols, dtype=torch.int64, device="cuda")
+                bits.scatter_add_(1, ids64 // 32, torch.ones_like(ids64) << (ids64 % 32))
+                bm = Bitmatrix(bits.to(torch.int32).view(torch.uint32), shape=[b, cols * 32],
+                               shape_max=[b, None], scratchpad=None)
+                return routing_from_bitmatrix(bm, wts.bfloat16(), ids.to(torch.int16), shape.experts, shape.top_k)
+
             def vllm_tk(r):
-                rd, gi, si = routing(logits[r], shape.top_k, sm_first=False)
+                rd, gi, si = (routing(logits[r], shape.top_k, sm_first=False) if pow2_k
+                              else routing_from_ids(r))
                 y1 = matmul_ogs(x, w1, None, rd, gather_indx=gi, precision_config=pc1).view(-1, 2 * i)
                 act = torch.nn.functional.silu(y1[:, :i]) * y1[:, i:]
                 return matmul_ogs(act, w2, None, rd, scatter_indx=si, precision_config=pc2,

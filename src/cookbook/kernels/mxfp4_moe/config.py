@@ -18,7 +18,7 @@ from .shapes import VARIANTS
 CONFIG_DIR = Path(__file__).with_name("configs")
 SCHEMA = "cookbook.mxfp4-moe.config/1"
 ENV_CONFIG = "COOKBOOK_MXFP4_MOE_CONFIG"  # path of a tuned table that replaces the shipped one
-DECODERS = ("fp32", "asm", "dot_scaled")  # index = the kernels' DECODE constexpr
+DECODERS = ("fp32", "asm", "dot_scaled", "asm_split")  # index = the kernels' DECODE constexpr
 
 
 class ConfigError(ValueError):
@@ -37,7 +37,8 @@ class LaunchConfig:
     warps2: int = 4
     stages2: int = 3
     decoder: str = "fp32"     # fp32: _dequant_tile (also runs in the CPU interpreter);
-                              # asm: inline-PTX BF16 decoder; dot_scaled: Triton's tl.dot_scaled (both GPU only)
+                              # asm: inline-PTX BF16 decoder; asm_split: the same, even/odd K in two dots;
+                              # dot_scaled: Triton's tl.dot_scaled (all three GPU only)
 
     def check(self, where: str) -> None:
         def pow2(v: int) -> bool:

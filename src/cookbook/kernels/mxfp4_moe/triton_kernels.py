@@ -115,10 +115,11 @@ shl.b32 m, b, 2; and.b32 m, m, 0x01C001C0; shl.b32 t, b, 8; lop3.b32 m, m, t, 0x
 
 
 @triton.jit
-def _dequant_tile_asm(wb, s, WIDE: tl.constexpr):
+def _dequant_halves_asm(wb, s, WIDE: tl.constexpr):
     """GPU-only decoder (inline PTX, BF16 arithmetic) of the same values as _dequant_tile.
 
-    wb: uint8 [BN, NB, 16] packed bytes; s: uint8 [BN, NB]; returns bfloat16 [BN, NB * 32].
+    wb: uint8 [BN, NB, 16] packed bytes; s: uint8 [BN, NB]; returns two bfloat16
+    [BN, NB * 16] tiles: the even elements (low nibbles) and the odd ones (high nibbles).
     WIDE=False needs every scale byte <= 128 (one multiply by 2**(s-1)); WIDE=True multiplies
     by 2**126 first, then by 2**(s-127) (0x0040, a BF16 subnormal, for s=0).
     """
@@ -143,7 +144,15 @@ def _dequant_tile_asm(wb, s, WIDE: tl.constexpr):
         hi = hi * fw
     BN: tl.constexpr = wb.shape[0]
     NB: tl.constexpr = wb.shape[1]
-    return tl.reshape(tl.join(lo, hi), (BN, NB * 32))
+    return tl.reshape(lo, (BN, NB * 16)), tl.reshape(hi, (BN, NB * 16))
+
+
+@triton.jit
+def _dequant_tile_asm(wb, s, WIDE: tl.constexpr):
+    """_dequant_halves_asm interleaved back to natural K order: bfloat16 [BN, NB * 32]."""
+    lo, hi = _dequant_halves_asm(wb, s, WIDE)
+    BN: tl.constexpr = lo.shape[0]
+    return tl.reshape(tl.join(lo, hi), (BN, 2 * lo.shape[1]))
 
 
 @triton.jit
@@ -267,6 +276,17 @@ def _w13_silu_kernel(x_ptr, w_ptr, s_ptr, act_ptr,
                 vu = _dequant_tile_asm(wb, s, WIDE)
                 acc_g = tl.dot(vg, xt, acc_g)
                 acc_u = tl.dot(vu, xt, acc_u)
+            elif DECODE == 3:  # inline-PTX decoder, even/odd K halves in two dots (no interleave)
+                kh = k0 + 2 * tl.arange(0, BLOCK_K // 2)
+                xrow = x_ptr + tok[None, :].to(tl.int64) * H
+                xe = tl.load(xrow + kh[:, None], mask=pvalid[None, :], other=0.0)
+                xo = tl.load(xrow + kh[:, None] + 1, mask=pvalid[None, :], other=0.0)
+                wb, s = _load_b_tile(w_ptr, s_ptr, rows_g, nmask, k0, stride_w, stride_s, BLOCK_K)
+                lo, hi = _dequant_halves_asm(wb, s, WIDE)
+                acc_g = tl.dot(hi, xo, tl.dot(lo, xe, acc_g))
+                wb, s = _load_b_tile(w_ptr, s_ptr, rows_u, nmask, k0, stride_w, stride_s, BLOCK_K)
+                lo, hi = _dequant_halves_asm(wb, s, WIDE)
+                acc_u = tl.dot(hi, xo, tl.dot(lo, xe, acc_u))
             else:
                 wq, s = _load_w_tile(w_ptr, s_ptr, rows_g, nmask, k0, stride_w, stride_s, BLOCK_K)
                 vg = _dequant_tile(wq, s, WIDE)
@@ -308,6 +328,14 @@ def _w2_kernel(act_ptr, w_ptr, s_ptr, y_ptr,
             elif DECODE == 1:
                 wb, s = _load_b_tile(w_ptr, s_ptr, rows, nmask, k0, stride_w, stride_s, BLOCK_K)
                 acc = tl.dot(_dequant_tile_asm(wb, s, WIDE), at, acc)
+            elif DECODE == 3:
+                kh = k0 + 2 * tl.arange(0, BLOCK_K // 2)
+                arow = act_ptr + pairs[None, :].to(tl.int64) * I
+                ae = tl.load(arow + kh[:, None], mask=pvalid[None, :], other=0.0)
+                ao = tl.load(arow + kh[:, None] + 1, mask=pvalid[None, :], other=0.0)
+                wb, s = _load_b_tile(w_ptr, s_ptr, rows, nmask, k0, stride_w, stride_s, BLOCK_K)
+                lo, hi = _dequant_halves_asm(wb, s, WIDE)
+                acc = tl.dot(hi, ao, tl.dot(lo, ae, acc))
             else:
                 wq, s = _load_w_tile(w_ptr, s_ptr, rows, nmask, k0, stride_w, stride_s, BLOCK_K)
                 v = _dequant_tile(wq, s, WIDE)
