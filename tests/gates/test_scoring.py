@@ -57,6 +57,15 @@ def test_needle_scoring_substring_case_insensitive():
     assert needles.score("1111111 and 2222222", ["1111111", "2222222", "3333333"])["found_count"] == 2
 
 
+def test_needle_echo_of_the_haystack_finds_nothing():
+    hay = "The ship sailed at dawn from the old harbour under a grey sky. The crew sang songs."
+    echo = "Read the text. The ship sailed at dawn from the old harbour under a grey sky. The number is 4821937."
+    s = needles.score(echo, ["4821937"], hay)
+    assert s["echoed"] and s["found_count"] == 0
+    answer = "The special magic number for the amber harbour is 4821937."
+    assert needles.score(answer, ["4821937"], hay)["found_count"] == 1
+
+
 def test_needle_positions_and_insertion():
     assert needles.needle_positions(100, 50, 1) == [50]
     assert needles.needle_positions(100, 0, 2) == [0, 50]

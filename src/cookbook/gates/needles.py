@@ -8,6 +8,7 @@ boundaries; the first at the declared depth, further ones spaced evenly after it
 from __future__ import annotations
 
 import random
+import re
 
 from cookbook.gates import data as gate_data
 from cookbook.gates.client import bounded_gather
@@ -23,6 +24,7 @@ FORMULAS = {
     "found_fraction": "codes found / codes hidden over all prompts; found = the code appears as a "
                       "substring of the response content (case-insensitive)",
     "prompt_tokens": "len(/tokenize(messages, add_generation_prompt=True)) of the final prompt",
+    "echoed": "the response repeats 8+ consecutive words of the haystack; such a response finds no code",
 }
 
 
@@ -51,10 +53,26 @@ def build_haystack(sents: list[str], needles: list[str], depth_pct: float) -> st
     return " ".join(out)
 
 
-def score(content: str | None, codes: list[str]) -> dict:
+ECHO_WORDS = 8
+
+
+def _ngrams(text: str, n: int = ECHO_WORDS) -> set[tuple[str, ...]]:
+    words = re.findall(r"\w+", text.lower())
+    return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
+
+
+def echoes(content: str, haystack_without_needles: str) -> bool:
+    """True when the response repeats 8+ consecutive words of the haystack (not of a needle)."""
+    return bool(_ngrams(content) & _ngrams(haystack_without_needles))
+
+
+def score(content: str | None, codes: list[str], haystack_without_needles: str = "") -> dict:
+    """Codes found as case-insensitive substrings; a response that echoes the haystack finds none
+    (a model that parrots its prompt would otherwise 'find' every code)."""
     text = (content or "").lower()
-    found = [c for c in codes if c.lower() in text]
-    return {"codes": codes, "found": found, "found_count": len(found)}
+    echoed = bool(haystack_without_needles) and echoes(text, haystack_without_needles)
+    found = [] if echoed else [c for c in codes if c.lower() in text]
+    return {"codes": codes, "found": found, "found_count": len(found), "echoed": echoed}
 
 
 def messages_for(context: str, keys: list[str]) -> list[dict]:
@@ -62,19 +80,30 @@ def messages_for(context: str, keys: list[str]) -> list[dict]:
 
 
 async def _fit(ctx: Context, sents: list[str], start: int, needles: list[str], keys: list[str],
-               depth: float, target: int, ratio: float) -> tuple[list[dict], int]:
-    """Grow or shrink the sentence window until the templated prompt is within [0.9, 1.0] x target."""
-    count = max(8, int(target * ratio))
-    for _ in range(6):
+               depth: float, target: int, ratio: float) -> tuple[list[dict], int, list[str]]:
+    """Grow or shrink the sentence window until the templated prompt is within [0.9, 1.0] x target.
+
+    Sentences differ a lot in length, so when no count fits at one start (a count one
+    sentence larger is too long, one smaller too short) the window moves on in the text.
+    """
+    count, tried, last = max(1, int(target * ratio)), set(), 0
+    for _ in range(24):
         window = sents[start:start + count]
         if len(window) < count:
             raise GateFailure(f"haystack too short for {target} tokens; use a longer text")
         msgs = messages_for(build_haystack(window, needles, depth), keys)
-        n = len(await ctx.server.tokenize(messages=msgs))
+        last = n = len(await ctx.server.tokenize(messages=msgs))
         if 0.9 * target <= n <= target:
-            return msgs, n
-        count = max(8, int(count * (0.95 * target) / n))
-    raise GateFailure(f"could not size a prompt to {target} tokens (last try {n})")
+            return msgs, n, window
+        tried.add(count)
+        nxt = max(1, int(count * (0.95 * target) / n))
+        if nxt == count:
+            nxt = count - 1 if n > target else count + 1
+        if nxt in tried or nxt < 1:
+            start = (start + count + 1) % max(1, len(sents) - 2 * count - 1)
+            tried = set()
+        count = max(1, nxt)
+    raise GateFailure(f"could not size a prompt to {target} tokens from this haystack (last try {last})")
 
 
 async def run(ctx: Context, cfg: NeedlesGate) -> None:
@@ -99,14 +128,14 @@ async def run(ctx: Context, cfg: NeedlesGate) -> None:
     async def one(job):
         filler, L, depth, keys, codes, start, sents, ratio = job
         needles = [needle_sentence(k, c) for k, c in zip(keys, codes)]
-        msgs, n_tok = await _fit(ctx, sents, start, needles, keys, depth, L, ratio)
+        msgs, n_tok, window = await _fit(ctx, sents, start, needles, keys, depth, L, ratio)
         body = await ctx.server.post("/v1/chat/completions", {
             "messages": msgs, "temperature": 0.0, "max_tokens": cfg.max_tokens, "seed": cfg.seed,
         }, tag=f"{filler}/{L}/{depth}")
         choice = body["choices"][0]
         content = (choice.get("message") or {}).get("content")
         item = {"filler": filler, "length_tokens": L, "depth_pct": depth, "prompt_tokens": n_tok,
-                **score(content, codes), "content": content, "finish_reason": choice.get("finish_reason")}
+                **score(content, codes, " ".join(window)), "content": content, "finish_reason": choice.get("finish_reason")}
         r.items.append(item)
         return item
 
@@ -120,6 +149,7 @@ async def run(ctx: Context, cfg: NeedlesGate) -> None:
         d[0] += i["found_count"]
         d[1] += len(i["codes"])
     r.measured = {"found_fraction": round(frac, 4), "codes_found": found, "codes_hidden": hidden,
+                  "echoed_responses": sum(i["echoed"] for i in items),
                   "found_by_length": {k: f"{a}/{b}" for k, (a, b) in by_len.items()}}
     r.judge([(frac >= cfg.min_found_fraction, f"found_fraction {frac:.3f} < {cfg.min_found_fraction} "
               f"({found}/{hidden} codes)")])
