@@ -187,8 +187,14 @@ class Server:
             payload.update(prompt=prompt, add_special_tokens=False)
         r = await self._send("POST", "/tokenize", json=payload)
         if r.status_code != 200:
+            self.transcript.write({"path": "/tokenize", "status": r.status_code, "response": r.text[:2000]})
             raise ServerError("/tokenize", r.status_code, r.text)
-        return r.json()["tokens"]
+        tokens = r.json()["tokens"]
+        # Counts only: the text itself is in the request that uses it.
+        self.transcript.write({"path": "/tokenize", "status": 200, "chat": messages is not None,
+                               "chars": len(prompt or "") if messages is None else sum(len(str(m.get("content", ""))) for m in messages),
+                               "count": len(tokens)})
+        return tokens
 
 
 async def bounded_gather(limit: int, coros):
