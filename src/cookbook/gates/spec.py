@@ -76,7 +76,8 @@ class NeedlesGate(GateBase):
     max_tokens: int = Field(48, ge=8, description="Completion budget for the answer (the codes and little else).")
     min_found_fraction: float = Field(
         1.0, ge=0.0, le=1.0,
-        description="Pass when found codes / hidden codes over all prompts is at least this (case-insensitive substring match).",
+        description="Pass when found codes / hidden codes over all prompts is at least this (case-insensitive substring "
+                    "match; a response that echoes 8+ consecutive words of the haystack finds none).",
     )
 
     @model_validator(mode="after")
