@@ -11,12 +11,15 @@ Four launches per MoE call:
 4. `_topk_sum_kernel`: out[t] = sum_j topk_weight[t, j] * y[t*k + j], in a fixed order
    (deterministic, no atomics), stored BF16.
 
-Dequantization (`_dequant_tile`) is exact: it reproduces `cookbook.mxfp4.dequantize` bit
-for bit in float32 for every code and every scale byte (0..254 and the NaN byte 255). The
-E2M1 bits are moved into BF16 bit positions with integer ops on 32-bit words (two values
-per word), which gives value * 2**-126 (E2M1's subnormal 0.5 lands on a BF16/FP32
-subnormal); two exact power-of-two multiplies then apply 2**126 and the block scale.
-FP32 multiplies are IEEE (Triton emits mul.f32 without .ftz), so subnormals survive.
+Decoding is exact: `_dequant_tile` (float32 arithmetic; the CPU interpreter's path) and
+`_dequant_halves_asm` (inline PTX, BF16x2 arithmetic; GPU only) reproduce
+`cookbook.mxfp4.dequantize` bit for bit for every code and every scale byte. Both move the
+E2M1 bits into BF16 bit positions with integer ops (two values per 32-bit word), which gives
+value * 2**-126 (E2M1's subnormal 0.5 lands on a subnormal), then apply exact power-of-two
+multiplies: one by 2**(s-1) when every scale byte is <= 128 (WIDE=False), else 2**126 and
+then 2**(s-127). FP32/BF16 multiplies keep subnormals (Triton emits mul.f32 without .ftz).
+DECODE selects the decoder: 0 fp32, 1 asm, 2 Triton's tl.dot_scaled, 3 asm with even/odd K
+halves in two dots.
 
 INTERPRET=True keeps all arithmetic, dots included, in float32: Triton's CPU interpreter
 stores BF16 as raw uint16 and cannot multiply or dot it. On the GPU the decoded tile is
