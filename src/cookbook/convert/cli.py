@@ -102,8 +102,8 @@ def gguf_join(inputs, output, sha256sums, expect_sha256, force, quiet):
     if is_shard_set(paths):
         if sha256sums or expect_sha256:
             raise ConvertError("sha256 options apply to raw parts; shards are each validated as GGUF")
-        g = merge_shards(paths, output, progress=not quiet, overwrite=force)
-        click.echo(f"merged into {output}: {len(g.tensors)} tensors, {g.file_size:,} bytes")
+        r = merge_shards(paths, output, progress=not quiet, overwrite=force)
+        click.echo(f"merged {r['shards']} shards into {output}: {r['tensors']} tensors, {r['bytes']:,} bytes")
     else:
         r = join_parts(paths, output, sha256sums=sha256sums, expect_sha256=expect_sha256,
                        progress=not quiet, overwrite=force)
