@@ -20,7 +20,6 @@ from cookbook.gguf import GGUFError
 
 torch = pytest.importorskip("torch", reason="torch is needed to compare with transformers (pip install torch==2.13.0)")
 transformers = pytest.importorskip("transformers")
-pytest.importorskip("accelerate", reason="transformers needs accelerate to load a GGUF (pip install accelerate)")
 
 PROMPTS = ["The capital of France is", "def fibonacci(n):", "Once upon a time"]
 NEW_TOKENS = 16
@@ -44,11 +43,29 @@ def prompt_ids(gemma_hf):
 @pytest.fixture(scope="session")
 def reference_greedy(gemma_gguf, prompt_ids):
     """Greedy continuations from transformers loading the GGUF directly (float32)."""
-    from transformers import AutoModelForCausalLM
-
-    model = AutoModelForCausalLM.from_pretrained(gemma_gguf.parent, gguf_file=gemma_gguf.name, dtype=torch.float32)
+    model = transformers_from_gguf(gemma_gguf)
     out = [greedy(model, ids) for ids in prompt_ids]
     return model, out
+
+
+def transformers_from_gguf(path):
+    """transformers' own GGUF loading: from_pretrained(gguf_file=...) when accelerate is installed
+    (it insists on it), else the same loader function it calls, into a model built from its config."""
+    import importlib.util
+
+    from transformers import AutoConfig, AutoModelForCausalLM
+
+    if importlib.util.find_spec("accelerate"):
+        return AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32)
+    from transformers.modeling_gguf_pytorch_utils import load_gguf_checkpoint
+
+    cfg = dict(load_gguf_checkpoint(str(path), return_tensors=False)["config"])
+    model = AutoModelForCausalLM.from_config(AutoConfig.for_model(cfg.pop("model_type"), **cfg), dtype=torch.float32)
+    tensors = load_gguf_checkpoint(str(path), return_tensors=True, model_to_load=model)["tensors"]
+    missing, unexpected = model.load_state_dict(tensors, strict=False)
+    assert not unexpected and set(missing) <= {"lm_head.weight"}  # tied to the embedding
+    model.tie_weights()
+    return model.eval()
 
 
 def greedy(model, ids):

