@@ -90,3 +90,20 @@ def test_real_shape_moe_each_decoder(variant, decoder):
     ref = moe_torch(x, *w, wts, ids)
     err = rel_error(out.float().cpu().numpy(), ref.cpu().numpy())
     assert 0 < err <= TOL, f"{name} decoder {decoder}: relative error {err:.2e}"
+
+
+@pytest.mark.parametrize("change", [dict(split1=4, split2=4), dict(split1=8, split2=2),
+                                    dict(swap=1), dict(swap=1, block_t=64, split1=2, split2=2)])
+def test_real_shape_split_k_and_swap(variant, change):
+    """Split-K and the swapped dot orientation at real shapes, the tuned block sizes otherwise."""
+    from dataclasses import replace
+    name, shape, w = variant
+    g = torch.Generator(device="cuda").manual_seed(77)
+    x = torch.randn(3, shape.hidden, device="cuda", generator=g).bfloat16()
+    vals, ids = torch.rand(3, shape.experts, device="cuda", generator=g).topk(shape.top_k, dim=1)
+    wts = torch.softmax(vals, 1)
+    cfg = replace(pick(load_table(name), 1), decoder="asm", **change)
+    out = fused_moe_mxfp4(x, *w, wts, ids.to(torch.int32), config=cfg)
+    ref = moe_torch(x, *w, wts, ids)
+    err = rel_error(out.float().cpu().numpy(), ref.cpu().numpy())
+    assert 0 < err <= TOL, f"{name} {change}: relative error {err:.2e}"

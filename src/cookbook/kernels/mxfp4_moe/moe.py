@@ -112,22 +112,28 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
 
     w13 = w13_packed if decode else w13_packed.view(torch.int32)
     w2 = w2_packed if decode else w2_packed.view(torch.int32)
+    split1 = min(cfg.split1, h // cfg.block_k1)   # at most one K step per split
+    split2 = min(cfg.split2, i // cfg.block_k2)
     act = torch.empty(p, i, dtype=torch.bfloat16, device=dev)
-    grid1 = (max_blocks, triton_cdiv(i, cfg.block_n1))
-    K._w13_silu_kernel[grid1](x, w13, w13_scales, act, sorted_pairs, block_expert, num_blocks,
+    part = torch.empty(split1, p, 2 * i, dtype=torch.float32, device=dev) if split1 > 1 else act
+    grid1 = (max_blocks, triton_cdiv(i, cfg.block_n1), split1)
+    K._w13_silu_kernel[grid1](x, w13, w13_scales, act, part, sorted_pairs, block_expert, num_blocks,
                               p, h, i, k, w13.shape[-1], h // 32, BLOCK_T=bt, BLOCK_N=cfg.block_n1, BLOCK_K=cfg.block_k1,
-                              DECODE=decode, INTERPRET=interpret, WIDE=wide,
+                              DECODE=decode, INTERPRET=interpret, WIDE=wide, SPLIT=split1, SWAP=cfg.swap,
                               num_warps=cfg.warps1, num_stages=cfg.stages1)
-    y = torch.empty(p, h, dtype=torch.float32, device=dev)
-    grid2 = (max_blocks, triton_cdiv(h, cfg.block_n2))
+    if split1 > 1:
+        block_i = min(1024, _next_pow2(i))
+        K._silu_reduce_kernel[(p, triton_cdiv(i, block_i))](part, act, p, i, SPLIT=split1, BLOCK_I=block_i)
+    y = torch.empty(split2, p, h, dtype=torch.float32, device=dev)
+    grid2 = (max_blocks, triton_cdiv(h, cfg.block_n2), split2)
     K._w2_kernel[grid2](act, w2, w2_scales, y, sorted_pairs, block_expert, num_blocks,
                         p, h, i, w2.shape[-1], i // 32, BLOCK_T=bt, BLOCK_N=cfg.block_n2, BLOCK_K=cfg.block_k2,
-                        DECODE=decode, INTERPRET=interpret, WIDE=wide,
+                        DECODE=decode, INTERPRET=interpret, WIDE=wide, SPLIT=split2, SWAP=cfg.swap,
                         num_warps=cfg.warps2, num_stages=cfg.stages2)
     out = torch.empty(t, h, dtype=torch.bfloat16, device=dev)
     block_h = min(1024, _next_pow2(h))
-    K._topk_sum_kernel[(t, triton_cdiv(h, block_h))](y, topk_weights.to(torch.float32).contiguous(), out, h,
-                                                     TOPK=k, BLOCK_H=block_h)
+    K._topk_sum_kernel[(t, triton_cdiv(h, block_h))](y, topk_weights.to(torch.float32).contiguous(), out, p, h,
+                                                     TOPK=k, BLOCK_H=block_h, SPLIT=split2)
     return out
 
 

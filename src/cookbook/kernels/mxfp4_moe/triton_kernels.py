@@ -3,13 +3,18 @@
 Weights stay MXFP4 in memory (packed E2M1 nibbles, even element in the low nibble, one
 E8M0 scale byte per 32 elements along K) and are decoded in registers, tile by tile.
 
-Four launches per MoE call:
+Four launches per MoE call (five when the w13 product is split along K):
 1. `_align_kernel` (one program): groups the T*k (token, expert) pairs by expert into
    blocks of BLOCK_T pairs (one expert per block), so each expert's weights are read once.
 2. `_w13_silu_kernel`: act[pair] = silu(x W_gate^T) * (x W_up^T), stored BF16.
 3. `_w2_kernel`: y[pair] = act[pair] W2^T, stored FP32, one row per pair.
 4. `_topk_sum_kernel`: out[t] = sum_j topk_weight[t, j] * y[t*k + j], in a fixed order
    (deterministic, no atomics), stored BF16.
+
+Split-K (SPLIT > 1, for small batches, where one expert's rows give too few programs to keep
+the memory system busy): each of SPLIT programs reads 1/SPLIT of a row's K steps and writes
+float32 partial sums; `_silu_reduce_kernel` (w13) and `_topk_sum_kernel` (w2) add them in a
+fixed order, so results stay deterministic. The weights are read once either way.
 
 Decoding is exact: `_dequant_tile` (float32 arithmetic; the CPU interpreter's path) and
 `_dequant_halves_asm` (inline PTX, BF16x2 arithmetic; GPU only) reproduce
@@ -244,13 +249,43 @@ def _block_pairs(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, P, BLOCK_T:
     return b < nblocks, e.to(tl.int64), pairs, pairs < P
 
 
+@triton.jit
+def _decoded_tile(w_ptr, s_ptr, rows, rmask, k0, stride_w, stride_s,
+                  BLOCK_K: tl.constexpr, DECODE: tl.constexpr, INTERPRET: tl.constexpr, WIDE: tl.constexpr):
+    """Decoded [rows, BLOCK_K] weight tile for the dot: BF16 on the GPU, float32 in the interpreter."""
+    if DECODE == 1:
+        wb, s = _load_b_tile(w_ptr, s_ptr, rows, rmask, k0, stride_w, stride_s, BLOCK_K)
+        v = _dequant_tile_asm(wb, s, WIDE)
+    else:
+        wq, s = _load_w_tile(w_ptr, s_ptr, rows, rmask, k0, stride_w, stride_s, BLOCK_K)
+        v = _dequant_tile(wq, s, WIDE)
+        if not INTERPRET:
+            v = v.to(tl.bfloat16)
+    return v
+
+
+@triton.jit
+def _k_range(K, BLOCK_K: tl.constexpr, SPLIT: tl.constexpr):
+    """[k_lo, k_hi) of this program's split: the K steps shared out as evenly as possible."""
+    steps = K // BLOCK_K
+    sk = tl.program_id(2)
+    return (sk * steps // SPLIT) * BLOCK_K, ((sk + 1) * steps // SPLIT) * BLOCK_K
+
+
 @triton.jit(do_not_specialize=["P", "TOPK"])
-def _w13_silu_kernel(x_ptr, w_ptr, s_ptr, act_ptr,
+def _w13_silu_kernel(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr,
                      sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr,
                      P, H, I, TOPK, stride_w, stride_s,
                      BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                     DECODE: tl.constexpr, INTERPRET: tl.constexpr, WIDE: tl.constexpr):
-    """act[pair, n] = silu(x[tok] . Wg[e, n]) * (x[tok] . Wu[e, n]) for the pairs of one block."""
+                     DECODE: tl.constexpr, INTERPRET: tl.constexpr, WIDE: tl.constexpr,
+                     SPLIT: tl.constexpr, SWAP: tl.constexpr):
+    """act[pair, n] = silu(x[tok] . Wg[e, n]) * (x[tok] . Wu[e, n]) for the pairs of one block.
+
+    SPLIT > 1: program_id(2) takes 1/SPLIT of the K steps and stores its float32 partial sums
+    of gate and up to part[split, pair, 0:2I]; `_silu_reduce_kernel` adds them in split order
+    and applies SiLU-and-multiply. SWAP=1 computes the transposed product (x^T as the dot's
+    left operand, the decoded weights as its right one): same sums, another MMA operand layout.
+    """
     active, e, pairs, pvalid = _block_pairs(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, P, BLOCK_T)
     if active:
         tok = pairs // TOPK
@@ -258,52 +293,80 @@ def _w13_silu_kernel(x_ptr, w_ptr, s_ptr, act_ptr,
         nmask = n < I
         rows_g = e * (2 * I) + n          # w13 = [gate; up] along the output dim
         rows_u = rows_g + I
-        acc_g = tl.zeros([BLOCK_N, BLOCK_T], tl.float32)
-        acc_u = tl.zeros([BLOCK_N, BLOCK_T], tl.float32)
-        for k0 in range(0, H, BLOCK_K):
+        if SWAP:
+            acc_g = tl.zeros([BLOCK_T, BLOCK_N], tl.float32)
+            acc_u = tl.zeros([BLOCK_T, BLOCK_N], tl.float32)
+        else:
+            acc_g = tl.zeros([BLOCK_N, BLOCK_T], tl.float32)
+            acc_u = tl.zeros([BLOCK_N, BLOCK_T], tl.float32)
+        k_lo, k_hi = _k_range(H, BLOCK_K, SPLIT)
+        for k0 in range(k_lo, k_hi, BLOCK_K):
             kk = k0 + tl.arange(0, BLOCK_K)
-            xt = tl.load(x_ptr + tok[None, :].to(tl.int64) * H + kk[:, None], mask=pvalid[None, :], other=0.0)
-            if DECODE == 2:  # Triton's own MXFP4 upcast (tl.dot_scaled)
-                kb = k0 // 2 + tl.arange(0, BLOCK_K // 2)
-                ks = k0 // 32 + tl.arange(0, BLOCK_K // 32)
-                wg = tl.load(w_ptr + rows_g[:, None] * stride_w + kb[None, :], mask=nmask[:, None], other=0)
-                sg = tl.load(s_ptr + rows_g[:, None] * stride_s + ks[None, :], mask=nmask[:, None], other=127)
-                wu = tl.load(w_ptr + rows_u[:, None] * stride_w + kb[None, :], mask=nmask[:, None], other=0)
-                su = tl.load(s_ptr + rows_u[:, None] * stride_s + ks[None, :], mask=nmask[:, None], other=127)
-                acc_g = tl.dot_scaled(wg, sg, "e2m1", xt, None, "bf16", acc_g)
-                acc_u = tl.dot_scaled(wu, su, "e2m1", xt, None, "bf16", acc_u)
-            elif DECODE == 1:  # inline-PTX decoder, BF16 out
-                wb, s = _load_b_tile(w_ptr, s_ptr, rows_g, nmask, k0, stride_w, stride_s, BLOCK_K)
-                vg = _dequant_tile_asm(wb, s, WIDE)
-                wb, s = _load_b_tile(w_ptr, s_ptr, rows_u, nmask, k0, stride_w, stride_s, BLOCK_K)
-                vu = _dequant_tile_asm(wb, s, WIDE)
-                acc_g = tl.dot(vg, xt, acc_g)
-                acc_u = tl.dot(vu, xt, acc_u)
-            elif DECODE == 3:  # inline-PTX decoder, even/odd K halves in two dots (no interleave)
-                kh = k0 + 2 * tl.arange(0, BLOCK_K // 2)
-                xrow = x_ptr + tok[None, :].to(tl.int64) * H
-                xe = tl.load(xrow + kh[:, None], mask=pvalid[None, :], other=0.0)
-                xo = tl.load(xrow + kh[:, None] + 1, mask=pvalid[None, :], other=0.0)
-                wb, s = _load_b_tile(w_ptr, s_ptr, rows_g, nmask, k0, stride_w, stride_s, BLOCK_K)
-                lo, hi = _dequant_halves_asm(wb, s, WIDE)
-                acc_g = tl.dot(hi, xo, tl.dot(lo, xe, acc_g))
-                wb, s = _load_b_tile(w_ptr, s_ptr, rows_u, nmask, k0, stride_w, stride_s, BLOCK_K)
-                lo, hi = _dequant_halves_asm(wb, s, WIDE)
-                acc_u = tl.dot(hi, xo, tl.dot(lo, xe, acc_u))
-            else:
-                wq, s = _load_w_tile(w_ptr, s_ptr, rows_g, nmask, k0, stride_w, stride_s, BLOCK_K)
-                vg = _dequant_tile(wq, s, WIDE)
-                wq, s = _load_w_tile(w_ptr, s_ptr, rows_u, nmask, k0, stride_w, stride_s, BLOCK_K)
-                vu = _dequant_tile(wq, s, WIDE)
+            if SWAP:
+                xs = tl.load(x_ptr + tok[:, None].to(tl.int64) * H + kk[None, :], mask=pvalid[:, None], other=0.0)
                 if INTERPRET:
-                    acc_g = tl.dot(vg, xt.to(tl.float32), acc_g)
-                    acc_u = tl.dot(vu, xt.to(tl.float32), acc_u)
-                else:
-                    acc_g = tl.dot(vg.to(tl.bfloat16), xt, acc_g)
-                    acc_u = tl.dot(vu.to(tl.bfloat16), xt, acc_u)
-        h = acc_g / (1.0 + tl.exp(-acc_g)) * acc_u
-        optr = act_ptr + pairs[None, :].to(tl.int64) * I + n[:, None]
-        tl.store(optr, _to_bf16_rne(h), mask=nmask[:, None] & pvalid[None, :])
+                    xs = xs.to(tl.float32)
+                vg = _decoded_tile(w_ptr, s_ptr, rows_g, nmask, k0, stride_w, stride_s, BLOCK_K, DECODE, INTERPRET, WIDE)
+                vu = _decoded_tile(w_ptr, s_ptr, rows_u, nmask, k0, stride_w, stride_s, BLOCK_K, DECODE, INTERPRET, WIDE)
+                acc_g = tl.dot(xs, tl.trans(vg), acc_g)
+                acc_u = tl.dot(xs, tl.trans(vu), acc_u)
+            else:
+                xt = tl.load(x_ptr + tok[None, :].to(tl.int64) * H + kk[:, None], mask=pvalid[None, :], other=0.0)
+                if DECODE == 2:  # Triton's own MXFP4 upcast (tl.dot_scaled)
+                    kb = k0 // 2 + tl.arange(0, BLOCK_K // 2)
+                    ks = k0 // 32 + tl.arange(0, BLOCK_K // 32)
+                    wg = tl.load(w_ptr + rows_g[:, None] * stride_w + kb[None, :], mask=nmask[:, None], other=0)
+                    sg = tl.load(s_ptr + rows_g[:, None] * stride_s + ks[None, :], mask=nmask[:, None], other=127)
+                    wu = tl.load(w_ptr + rows_u[:, None] * stride_w + kb[None, :], mask=nmask[:, None], other=0)
+                    su = tl.load(s_ptr + rows_u[:, None] * stride_s + ks[None, :], mask=nmask[:, None], other=127)
+                    acc_g = tl.dot_scaled(wg, sg, "e2m1", xt, None, "bf16", acc_g)
+                    acc_u = tl.dot_scaled(wu, su, "e2m1", xt, None, "bf16", acc_u)
+                elif DECODE == 3:  # inline-PTX decoder, even/odd K halves in two dots (no interleave)
+                    kh = k0 + 2 * tl.arange(0, BLOCK_K // 2)
+                    xrow = x_ptr + tok[None, :].to(tl.int64) * H
+                    xe = tl.load(xrow + kh[:, None], mask=pvalid[None, :], other=0.0)
+                    xo = tl.load(xrow + kh[:, None] + 1, mask=pvalid[None, :], other=0.0)
+                    wb, s = _load_b_tile(w_ptr, s_ptr, rows_g, nmask, k0, stride_w, stride_s, BLOCK_K)
+                    lo, hi = _dequant_halves_asm(wb, s, WIDE)
+                    acc_g = tl.dot(hi, xo, tl.dot(lo, xe, acc_g))
+                    wb, s = _load_b_tile(w_ptr, s_ptr, rows_u, nmask, k0, stride_w, stride_s, BLOCK_K)
+                    lo, hi = _dequant_halves_asm(wb, s, WIDE)
+                    acc_u = tl.dot(hi, xo, tl.dot(lo, xe, acc_u))
+                else:  # decoders fp32 (0) and asm (1)
+                    if INTERPRET:
+                        xt = xt.to(tl.float32)
+                    vg = _decoded_tile(w_ptr, s_ptr, rows_g, nmask, k0, stride_w, stride_s, BLOCK_K, DECODE, INTERPRET, WIDE)
+                    vu = _decoded_tile(w_ptr, s_ptr, rows_u, nmask, k0, stride_w, stride_s, BLOCK_K, DECODE, INTERPRET, WIDE)
+                    acc_g = tl.dot(vg, xt, acc_g)
+                    acc_u = tl.dot(vu, xt, acc_u)
+        if SWAP:
+            acc_g = tl.trans(acc_g)
+            acc_u = tl.trans(acc_u)
+        if SPLIT == 1:
+            h = acc_g / (1.0 + tl.exp(-acc_g)) * acc_u
+            optr = act_ptr + pairs[None, :].to(tl.int64) * I + n[:, None]
+            tl.store(optr, _to_bf16_rne(h), mask=nmask[:, None] & pvalid[None, :])
+        else:
+            row = (tl.program_id(2) * P + pairs[None, :]).to(tl.int64) * (2 * I)
+            omask = nmask[:, None] & pvalid[None, :]
+            tl.store(part_ptr + row + n[:, None], acc_g, mask=omask)
+            tl.store(part_ptr + row + I + n[:, None], acc_u, mask=omask)
+
+
+@triton.jit
+def _silu_reduce_kernel(part_ptr, act_ptr, P, I, SPLIT: tl.constexpr, BLOCK_I: tl.constexpr):
+    """act[pair] = silu(sum_s gate_s) * (sum_s up_s), splits added in order (deterministic)."""
+    pair = tl.program_id(0).to(tl.int64)
+    n = tl.program_id(1) * BLOCK_I + tl.arange(0, BLOCK_I)
+    m = n < I
+    g = tl.zeros([BLOCK_I], tl.float32)
+    u = tl.zeros([BLOCK_I], tl.float32)
+    for s in tl.static_range(SPLIT):
+        base = part_ptr + (s * P + pair) * (2 * I)
+        g += tl.load(base + n, mask=m, other=0.0)
+        u += tl.load(base + I + n, mask=m, other=0.0)
+    h = g / (1.0 + tl.exp(-g)) * u
+    tl.store(act_ptr + pair * I + n, _to_bf16_rne(h), mask=m)
 
 
 @triton.jit(do_not_specialize=["P"])
@@ -311,53 +374,69 @@ def _w2_kernel(act_ptr, w_ptr, s_ptr, y_ptr,
                sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr,
                P, H, I, stride_w, stride_s,
                BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-               DECODE: tl.constexpr, INTERPRET: tl.constexpr, WIDE: tl.constexpr):
-    """y[pair, n] = act[pair] . W2[e, n] (float32) for the pairs of one block."""
+               DECODE: tl.constexpr, INTERPRET: tl.constexpr, WIDE: tl.constexpr,
+               SPLIT: tl.constexpr, SWAP: tl.constexpr):
+    """y[split, pair, n] = act[pair, K-range of split] . W2[e, n, K-range] (float32), one block of pairs.
+
+    `_topk_sum_kernel` adds the SPLIT partial rows. SWAP as in `_w13_silu_kernel`.
+    """
     active, e, pairs, pvalid = _block_pairs(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, P, BLOCK_T)
     if active:
         n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
         nmask = n < H
         rows = e * H + n
-        acc = tl.zeros([BLOCK_N, BLOCK_T], tl.float32)
-        for k0 in range(0, I, BLOCK_K):
+        if SWAP:
+            acc = tl.zeros([BLOCK_T, BLOCK_N], tl.float32)
+        else:
+            acc = tl.zeros([BLOCK_N, BLOCK_T], tl.float32)
+        k_lo, k_hi = _k_range(I, BLOCK_K, SPLIT)
+        for k0 in range(k_lo, k_hi, BLOCK_K):
             kk = k0 + tl.arange(0, BLOCK_K)
-            at = tl.load(act_ptr + pairs[None, :].to(tl.int64) * I + kk[:, None], mask=pvalid[None, :], other=0.0)
-            if DECODE == 2:  # Triton's own MXFP4 upcast (tl.dot_scaled)
-                kb = k0 // 2 + tl.arange(0, BLOCK_K // 2)
-                ks = k0 // 32 + tl.arange(0, BLOCK_K // 32)
-                w = tl.load(w_ptr + rows[:, None] * stride_w + kb[None, :], mask=nmask[:, None], other=0)
-                s = tl.load(s_ptr + rows[:, None] * stride_s + ks[None, :], mask=nmask[:, None], other=127)
-                acc = tl.dot_scaled(w, s, "e2m1", at, None, "bf16", acc)
-            elif DECODE == 1:
-                wb, s = _load_b_tile(w_ptr, s_ptr, rows, nmask, k0, stride_w, stride_s, BLOCK_K)
-                acc = tl.dot(_dequant_tile_asm(wb, s, WIDE), at, acc)
-            elif DECODE == 3:
-                kh = k0 + 2 * tl.arange(0, BLOCK_K // 2)
-                arow = act_ptr + pairs[None, :].to(tl.int64) * I
-                ae = tl.load(arow + kh[:, None], mask=pvalid[None, :], other=0.0)
-                ao = tl.load(arow + kh[:, None] + 1, mask=pvalid[None, :], other=0.0)
-                wb, s = _load_b_tile(w_ptr, s_ptr, rows, nmask, k0, stride_w, stride_s, BLOCK_K)
-                lo, hi = _dequant_halves_asm(wb, s, WIDE)
-                acc = tl.dot(hi, ao, tl.dot(lo, ae, acc))
-            else:
-                wq, s = _load_w_tile(w_ptr, s_ptr, rows, nmask, k0, stride_w, stride_s, BLOCK_K)
-                v = _dequant_tile(wq, s, WIDE)
+            if SWAP:
+                a_s = tl.load(act_ptr + pairs[:, None].to(tl.int64) * I + kk[None, :], mask=pvalid[:, None], other=0.0)
                 if INTERPRET:
-                    acc = tl.dot(v, at.to(tl.float32), acc)
+                    a_s = a_s.to(tl.float32)
+                v = _decoded_tile(w_ptr, s_ptr, rows, nmask, k0, stride_w, stride_s, BLOCK_K, DECODE, INTERPRET, WIDE)
+                acc = tl.dot(a_s, tl.trans(v), acc)
+            else:
+                at = tl.load(act_ptr + pairs[None, :].to(tl.int64) * I + kk[:, None], mask=pvalid[None, :], other=0.0)
+                if DECODE == 2:  # Triton's own MXFP4 upcast (tl.dot_scaled)
+                    kb = k0 // 2 + tl.arange(0, BLOCK_K // 2)
+                    ks = k0 // 32 + tl.arange(0, BLOCK_K // 32)
+                    w = tl.load(w_ptr + rows[:, None] * stride_w + kb[None, :], mask=nmask[:, None], other=0)
+                    s = tl.load(s_ptr + rows[:, None] * stride_s + ks[None, :], mask=nmask[:, None], other=127)
+                    acc = tl.dot_scaled(w, s, "e2m1", at, None, "bf16", acc)
+                elif DECODE == 3:
+                    kh = k0 + 2 * tl.arange(0, BLOCK_K // 2)
+                    arow = act_ptr + pairs[None, :].to(tl.int64) * I
+                    ae = tl.load(arow + kh[:, None], mask=pvalid[None, :], other=0.0)
+                    ao = tl.load(arow + kh[:, None] + 1, mask=pvalid[None, :], other=0.0)
+                    wb, s = _load_b_tile(w_ptr, s_ptr, rows, nmask, k0, stride_w, stride_s, BLOCK_K)
+                    lo, hi = _dequant_halves_asm(wb, s, WIDE)
+                    acc = tl.dot(hi, ao, tl.dot(lo, ae, acc))
                 else:
-                    acc = tl.dot(v.to(tl.bfloat16), at, acc)
-        optr = y_ptr + pairs[None, :].to(tl.int64) * H + n[:, None]
+                    if INTERPRET:
+                        at = at.to(tl.float32)
+                    v = _decoded_tile(w_ptr, s_ptr, rows, nmask, k0, stride_w, stride_s, BLOCK_K, DECODE, INTERPRET, WIDE)
+                    acc = tl.dot(v, at, acc)
+        if SWAP:
+            acc = tl.trans(acc)
+        optr = y_ptr + (tl.program_id(2) * P + pairs[None, :]).to(tl.int64) * H + n[:, None]
         tl.store(optr, acc, mask=nmask[:, None] & pvalid[None, :])
 
 
 @triton.jit
-def _topk_sum_kernel(y_ptr, wts_ptr, out_ptr, H, TOPK: tl.constexpr, BLOCK_H: tl.constexpr):
-    """out[t] = sum_j wts[t, j] * y[t*TOPK + j], j in order (deterministic)."""
+def _topk_sum_kernel(y_ptr, wts_ptr, out_ptr, P, H, TOPK: tl.constexpr, BLOCK_H: tl.constexpr,
+                     SPLIT: tl.constexpr):
+    """out[t] = sum_j wts[t, j] * (sum_s y[s, t*TOPK + j]), j and s in order (deterministic)."""
     t = tl.program_id(0).to(tl.int64)
     cols = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
     cmask = cols < H
     acc = tl.zeros([BLOCK_H], tl.float32)
     for j in tl.static_range(TOPK):
         wj = tl.load(wts_ptr + t * TOPK + j)
-        acc += wj * tl.load(y_ptr + (t * TOPK + j) * H + cols, mask=cmask, other=0.0)
+        yj = tl.load(y_ptr + (t * TOPK + j) * H + cols, mask=cmask, other=0.0)
+        for s in tl.static_range(1, SPLIT):
+            yj += tl.load(y_ptr + (s * P + t * TOPK + j) * H + cols, mask=cmask, other=0.0)
+        acc += wj * yj
     tl.store(out_ptr + t * H + cols, _to_bf16_rne(acc), mask=cmask)
