@@ -22,14 +22,10 @@ _VERIFIED_LINE = re.compile(r"^verified:", re.MULTILINE)
 
 
 def verified_status(resolved) -> str:
-    """'verified' when the recipe's verified block matches its content hash, 'stale' when the
-    recipe changed since, 'unverified' when there is no block."""
-    block = resolved.data.get("verified")
-    if block is None and getattr(resolved.recipe, "verified", None) is not None:
-        block = resolved.recipe.verified.model_dump()
-    if not block:
-        return "unverified"
-    return "verified" if block.get("recipe_hash") == resolved.content_hash else "stale"
+    """The one definition lives in cookbook.recipe.status (list, lint and docs use it too)."""
+    from cookbook.recipe.status import status_of
+
+    return status_of(resolved)
 
 
 def _served_name(resolved) -> str:

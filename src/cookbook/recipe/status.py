@@ -15,8 +15,13 @@ def verified_status(slug_or_path: str | Path) -> str:
         resolved = resolve(slug_or_path, check=False)
     except E.RecipeError:
         return "unverified"
+    return status_of(resolved)
+
+
+def status_of(resolved) -> str:
+    """Status of an already resolved recipe. The recorded hash is of the configuration
+    the gates ran on (the recipe as written: default quant, no --set)."""
     block = resolved.recipe.verified
     if block is None:
         return "unverified"
-    # The hash recorded is of the configuration the gates ran on (default quant).
     return "verified" if block.recipe_hash == resolved.content_hash else "stale"
