@@ -23,7 +23,8 @@ KEYS = ["amber harbour", "silent orchard", "copper lantern", "northern meadow", 
 FORMULAS = {
     "found_fraction": "codes found / codes hidden over all prompts; found = the code appears as a "
                       "substring of the response content (case-insensitive)",
-    "prompt_tokens": "len(/tokenize(messages, add_generation_prompt=True)) of the final prompt",
+    "prompt_tokens": "len(/tokenize(messages, add_generation_prompt=True)) of the final prompt "
+                     "(completion mode: len(/tokenize(prompt)))",
     "echoed": "the response repeats 8+ consecutive words of the haystack; such a response finds no code",
 }
 
@@ -79,8 +80,20 @@ def messages_for(context: str, keys: list[str]) -> list[dict]:
     return [{"role": "user", "content": f"Read the text below carefully.\n\n{context}\n\n{question(keys)}"}]
 
 
+def completion_prompt(context: str, key: str) -> str:
+    """Base-model form: the text, then the start of the needle sentence to complete."""
+    return f"{context}\n\nThe special magic number for the {key} is"
+
+
+def request_for(mode: str, context: str, keys: list[str]) -> dict:
+    """The prompt part of the request body (and of /tokenize) in the gate's mode."""
+    if mode == "completion":
+        return {"prompt": completion_prompt(context, keys[0])}
+    return {"messages": messages_for(context, keys)}
+
+
 async def _fit(ctx: Context, sents: list[str], start: int, needles: list[str], keys: list[str],
-               depth: float, target: int, ratio: float) -> tuple[list[dict], int, list[str]]:
+               depth: float, target: int, ratio: float, mode: str = "chat") -> tuple[dict, int, list[str]]:
     """Grow or shrink the sentence window until the templated prompt is within [0.9, 1.0] x target.
 
     Sentences differ a lot in length, so when no count fits at one start (a count one
@@ -91,10 +104,10 @@ async def _fit(ctx: Context, sents: list[str], start: int, needles: list[str], k
         window = sents[start:start + count]
         if len(window) < count:
             raise GateFailure(f"haystack too short for {target} tokens; use a longer text")
-        msgs = messages_for(build_haystack(window, needles, depth), keys)
-        last = n = len(await ctx.server.tokenize(messages=msgs))
+        req = request_for(mode, build_haystack(window, needles, depth), keys)
+        last = n = len(await ctx.server.tokenize(**req))
         if 0.9 * target <= n <= target:
-            return msgs, n, window
+            return req, n, window
         tried.add(count)
         nxt = max(1, int(count * (0.95 * target) / n))
         if nxt == count:
@@ -128,12 +141,14 @@ async def run(ctx: Context, cfg: NeedlesGate) -> None:
     async def one(job):
         filler, L, depth, keys, codes, start, sents, ratio = job
         needles = [needle_sentence(k, c) for k, c in zip(keys, codes)]
-        msgs, n_tok, window = await _fit(ctx, sents, start, needles, keys, depth, L, ratio)
-        body = await ctx.server.post("/v1/chat/completions", {
-            "messages": msgs, "temperature": 0.0, "max_tokens": cfg.max_tokens, "seed": cfg.seed,
-        }, tag=f"{filler}/{L}/{depth}")
+        req, n_tok, window = await _fit(ctx, sents, start, needles, keys, depth, L, ratio, cfg.mode)
+        body = {**req, "temperature": 0.0, "max_tokens": cfg.max_tokens, "seed": cfg.seed}
+        if cfg.mode == "completion":
+            body["stop"] = [".", "\n"]
+        path = "/v1/completions" if cfg.mode == "completion" else "/v1/chat/completions"
+        body = await ctx.server.post(path, body, tag=f"{filler}/{L}/{depth}")
         choice = body["choices"][0]
-        content = (choice.get("message") or {}).get("content")
+        content = choice.get("text") if cfg.mode == "completion" else (choice.get("message") or {}).get("content")
         item = {"filler": filler, "length_tokens": L, "depth_pct": depth, "prompt_tokens": n_tok,
                 **score(content, codes, " ".join(window)), "content": content, "finish_reason": choice.get("finish_reason")}
         r.items.append(item)

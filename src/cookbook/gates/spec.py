@@ -74,11 +74,25 @@ class NeedlesGate(GateBase):
         description="Haystack text files (natural prose) under the data path's haystack/ folder; one prompt set per filler.",
     )
     max_tokens: int = Field(48, ge=8, description="Completion budget for the answer (the codes and little else).")
+    mode: Literal["chat", "completion"] = Field(
+        "chat",
+        description=(
+            "chat: the haystack and a question in one user turn (/v1/chat/completions). completion: for "
+            "base models, the haystack then 'The special magic number for the KEY is' "
+            "(/v1/completions, stop at '.' or newline); needs codes_per_prompt 1."
+        ),
+    )
     min_found_fraction: float = Field(
         1.0, ge=0.0, le=1.0,
         description="Pass when found codes / hidden codes over all prompts is at least this (case-insensitive substring "
                     "match; a response that echoes 8+ consecutive words of the haystack finds none).",
     )
+
+    @model_validator(mode="after")
+    def _completion_one_code(self):
+        if self.mode == "completion" and self.codes_per_prompt != 1:
+            raise ValueError("mode 'completion' asks for one code per prompt; set codes_per_prompt: 1")
+        return self
 
     @model_validator(mode="after")
     def _depths_in_range(self):
