@@ -31,8 +31,7 @@ BATCHES = [1, 2, 4, 8, 16, 32, 64]
 TUNE_BATCHES = [1, 8, 4, 64, 16]   # in order of importance: the budget may stop the sweep early
 ROTATIONS = 8
 DECODERS_TUNED = tuple(os.environ.get("MXFP4_MOE_TUNE_DECODERS", "asm").split(","))
-# Coordinate sweep from the shipped entry: w13 fields, then w2 fields, then the dot orientation
-# (swap) and pair-block size. Tuples are (block_n, block_k, warps, stages, split); None keeps
+# Coordinate sweep from the shipped entry: w13 fields, then w2 fields. Tuples are (block_n, block_k, warps, stages, split); None keeps
 # the current value.
 W13_CANDIDATES = [
     (None, None, None, None, 2), (None, None, None, None, 4), (None, None, None, None, 8),
@@ -41,7 +40,6 @@ W13_CANDIDATES = [
 W2_CANDIDATES = [
     (None, None, None, None, 2), (None, None, None, None, 4), (64, 128, 4, 1, 4), (128, 128, 8, 1, 2),
 ]
-LAYOUT_CANDIDATES = [dict(swap=1), dict(swap=1, block_t=64)]
 
 
 def log(msg: str) -> None:
@@ -209,19 +207,16 @@ def main() -> int:
                 log(f"  {v} batch {b} shipped: {best_t * 1e6:.1f} us")
                 for dec in DECODERS_TUNED:
                     cands = []
-                    for stage, lst in (("w13", W13_CANDIDATES), ("w2", W2_CANDIDATES), ("layout", LAYOUT_CANDIDATES)):
+                    for stage, lst in (("w13", W13_CANDIDATES), ("w2", W2_CANDIDATES)):
                         for c in lst:
                             cands.append((stage, c))
                     for stage, c in cands:
                         if time.time() - v_start > v_budget:
                             break
                         base = replace(best, decoder=dec)
-                        if stage == "layout":
-                            cfg = replace(base, **c)
-                        else:
-                            keys = (("block_n1", "block_k1", "warps1", "stages1", "split1") if stage == "w13"
-                                    else ("block_n2", "block_k2", "warps2", "stages2", "split2"))
-                            cfg = replace(base, **{k: val for k, val in zip(keys, c) if val is not None})
+                        keys = (("block_n1", "block_k1", "warps1", "stages1", "split1") if stage == "w13"
+                                else ("block_n2", "block_k2", "warps2", "stages2", "split2"))
+                        cfg = replace(base, **{k: val for k, val in zip(keys, c) if val is not None})
                         if shape.hidden % cfg.block_k1 or shape.intermediate % cfg.block_k2 or cfg == best:
                             continue
                         t = timed(cfg)

@@ -38,7 +38,6 @@ class LaunchConfig:
     stages2: int = 3
     split1: int = 1         # w13: programs sharing one row tile's K steps (split-K; partial sums reduced after)
     split2: int = 1         # w2: the same; the top-k sum adds the partials
-    swap: int = 0           # 1: dot(x^T, W^T) instead of dot(W, x) (another MMA operand layout)
     decoder: str = "fp32"     # fp32: _dequant_tile (also runs in the CPU interpreter);
                               # asm: inline-PTX BF16 decoder; asm_split: the same, even/odd K in two dots;
                               # dot_scaled: Triton's tl.dot_scaled (all three GPU only)
@@ -52,16 +51,12 @@ class LaunchConfig:
                 if v not in DECODERS:
                     raise ConfigError(f"{where}: decoder must be one of {', '.join(DECODERS)}, got {v!r}")
                 continue
-            if not isinstance(v, int) or isinstance(v, bool) or not pow2(v) and f.name not in ("stages1", "stages2", "swap"):
+            if not isinstance(v, int) or isinstance(v, bool) or not pow2(v) and f.name not in ("stages1", "stages2"):
                 raise ConfigError(f"{where}: {f.name} must be a power of two, got {v!r}")
         if self.block_t < 16 or self.block_n1 < 16 or self.block_n2 < 16:
             raise ConfigError(f"{where}: block_t, block_n1 and block_n2 must be >= 16 (tensor-core tile)")
         if self.block_k1 < 32 or self.block_k2 < 32:
             raise ConfigError(f"{where}: block_k1 and block_k2 must be >= 32 (one MXFP4 scale block)")
-        if self.swap not in (0, 1):
-            raise ConfigError(f"{where}: swap must be 0 or 1, got {self.swap!r}")
-        if self.swap and self.decoder not in ("fp32", "asm"):
-            raise ConfigError(f"{where}: swap=1 works with decoders fp32 and asm, not {self.decoder!r}")
         if not 1 <= self.split1 <= 64 or not 1 <= self.split2 <= 64:
             raise ConfigError(f"{where}: split1/split2 must be 1..64")
         if not 1 <= self.stages1 <= 8 or not 1 <= self.stages2 <= 8:

@@ -119,7 +119,7 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     grid1 = (max_blocks, triton_cdiv(i, cfg.block_n1), split1)
     K._w13_silu_kernel[grid1](x, w13, w13_scales, act, part, sorted_pairs, block_expert, num_blocks,
                               p, h, i, k, w13.shape[-1], h // 32, BLOCK_T=bt, BLOCK_N=cfg.block_n1, BLOCK_K=cfg.block_k1,
-                              DECODE=decode, INTERPRET=interpret, WIDE=wide, SPLIT=split1, SWAP=cfg.swap,
+                              DECODE=decode, INTERPRET=interpret, WIDE=wide, SPLIT=split1,
                               num_warps=cfg.warps1, num_stages=cfg.stages1)
     if split1 > 1:
         block_i = min(1024, _next_pow2(i))
@@ -128,7 +128,7 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     grid2 = (max_blocks, triton_cdiv(h, cfg.block_n2), split2)
     K._w2_kernel[grid2](act, w2, w2_scales, y, sorted_pairs, block_expert, num_blocks,
                         p, h, i, w2.shape[-1], i // 32, BLOCK_T=bt, BLOCK_N=cfg.block_n2, BLOCK_K=cfg.block_k2,
-                        DECODE=decode, INTERPRET=interpret, WIDE=wide, SPLIT=split2, SWAP=cfg.swap,
+                        DECODE=decode, INTERPRET=interpret, WIDE=wide, SPLIT=split2,
                         num_warps=cfg.warps2, num_stages=cfg.stages2)
     out = torch.empty(t, h, dtype=torch.bfloat16, device=dev)
     block_h = min(1024, _next_pow2(h))

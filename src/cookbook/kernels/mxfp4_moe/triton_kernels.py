@@ -278,13 +278,12 @@ def _w13_silu_kernel(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr,
                      P, H, I, TOPK, stride_w, stride_s,
                      BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                      DECODE: tl.constexpr, INTERPRET: tl.constexpr, WIDE: tl.constexpr,
-                     SPLIT: tl.constexpr, SWAP: tl.constexpr):
+                     SPLIT: tl.constexpr):
     """act[pair, n] = silu(x[tok] . Wg[e, n]) * (x[tok] . Wu[e, n]) for the pairs of one block.
 
     SPLIT > 1: program_id(2) takes 1/SPLIT of the K steps and stores its float32 partial sums
     of gate and up to part[split, pair, 0:2I]; `_silu_reduce_kernel` adds them in split order
-    and applies SiLU-and-multiply. SWAP=1 computes the transposed product (x^T as the dot's
-    left operand, the decoded weights as its right one): same sums, another MMA operand layout.
+    and applies SiLU-and-multiply.
     """
     active, e, pairs, pvalid = _block_pairs(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, P, BLOCK_T)
     if active:
@@ -293,55 +292,39 @@ def _w13_silu_kernel(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr,
         nmask = n < I
         rows_g = e * (2 * I) + n          # w13 = [gate; up] along the output dim
         rows_u = rows_g + I
-        if SWAP:
-            acc_g = tl.zeros([BLOCK_T, BLOCK_N], tl.float32)
-            acc_u = tl.zeros([BLOCK_T, BLOCK_N], tl.float32)
-        else:
-            acc_g = tl.zeros([BLOCK_N, BLOCK_T], tl.float32)
-            acc_u = tl.zeros([BLOCK_N, BLOCK_T], tl.float32)
+        acc_g = tl.zeros([BLOCK_N, BLOCK_T], tl.float32)
+        acc_u = tl.zeros([BLOCK_N, BLOCK_T], tl.float32)
         k_lo, k_hi = _k_range(H, BLOCK_K, SPLIT)
         for k0 in range(k_lo, k_hi, BLOCK_K):
             kk = k0 + tl.arange(0, BLOCK_K)
-            if SWAP:
-                xs = tl.load(x_ptr + tok[:, None].to(tl.int64) * H + kk[None, :], mask=pvalid[:, None], other=0.0)
+            xt = tl.load(x_ptr + tok[None, :].to(tl.int64) * H + kk[:, None], mask=pvalid[None, :], other=0.0)
+            if DECODE == 2:  # Triton's own MXFP4 upcast (tl.dot_scaled)
+                kb = k0 // 2 + tl.arange(0, BLOCK_K // 2)
+                ks = k0 // 32 + tl.arange(0, BLOCK_K // 32)
+                wg = tl.load(w_ptr + rows_g[:, None] * stride_w + kb[None, :], mask=nmask[:, None], other=0)
+                sg = tl.load(s_ptr + rows_g[:, None] * stride_s + ks[None, :], mask=nmask[:, None], other=127)
+                wu = tl.load(w_ptr + rows_u[:, None] * stride_w + kb[None, :], mask=nmask[:, None], other=0)
+                su = tl.load(s_ptr + rows_u[:, None] * stride_s + ks[None, :], mask=nmask[:, None], other=127)
+                acc_g = tl.dot_scaled(wg, sg, "e2m1", xt, None, "bf16", acc_g)
+                acc_u = tl.dot_scaled(wu, su, "e2m1", xt, None, "bf16", acc_u)
+            elif DECODE == 3:  # inline-PTX decoder, even/odd K halves in two dots (no interleave)
+                kh = k0 + 2 * tl.arange(0, BLOCK_K // 2)
+                xrow = x_ptr + tok[None, :].to(tl.int64) * H
+                xe = tl.load(xrow + kh[:, None], mask=pvalid[None, :], other=0.0)
+                xo = tl.load(xrow + kh[:, None] + 1, mask=pvalid[None, :], other=0.0)
+                wb, s = _load_b_tile(w_ptr, s_ptr, rows_g, nmask, k0, stride_w, stride_s, BLOCK_K)
+                lo, hi = _dequant_halves_asm(wb, s, WIDE)
+                acc_g = tl.dot(hi, xo, tl.dot(lo, xe, acc_g))
+                wb, s = _load_b_tile(w_ptr, s_ptr, rows_u, nmask, k0, stride_w, stride_s, BLOCK_K)
+                lo, hi = _dequant_halves_asm(wb, s, WIDE)
+                acc_u = tl.dot(hi, xo, tl.dot(lo, xe, acc_u))
+            else:  # decoders fp32 (0) and asm (1)
                 if INTERPRET:
-                    xs = xs.to(tl.float32)
+                    xt = xt.to(tl.float32)
                 vg = _decoded_tile(w_ptr, s_ptr, rows_g, nmask, k0, stride_w, stride_s, BLOCK_K, DECODE, INTERPRET, WIDE)
                 vu = _decoded_tile(w_ptr, s_ptr, rows_u, nmask, k0, stride_w, stride_s, BLOCK_K, DECODE, INTERPRET, WIDE)
-                acc_g = tl.dot(xs, tl.trans(vg), acc_g)
-                acc_u = tl.dot(xs, tl.trans(vu), acc_u)
-            else:
-                xt = tl.load(x_ptr + tok[None, :].to(tl.int64) * H + kk[:, None], mask=pvalid[None, :], other=0.0)
-                if DECODE == 2:  # Triton's own MXFP4 upcast (tl.dot_scaled)
-                    kb = k0 // 2 + tl.arange(0, BLOCK_K // 2)
-                    ks = k0 // 32 + tl.arange(0, BLOCK_K // 32)
-                    wg = tl.load(w_ptr + rows_g[:, None] * stride_w + kb[None, :], mask=nmask[:, None], other=0)
-                    sg = tl.load(s_ptr + rows_g[:, None] * stride_s + ks[None, :], mask=nmask[:, None], other=127)
-                    wu = tl.load(w_ptr + rows_u[:, None] * stride_w + kb[None, :], mask=nmask[:, None], other=0)
-                    su = tl.load(s_ptr + rows_u[:, None] * stride_s + ks[None, :], mask=nmask[:, None], other=127)
-                    acc_g = tl.dot_scaled(wg, sg, "e2m1", xt, None, "bf16", acc_g)
-                    acc_u = tl.dot_scaled(wu, su, "e2m1", xt, None, "bf16", acc_u)
-                elif DECODE == 3:  # inline-PTX decoder, even/odd K halves in two dots (no interleave)
-                    kh = k0 + 2 * tl.arange(0, BLOCK_K // 2)
-                    xrow = x_ptr + tok[None, :].to(tl.int64) * H
-                    xe = tl.load(xrow + kh[:, None], mask=pvalid[None, :], other=0.0)
-                    xo = tl.load(xrow + kh[:, None] + 1, mask=pvalid[None, :], other=0.0)
-                    wb, s = _load_b_tile(w_ptr, s_ptr, rows_g, nmask, k0, stride_w, stride_s, BLOCK_K)
-                    lo, hi = _dequant_halves_asm(wb, s, WIDE)
-                    acc_g = tl.dot(hi, xo, tl.dot(lo, xe, acc_g))
-                    wb, s = _load_b_tile(w_ptr, s_ptr, rows_u, nmask, k0, stride_w, stride_s, BLOCK_K)
-                    lo, hi = _dequant_halves_asm(wb, s, WIDE)
-                    acc_u = tl.dot(hi, xo, tl.dot(lo, xe, acc_u))
-                else:  # decoders fp32 (0) and asm (1)
-                    if INTERPRET:
-                        xt = xt.to(tl.float32)
-                    vg = _decoded_tile(w_ptr, s_ptr, rows_g, nmask, k0, stride_w, stride_s, BLOCK_K, DECODE, INTERPRET, WIDE)
-                    vu = _decoded_tile(w_ptr, s_ptr, rows_u, nmask, k0, stride_w, stride_s, BLOCK_K, DECODE, INTERPRET, WIDE)
-                    acc_g = tl.dot(vg, xt, acc_g)
-                    acc_u = tl.dot(vu, xt, acc_u)
-        if SWAP:
-            acc_g = tl.trans(acc_g)
-            acc_u = tl.trans(acc_u)
+                acc_g = tl.dot(vg, xt, acc_g)
+                acc_u = tl.dot(vu, xt, acc_u)
         if SPLIT == 1:
             h = acc_g / (1.0 + tl.exp(-acc_g)) * acc_u
             optr = act_ptr + pairs[None, :].to(tl.int64) * I + n[:, None]
@@ -375,52 +358,40 @@ def _w2_kernel(act_ptr, w_ptr, s_ptr, y_ptr,
                P, H, I, stride_w, stride_s,
                BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                DECODE: tl.constexpr, INTERPRET: tl.constexpr, WIDE: tl.constexpr,
-               SPLIT: tl.constexpr, SWAP: tl.constexpr):
+               SPLIT: tl.constexpr):
     """y[split, pair, n] = act[pair, K-range of split] . W2[e, n, K-range] (float32), one block of pairs.
 
-    `_topk_sum_kernel` adds the SPLIT partial rows. SWAP as in `_w13_silu_kernel`.
+    `_topk_sum_kernel` adds the SPLIT partial rows.
     """
     active, e, pairs, pvalid = _block_pairs(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, P, BLOCK_T)
     if active:
         n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
         nmask = n < H
         rows = e * H + n
-        if SWAP:
-            acc = tl.zeros([BLOCK_T, BLOCK_N], tl.float32)
-        else:
-            acc = tl.zeros([BLOCK_N, BLOCK_T], tl.float32)
+        acc = tl.zeros([BLOCK_N, BLOCK_T], tl.float32)
         k_lo, k_hi = _k_range(I, BLOCK_K, SPLIT)
         for k0 in range(k_lo, k_hi, BLOCK_K):
             kk = k0 + tl.arange(0, BLOCK_K)
-            if SWAP:
-                a_s = tl.load(act_ptr + pairs[:, None].to(tl.int64) * I + kk[None, :], mask=pvalid[:, None], other=0.0)
-                if INTERPRET:
-                    a_s = a_s.to(tl.float32)
-                v = _decoded_tile(w_ptr, s_ptr, rows, nmask, k0, stride_w, stride_s, BLOCK_K, DECODE, INTERPRET, WIDE)
-                acc = tl.dot(a_s, tl.trans(v), acc)
+            at = tl.load(act_ptr + pairs[None, :].to(tl.int64) * I + kk[:, None], mask=pvalid[None, :], other=0.0)
+            if DECODE == 2:  # Triton's own MXFP4 upcast (tl.dot_scaled)
+                kb = k0 // 2 + tl.arange(0, BLOCK_K // 2)
+                ks = k0 // 32 + tl.arange(0, BLOCK_K // 32)
+                w = tl.load(w_ptr + rows[:, None] * stride_w + kb[None, :], mask=nmask[:, None], other=0)
+                s = tl.load(s_ptr + rows[:, None] * stride_s + ks[None, :], mask=nmask[:, None], other=127)
+                acc = tl.dot_scaled(w, s, "e2m1", at, None, "bf16", acc)
+            elif DECODE == 3:
+                kh = k0 + 2 * tl.arange(0, BLOCK_K // 2)
+                arow = act_ptr + pairs[None, :].to(tl.int64) * I
+                ae = tl.load(arow + kh[:, None], mask=pvalid[None, :], other=0.0)
+                ao = tl.load(arow + kh[:, None] + 1, mask=pvalid[None, :], other=0.0)
+                wb, s = _load_b_tile(w_ptr, s_ptr, rows, nmask, k0, stride_w, stride_s, BLOCK_K)
+                lo, hi = _dequant_halves_asm(wb, s, WIDE)
+                acc = tl.dot(hi, ao, tl.dot(lo, ae, acc))
             else:
-                at = tl.load(act_ptr + pairs[None, :].to(tl.int64) * I + kk[:, None], mask=pvalid[None, :], other=0.0)
-                if DECODE == 2:  # Triton's own MXFP4 upcast (tl.dot_scaled)
-                    kb = k0 // 2 + tl.arange(0, BLOCK_K // 2)
-                    ks = k0 // 32 + tl.arange(0, BLOCK_K // 32)
-                    w = tl.load(w_ptr + rows[:, None] * stride_w + kb[None, :], mask=nmask[:, None], other=0)
-                    s = tl.load(s_ptr + rows[:, None] * stride_s + ks[None, :], mask=nmask[:, None], other=127)
-                    acc = tl.dot_scaled(w, s, "e2m1", at, None, "bf16", acc)
-                elif DECODE == 3:
-                    kh = k0 + 2 * tl.arange(0, BLOCK_K // 2)
-                    arow = act_ptr + pairs[None, :].to(tl.int64) * I
-                    ae = tl.load(arow + kh[:, None], mask=pvalid[None, :], other=0.0)
-                    ao = tl.load(arow + kh[:, None] + 1, mask=pvalid[None, :], other=0.0)
-                    wb, s = _load_b_tile(w_ptr, s_ptr, rows, nmask, k0, stride_w, stride_s, BLOCK_K)
-                    lo, hi = _dequant_halves_asm(wb, s, WIDE)
-                    acc = tl.dot(hi, ao, tl.dot(lo, ae, acc))
-                else:
-                    if INTERPRET:
-                        at = at.to(tl.float32)
-                    v = _decoded_tile(w_ptr, s_ptr, rows, nmask, k0, stride_w, stride_s, BLOCK_K, DECODE, INTERPRET, WIDE)
-                    acc = tl.dot(v, at, acc)
-        if SWAP:
-            acc = tl.trans(acc)
+                if INTERPRET:
+                    at = at.to(tl.float32)
+                v = _decoded_tile(w_ptr, s_ptr, rows, nmask, k0, stride_w, stride_s, BLOCK_K, DECODE, INTERPRET, WIDE)
+                acc = tl.dot(v, at, acc)
         optr = y_ptr + (tl.program_id(2) * P + pairs[None, :]).to(tl.int64) * H + n[:, None]
         tl.store(optr, acc, mask=nmask[:, None] & pvalid[None, :])
 
