@@ -230,6 +230,12 @@ def convert_gguf_to_hf(src, out_dir, *, dtype: str = "float32", force: bool = Fa
             config = build_config(g, arch, dtype)
             (tmp / "config.json").write_text(json.dumps(config, indent=2) + "\n")
             (tmp / "generation_config.json").write_text(json.dumps(generation_config(g), indent=2) + "\n")
+            if progress:
+                import sys
+
+                n_tok = g.fields["tokenizer.ggml.tokens"].value.count
+                print(f"building the tokenizer ({n_tok:,} tokens; large vocabularies take a minute)",
+                      file=sys.stderr, flush=True)
             tok = write_tokenizer(g, arch, tmp)
             prog = Progress(g.data_end - g.data_offset, "dequantize", enabled=progress)
             files = _write_weights(g, arch, tmp, dtype, prog)
