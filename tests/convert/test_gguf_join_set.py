@@ -195,3 +195,12 @@ def test_set_cli_bool_false(gemma_gguf, tmp_path):
     assert read_gguf(f).get("tokenizer.ggml.add_bos_token") is False
     r = subprocess.run([str(TOOLS / "gguf-set"), str(f), "general.name=x"], capture_output=True, text=True)
     assert r.returncode == 2 and "help: give -o NEW_FILE" in r.stderr and "Traceback" not in r.stderr
+
+
+def test_gemma_path_rebuilds_a_corrupt_cached_file(tmp_path):
+    target = tmp_path / "gemma-3-270m-q4_k_m.gguf"
+    target.write_bytes(b"partial download")
+    p = gemma.gguf_path(tmp_path)
+    assert p == target and sha256(p) == gemma.expected_sha256()
+    assert gemma.gguf_path(tmp_path) == p  # second call: the stamp, no hashing
+    assert not list(tmp_path.glob(".*tmp*"))

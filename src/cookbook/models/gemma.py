@@ -35,10 +35,24 @@ def gguf_path(cache_dir: str | os.PathLike | None = None) -> Path:
             seen = {}
         if seen == {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": pkg.EXPECTED_SHA256}:
             return target
-    try:
-        path = Path(pkg.assemble(target, overwrite=target.exists() and not stamp.exists()))
-    except FileNotFoundError as e:
-        raise ModelNotInstalled(f"{e}; {INSTALL_HELP}") from None
+    fresh = not target.exists()
+    if not fresh:
+        try:
+            pkg.assemble(target)  # re-checks its sha256
+        except FileExistsError:  # a different (corrupt or partial) file: build it again
+            fresh = True
+    if fresh:
+        # assemble() writes in place: build under a temporary name so that a concurrent
+        # caller never sees a half-written file, then rename.
+        tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+        try:
+            pkg.assemble(tmp, overwrite=True)
+            os.replace(tmp, target)
+        except FileNotFoundError as e:
+            raise ModelNotInstalled(f"{e}; {INSTALL_HELP}") from None
+        finally:
+            tmp.unlink(missing_ok=True)
+    path = target
     st = path.stat()
     stamp.write_text(json.dumps({"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": pkg.EXPECTED_SHA256}))
     return path
