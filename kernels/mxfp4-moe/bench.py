@@ -135,12 +135,14 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=None, help="folder for results JSON and tuned tables")
     ap.add_argument("--budget-s", type=float, default=170.0, help="tuning time for all variants together (shared out evenly)")
     ap.add_argument("--no-baseline", action="store_true")
+    ap.add_argument("--layout", default="converter", choices=("converter", "paired"),
+                    help="paired: re-arrange the packed weights once (prepare.pair_nibbles), timed apart")
     args = ap.parse_args()
 
     import torch
     import triton
 
-    from cookbook.kernels.mxfp4_moe import VARIANTS, LaunchConfig, fused_moe_mxfp4, load_table, pick
+    from cookbook.kernels.mxfp4_moe import VARIANTS, fused_moe_mxfp4, load_table, pick
     from cookbook.kernels.mxfp4_moe.config import table_json
     from cookbook.kernels.mxfp4_moe.reference import moe_torch, rel_error
 
@@ -156,7 +158,7 @@ def main() -> int:
     t_start = time.time()
     dev = torch.cuda.get_device_properties(0)
     stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-    meta = {"date": stamp, "device": dev.name, "sms": dev.multi_processor_count,
+    meta = {"layout": args.layout, "date": stamp, "device": dev.name, "sms": dev.multi_processor_count,
             "torch": torch.__version__, "triton": triton.__version__,
             "command": "python3 kernels/mxfp4-moe/bench.py " + " ".join(sys.argv[1:])}
     log(f"# {meta}")
@@ -169,14 +171,28 @@ def main() -> int:
         shape = VARIANTS[v]
         torch.cuda.empty_cache()
         w = make_experts(shape, seed=1)
+        w_conv = w
         scale_max = max(int(w[1].max()), int(w[3].max()))
+        if args.layout == "paired":  # one-time prepare step, MXFP4-sized output
+            from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            p13, p2 = prepare_experts(w[0], w[2])
+            torch.cuda.synchronize()
+            prep_s = time.perf_counter() - t0
+            extra = p13.numel() + p2.numel()
+            w = (p13, w[1], p2, w[3])
+            results.setdefault("prepare", {})[v] = {"s": prep_s, "bytes": extra}
+            log(f"{v}: prepare (pair_nibbles, all {shape.experts} experts) {prep_s * 1e3:.1f} ms, "
+                f"output {extra / 1e9:.2f} GB uint8 (same size as the packed weights)")
         table = load_table(v)
         per_expert = shape.expert_bytes()
 
         def runner(cfg, routs, x):
             def fn(r):
                 wts, ids = routs[r]
-                return fused_moe_mxfp4(x, *w, wts, ids, config=cfg, check_ids=False, scale_max=scale_max)
+                return fused_moe_mxfp4(x, *w, wts, ids, config=cfg, check_ids=False, scale_max=scale_max,
+                                       layout=args.layout)
             return fn
 
         if args.tune:
@@ -242,12 +258,12 @@ def main() -> int:
             row = {"variant": v, "batch": b, "us": t * 1e6, "experts": distinct, "GB": nbytes / 1e9,
                    "TBps": nbytes / t / 1e12, "copy_frac": nbytes / t / copy_bw, "config": asdict(cfg)}
             wts, ids = routs[0]
-            out = fused_moe_mxfp4(x, *w, wts, ids, config=cfg, scale_max=scale_max)
+            out = fused_moe_mxfp4(x, *w, wts, ids, config=cfg, scale_max=scale_max, layout=args.layout)
             if b in (1, 8, 64):
-                ref = moe_torch(x, *w, wts, ids)
+                ref = moe_torch(x, *w_conv, wts, ids)
                 row["rel_err"] = rel_error(out.float().cpu().numpy(), ref.cpu().numpy())
             if not args.no_baseline:
-                tb = event_time(lambda: moe_torch(x, *w, wts, ids, dtype=torch.bfloat16))
+                tb = event_time(lambda: moe_torch(x, *w_conv, wts, ids, dtype=torch.bfloat16))
                 nb = len(torch.unique(ids)) * per_expert
                 row.update(base_us=tb * 1e6, base_TBps=nb / tb / 1e12, speedup=(nbytes / t) / (nb / tb))
             results["rows"].append(row)
@@ -256,7 +272,7 @@ def main() -> int:
                 + (f"  base {row['base_us'] / 1e3:8.2f} ms ({row['base_TBps']:.3f} TB/s) x{row['speedup']:.0f}"
                    if "base_us" in row else "")
                 + (f"  err {row['rel_err']:.1e}" if "rel_err" in row else ""))
-        del w
+        del w, w_conv
 
     def print_summary():
         log(f"\ncopy bandwidth {copy_bw / 1e12:.2f} TB/s; {dev.name}; {stamp}")

@@ -237,3 +237,37 @@ def test_split_k_matches_reference(name):
 def test_split_out_of_range_is_refused():
     with pytest.raises(ConfigError, match="split1/split2 must be 1..64"):
         LaunchConfig(split1=128).check("test")
+
+
+def test_paired_layout_decodes_to_the_library_values_bit_for_bit():
+    """The one-time `pair_nibbles` re-arrangement (same size, uint8) decoded by the kernel's
+    decoder gives exactly what cookbook.mxfp4 gives for the converter's bytes."""
+    from cookbook.kernels.mxfp4_moe.prepare import pair_nibbles
+    rng = np.random.default_rng(6)
+    packed, scales = _all_codes_all_scales(rng, list(range(256)))
+    paired = pair_nibbles(torch.from_numpy(packed))
+    assert paired.dtype == torch.uint8 and paired.shape == packed.shape
+    assert not torch.equal(paired, torch.from_numpy(packed))    # really re-arranged
+    out = dequantize_mxfp4(paired.to(DEV), torch.from_numpy(scales).to(DEV), wide=True, layout="paired")
+    same = _same_bits(out.cpu().numpy(), mxfp4.dequantize(packed, scales, np.float32))
+    assert same.all(), f"{(~same).sum()} values differ"
+
+
+def test_paired_layout_moe_matches_the_converter_layout():
+    from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
+    rng = np.random.default_rng(31)
+    e, h, i, t, k = 8, 128, 64, 5, 2
+    w13p, w13s, w2p, w2s = _experts(rng, e, h, i)
+    ids, wts = _routing(rng, t, e, k)
+    x = torch.randn(t, h, generator=torch.Generator().manual_seed(6)).bfloat16()
+    plain = _run(x, (w13p, w13s, w2p, w2s), wts, ids)
+    p13, p2 = prepare_experts(torch.from_numpy(w13p), torch.from_numpy(w2p))
+    tens = [a.to(DEV) for a in (p13, torch.from_numpy(w13s), p2, torch.from_numpy(w2s))]
+    cfg = LaunchConfig(block_t=16, block_n1=32, block_k1=64, block_n2=32, block_k2=64, split1=2)
+    out = fused_moe_mxfp4(x.to(DEV), *tens, torch.from_numpy(wts).to(DEV), torch.from_numpy(ids).to(DEV),
+                          config=cfg, layout="paired").float().cpu().numpy()
+    ref = moe_reference(x.float().numpy(), w13p, w13s, w2p, w2s, wts, ids)
+    assert rel_error(out, ref) <= TOL and rel_error(out, plain) <= TOL
+    with pytest.raises(MoEInputError, match="layout must be one of converter, paired"):
+        fused_moe_mxfp4(x.to(DEV), *tens, torch.from_numpy(wts).to(DEV), torch.from_numpy(ids).to(DEV),
+                        config=cfg, layout="swizzled")

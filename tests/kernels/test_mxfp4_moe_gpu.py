@@ -106,3 +106,25 @@ def test_real_shape_split_k(variant, change):
     ref = moe_torch(x, *w, wts, ids)
     err = rel_error(out.float().cpu().numpy(), ref.cpu().numpy())
     assert 0 < err <= TOL, f"{name} {change}: relative error {err:.2e}"
+
+
+@pytest.mark.parametrize("decoder", ["fp32", "asm"])
+def test_paired_layout_each_decoder_bit_for_bit_and_moe(variant, decoder):
+    """The paired layout (one-time nibble re-arrangement) at real shapes: one expert decodes bit
+    for bit like cookbook.mxfp4 on the converter's bytes; the MoE matches the reference."""
+    from dataclasses import replace
+
+    from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
+    name, shape, w = variant
+    p13, p2 = prepare_experts(w[0], w[2])
+    out = dequantize_mxfp4(p13[3], w[1][3], decoder=decoder, layout="paired").cpu().numpy()
+    ref = mxfp4.dequantize(w[0][3].cpu().numpy(), w[1][3].cpu().numpy(), np.float32)
+    assert (out.view(np.uint32) == ref.view(np.uint32)).all()
+    g = torch.Generator(device="cuda").manual_seed(55)
+    x = torch.randn(5, shape.hidden, device="cuda", generator=g).bfloat16()
+    vals, ids = torch.rand(5, shape.experts, device="cuda", generator=g).topk(shape.top_k, dim=1)
+    wts = torch.softmax(vals, 1)
+    cfg = replace(pick(load_table(name), 4), decoder=decoder)
+    got = fused_moe_mxfp4(x, p13, w[1], p2, w[3], wts, ids.to(torch.int32), config=cfg, layout="paired")
+    err = rel_error(got.float().cpu().numpy(), moe_torch(x, *w, wts, ids).cpu().numpy())
+    assert 0 < err <= TOL, f"{name} paired {decoder}: relative error {err:.2e}"

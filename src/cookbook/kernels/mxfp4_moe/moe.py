@@ -70,12 +70,14 @@ def check_inputs(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weights, 
 
 def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weights, topk_ids,
                     config: LaunchConfig | None = None, check_ids: bool = True,
-                    scale_max: int | None = None):
+                    scale_max: int | None = None, layout: str = "converter"):
     """Routed-expert MoE on MXFP4 weights: out[t] = sum_j w[t,j] * W2_e (silu(Wg_e x) * (Wu_e x)).
 
     check_ids=True verifies 0 <= topk_ids < E (one device sync); pass False in graphs.
     scale_max: the largest E8M0 byte in w13_scales and w2_scales (compute it once per model
     with `scale_byte_max`); <= 128 selects the one-multiply decoder. None computes it here.
+    layout: "converter" (the packed bytes as written) or "paired" (w13_packed and w2_packed
+    passed through `prepare.prepare_experts` once, at load time; decoders fp32 and asm only).
     """
     import torch
 
@@ -88,6 +90,7 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
         raise MoEInputError(f"H={h} must be a multiple of block_k1={cfg.block_k1} and I={i} of block_k2={cfg.block_k2}")
     interpret = _interpret()
     decode = DECODERS.index(cfg.decoder)
+    paired = _check_layout(layout, decode)
     if decode and interpret:
         raise MoEInputError(f"decoder {cfg.decoder!r} needs a GPU; the CPU interpreter runs decoder 'fp32'")
     if check_ids:
@@ -119,7 +122,7 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     grid1 = (max_blocks, triton_cdiv(i, cfg.block_n1), split1)
     K._w13_silu_kernel[grid1](x, w13, w13_scales, act, part, sorted_pairs, block_expert, num_blocks,
                               p, h, i, k, w13.shape[-1], h // 32, BLOCK_T=bt, BLOCK_N=cfg.block_n1, BLOCK_K=cfg.block_k1,
-                              DECODE=decode, INTERPRET=interpret, WIDE=wide, SPLIT=split1,
+                              DECODE=decode, INTERPRET=interpret, WIDE=wide, SPLIT=split1, PAIRED=paired,
                               num_warps=cfg.warps1, num_stages=cfg.stages1)
     if split1 > 1:
         block_i = min(1024, _next_pow2(i))
@@ -128,13 +131,22 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     grid2 = (max_blocks, triton_cdiv(h, cfg.block_n2), split2)
     K._w2_kernel[grid2](act, w2, w2_scales, y, sorted_pairs, block_expert, num_blocks,
                         p, h, i, w2.shape[-1], i // 32, BLOCK_T=bt, BLOCK_N=cfg.block_n2, BLOCK_K=cfg.block_k2,
-                        DECODE=decode, INTERPRET=interpret, WIDE=wide, SPLIT=split2,
+                        DECODE=decode, INTERPRET=interpret, WIDE=wide, SPLIT=split2, PAIRED=paired,
                         num_warps=cfg.warps2, num_stages=cfg.stages2)
     out = torch.empty(t, h, dtype=torch.bfloat16, device=dev)
     block_h = min(1024, _next_pow2(h))
     K._topk_sum_kernel[(t, triton_cdiv(h, block_h))](y, topk_weights.to(torch.float32).contiguous(), out, p, h,
                                                      TOPK=k, BLOCK_H=block_h, SPLIT=split2)
     return out
+
+
+def _check_layout(layout: str, decode: int) -> bool:
+    from .prepare import LAYOUTS
+    if layout not in LAYOUTS:
+        raise MoEInputError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
+    if layout == "paired" and DECODERS[decode] not in ("fp32", "asm"):
+        raise MoEInputError(f"layout 'paired' works with decoders fp32 and asm, not {DECODERS[decode]!r}")
+    return layout == "paired"
 
 
 def scale_byte_max(*scales) -> int:
@@ -146,7 +158,8 @@ def triton_cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def dequantize_mxfp4(packed, scales, out_dtype=None, wide: bool | None = None, decoder: str = "fp32"):
+def dequantize_mxfp4(packed, scales, out_dtype=None, wide: bool | None = None, decoder: str = "fp32",
+                     layout: str = "converter"):
     """Decode a [R, K/2] MXFP4 matrix with the kernels' in-register decoder (for exactness tests)."""
     import torch
 
@@ -167,8 +180,9 @@ def dequantize_mxfp4(packed, scales, out_dtype=None, wide: bool | None = None, d
     if decoder not in ("fp32", "asm"):
         raise MoEInputError(f"dequantize_mxfp4: decoder must be 'fp32' or 'asm', got {decoder!r}")
     decode = DECODERS.index(decoder)
+    paired = _check_layout(layout, decode)
     w = packed.contiguous() if decode else packed.contiguous().view(torch.int32)
     K._dequant_kernel[(triton_cdiv(r, block_r), k // block_k)](
         w, scales.contiguous(), out, r, k,
-        BLOCK_R=block_r, BLOCK_K=block_k, OUT_BF16=out_dtype == torch.bfloat16, WIDE=wide, DECODE=decode)
+        BLOCK_R=block_r, BLOCK_K=block_k, OUT_BF16=out_dtype == torch.bfloat16, WIDE=wide, DECODE=decode, PAIRED=paired)
     return out
