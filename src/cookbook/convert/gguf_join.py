@@ -12,6 +12,7 @@ Both copy in the kernel (copy_file_range), write to a temporary name and rename 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 import threading
 from pathlib import Path
@@ -192,19 +193,29 @@ class _Hasher(threading.Thread):
 
     def run(self):
         try:
-            buf = bytearray(HASH_CHUNK)
-            view = memoryview(buf)
+            if self.want_each and not self.want_whole:
+                # parts are independent: hash them on every core (hashlib releases the GIL)
+                from concurrent.futures import ThreadPoolExecutor
+
+                with ThreadPoolExecutor(max_workers=min(len(self.paths), os.cpu_count() or 1)) as pool:
+                    self.each = dict(zip(self.paths, pool.map(self._hash_one, self.paths)))
+                return
             for p in self.paths:
-                h = hashlib.sha256()
-                with open(p, "rb", buffering=0) as f:
-                    while n := f.readinto(buf):
-                        if self.want_each:
-                            h.update(view[:n])
-                        if self.want_whole:
-                            self.whole.update(view[:n])
-                self.each[p] = h.hexdigest()
+                self.each[p] = self._hash_one(p, also=self.whole if self.want_whole else None)
         except BaseException as e:  # reported by join_parts
             self.error = e
+
+    @staticmethod
+    def _hash_one(path: Path, also=None) -> str:
+        h = hashlib.sha256()
+        buf = bytearray(HASH_CHUNK)
+        view = memoryview(buf)
+        with open(path, "rb", buffering=0) as f:
+            while n := f.readinto(buf):
+                h.update(view[:n])
+                if also is not None:
+                    also.update(view[:n])
+        return h.hexdigest()
 
 
 def join_parts(parts: list[Path], out, *, sha256sums=None, expect_sha256: str | None = None,
