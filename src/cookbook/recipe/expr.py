@@ -73,17 +73,17 @@ def dotted_name(node: ast.AST) -> str | None:
     return None
 
 
-def lookup(context: dict[str, Any], dotted: str) -> Any:
+def lookup(context: dict[str, Any], dotted: str, unwrap: bool = True) -> Any:
+    """The value at a dotted key, or MISSING. With unwrap, a {value, why} setting is its value."""
     value: Any = context
-    for part in dotted.split("."):
+    for part in dotted.split(".") if dotted else []:
         if isinstance(value, dict) and part in value:
             value = value[part]
         elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
             value = value[int(part)]
         else:
             return MISSING
-        # A {value, why} setting evaluates to its value.
-        if isinstance(value, dict) and "value" in value and set(value) <= {"value", "why", "source"}:
+        if unwrap and isinstance(value, dict) and "value" in value and set(value) <= {"value", "why", "source"}:
             value = value["value"]
     return value
 

@@ -329,15 +329,9 @@ def apply_sets(data: dict, sets: list[str]) -> tuple[dict, list[E.Diagnostic]]:
 
 
 def _raw(data: dict, dotted: str) -> Any:
-    node: Any = data
-    for part in dotted.split(".") if dotted else []:
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return None
-    return node
+    """The container at a dotted key as stored (settings not unwrapped), or None."""
+    node = expr.lookup(data, dotted, unwrap=False)
+    return None if node is expr.MISSING else node
 
 
 def _schema_allows(parent: str, leaf: str) -> bool:
