@@ -1,23 +1,9 @@
-import os
-from pathlib import Path
-
 import pytest
 
-FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "recipes"
-SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
+from recipe_engine_helpers import FIXTURES
 
 
 @pytest.fixture
 def valid_recipes(monkeypatch):
     monkeypatch.setenv("COOKBOOK_RECIPES", str(FIXTURES / "valid"))
     return FIXTURES / "valid"
-
-
-def check_golden(name: str, text: str) -> None:
-    """Compare with tests/recipe_engine/snapshots/<name>; UPDATE_GOLDEN=1 rewrites it."""
-    path = SNAPSHOTS / name
-    if os.environ.get("UPDATE_GOLDEN"):
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(text)
-    assert path.exists(), f"missing snapshot {path}; run with UPDATE_GOLDEN=1"
-    assert text == path.read_text(), f"{name} differs from its snapshot (UPDATE_GOLDEN=1 to accept)"
