@@ -35,7 +35,8 @@ def measure(resolved, env, workdir: Path, label: str) -> dict:
         local.wait_ready(server, 900)
         out = workdir / "bundle"
         argv = [sys.executable, "-m", "cookbook.cli", "gates", "run", resolved.slug, "--only", "speed",
-                "--base-url", server.base_url, "--out", str(out)]
+                "--base-url", server.base_url, "--out", str(out),
+                "--model", str(resolved.recipe.serve.arg("served_model_name"))]
         local.step(f"{label}: speed gate")
         subprocess.run(argv, check=False)
         results = json.loads((out / "results.json").read_text())
@@ -47,11 +48,13 @@ def measure(resolved, env, workdir: Path, label: str) -> dict:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("recipe", nargs="?", default="gemma3-270m-cpu")
+    ap.add_argument("--port", type=int, help="serve on this port instead of the recipe's")
     args = ap.parse_args()
-    recipe = resolve(args.recipe)
+    sets = [f"serve.args.port={args.port}"] if args.port else []
+    recipe = resolve(args.recipe, sets=sets)
     if recipe.recipe.gates.speed is None:
         sys.exit(f"error: {args.recipe} declares no speed gate; nothing to measure")
-    defaults = resolve(args.recipe)
+    defaults = resolve(args.recipe, sets=sets)
     defaults.recipe.serve.args = {k: v for k, v in recipe.recipe.serve.args.items() if k in KEEP_FOR_DEFAULTS}
     defaults.recipe.serve.args.setdefault("max_model_len", Setting(value=10240))
     figures = {}
@@ -73,9 +76,10 @@ def main() -> None:
         ratio = (b / a) if invert else (a / b)
         print(f"{name:<34} {a:10.2f} {b:10.2f} {ratio:8.2f}x")
 
-    for key in sorted(set(rec) & set(dfl)):
-        if isinstance(rec[key], (int, float)) and not isinstance(rec[key], bool):
-            row(key, rec[key], dfl[key], invert=key.startswith("ttft"))
+    for key in ("decode_tok_s_1_stream", "decode_tok_s_4_streams"):
+        row(key, rec.get(key), dfl.get(key))
+    for n in sorted(set(rec.get("ttft_s", {})) & set(dfl.get("ttft_s", {})), key=int):
+        row(f"TTFT s, uncached {n}-token prompt", rec["ttft_s"][n], dfl["ttft_s"][n], invert=True)
     sweep_r = {r["concurrency"]: r for r in rec.get("sweep", [])}
     sweep_d = {r["concurrency"]: r for r in dfl.get("sweep", [])}
     for c in sorted(set(sweep_r) & set(sweep_d)):

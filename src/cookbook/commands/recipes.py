@@ -41,7 +41,7 @@ def list_cmd(as_json):
     """Every recipe: model, hardware, status, and whether it runs on this machine."""
     from cookbook import platforms
     from cookbook.recipe.resolve import all_slugs, resolve
-    from cookbook.recipe.status import verified_status
+    from cookbook.recipe.status import status_of
 
     here = platforms.detect()
     rows = []
@@ -58,7 +58,7 @@ def list_cmd(as_json):
         ok, reason = platforms.can_run(hw.platform, hw.gpus, hw.min_host_memory_gib, here)
         rows.append({"slug": slug, "model": r.recipe.model.name,
                      "hardware": f"{hw.gpus}x {hw.platform}" if hw.gpus else hw.platform,
-                     "status": verified_status(slug), "runs_here": ok, "reason": reason})
+                     "status": status_of(r), "runs_here": ok, "reason": reason})
     if as_json:
         click.echo(json.dumps({"machine": here.description, "recipes": rows}, indent=2))
         return

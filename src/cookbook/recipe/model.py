@@ -8,6 +8,8 @@ a source document explains carries that reason in a `why`, and the reason is wha
 
 from __future__ import annotations
 
+import functools
+import json
 from typing import Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
@@ -244,7 +246,17 @@ class Recipe(Strict):
         return defaults[0] if defaults else None
 
 
+@functools.lru_cache(maxsize=1)
+def _schema_cached() -> str:
+    return json.dumps(_build_json_schema())
+
+
 def json_schema() -> dict:
+    """The recipe JSON Schema (a fresh copy; built once per process)."""
+    return json.loads(_schema_cached())
+
+
+def _build_json_schema() -> dict:
     schema = Recipe.model_json_schema()
     # A Setting may also be written bare: any value that is not a mapping with `value`.
     setting = schema["$defs"]["Setting"]

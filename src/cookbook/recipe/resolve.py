@@ -295,7 +295,7 @@ def parse_set(item: str) -> tuple[str, Any]:
 def apply_sets(data: dict, sets: list[str]) -> tuple[dict, list[E.Diagnostic]]:
     diags = []
     data = copy.deepcopy(data)
-    top_level = set(json_schema()["properties"])
+    top_level = set(Recipe.model_fields)
     for item in sets:
         try:
             key, value = parse_set(item)
