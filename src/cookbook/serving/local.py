@@ -116,18 +116,49 @@ class Server:
         except OSError:
             return ""
 
-    def stop(self, grace_s: float = 20.0) -> None:
-        if not self.alive():
+    def stop(self, grace_s: float = 30.0) -> None:
+        """SIGTERM the whole process group (bash, the API server, the engine core), wait
+        until every member is gone, SIGKILL what is left after grace_s."""
+        pgid = self.process.pid
+        if not _group_alive(pgid):
             return
         step("stopping the server")
-        try:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            self.process.wait(grace_s)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait()
-        except ProcessLookupError:
-            pass
+        _signal_group(pgid, signal.SIGTERM)
+        deadline = time.monotonic() + grace_s
+        while _group_alive(pgid) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        if _group_alive(pgid):
+            _signal_group(pgid, signal.SIGKILL)
+            while _group_alive(pgid):
+                time.sleep(0.2)
+        self.process.wait()
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
+
+
+def _group_alive(pgid: int) -> bool:
+    """True while any process of the group exists (zombies of our direct child excepted)."""
+    try:
+        os.killpg(pgid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    # The group leader may be our own unreaped child: reap it and look again.
+    try:
+        os.waitpid(pgid, os.WNOHANG)
+    except ChildProcessError:
+        pass
+    try:
+        os.killpg(pgid, 0)
+        return True
+    except ProcessLookupError:
+        return False
 
 
 def launch(resolved: ResolvedRecipe, env: dict[str, str], workdir: Path) -> Server:
