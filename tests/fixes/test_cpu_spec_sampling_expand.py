@@ -6,8 +6,13 @@ wrote into an int64 temporary and dropped it, so the expanded temperatures were
 uninitialized memory. In a batch mixing greedy and sampled requests the greedy rows were
 then divided by garbage: a masked (-inf) row could argmax to token 0 (<pad>), which the
 structured-output grammar rejects ("grammar rejected tokens [0]"), and the request fails
-with HTTP 500. Unpatched, a few bursts of concurrent tool-call / JSON-schema requests
-(greedy and sampled) against the CPU recipe's server flags hit it; patched, all succeed.
+with HTTP 500.
+
+The unpatched half is asserted where it is deterministic: the expansion itself returns the
+wrong temperatures and top_k. A server-level unpatched test was dropped: its failure
+depends on what the uninitialized memory holds (every burst failed on the dev machine;
+one CI run saw none fail). The patched server is tested end to end: bursts of concurrent
+tool-call / JSON-schema requests (greedy and sampled) with the CPU recipe's flags all succeed.
 """
 
 from __future__ import annotations
@@ -28,7 +33,6 @@ pytestmark = pytest.mark.engine
 # The CPU recipe's serving flags that matter here (recipes/gemma3-270m-cpu): ngram
 # speculation, tool calling, its chat template. Compiled, as the recipe serves.
 SPEC = '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 2}'
-ROUNDS_UNPATCHED = 6  # stops at the first failing round (every round failed when measured)
 ROUNDS_PATCHED = 3
 
 WEATHER = {"type": "object", "properties": {"city": {"type": "string"},
@@ -120,34 +124,16 @@ def _start(tree, model, log, cache_root) -> Server:
             "--chat-template", str(repo_root() / "recipes" / "gemma3-270m-cpu" / "chat_template.jinja"),
             "--enable-auto-tool-choice", "--tool-call-parser", "hermes", "--tool-strict-level", "parameter"]
     env = env_for(tree)
-    env["VLLM_CACHE_ROOT"] = str(cache_root)  # shared: the patched server loads the compilation
+    if cache_root is not None:
+        env["VLLM_CACHE_ROOT"] = str(cache_root)
     return Server(argv, env, port, log)
 
 
-@pytest.fixture(scope="module")
-def cache_root(tmp_path_factory):
-    return tmp_path_factory.mktemp("vllm-cache")
-
-
 @pytest.mark.slow
-def test_unpatched_mixed_batch_fails_structured_output(pristine_tree, gemma_hf, cache_root, tmp_path):
-    server = _start(pristine_tree, gemma_hf, tmp_path / "server.log", cache_root)
-    try:
-        server.wait_ready(1500)
-        statuses = []
-        for _ in range(ROUNDS_UNPATCHED):
-            statuses += [r.status_code for _, r in _burst(server)]
-            if 500 in statuses:
-                break
-        assert 500 in statuses, f"no request failed in {len(statuses)}: the defect did not show"
-        assert "grammar rejected tokens" in server.tail(200000)
-    finally:
-        server.close()
-
-
-@pytest.mark.slow
-def test_patched_mixed_batch_structured_output(patched_tree, gemma_hf, cache_root, tmp_path):
-    server = _start(patched_tree, gemma_hf, tmp_path / "server.log", cache_root)
+def test_patched_mixed_batch_structured_output(patched_tree, gemma_hf, tmp_path):
+    # vLLM's default compile cache: with aot-cache-load the server loads what an earlier
+    # server of the same flags compiled instead of compiling again.
+    server = _start(patched_tree, gemma_hf, tmp_path / "server.log", None)
     try:
         server.wait_ready(1500)
         for _ in range(ROUNDS_PATCHED):
