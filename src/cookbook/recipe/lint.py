@@ -8,7 +8,7 @@ from cookbook import platforms
 from cookbook.recipe import errors as E
 from cookbook.recipe import expr
 from cookbook.recipe.resolve import (
-    apply_quant, check_rules, load_chain, merge_chain, validate, _has_key)
+    apply_quant, check_rules, load_chain, locator, merge_chain, validate)
 from cookbook.recipe.status import verified_status
 
 
@@ -21,11 +21,7 @@ def lint_file(path: Path) -> list[E.Diagnostic]:
         return exc.diagnostics
     leaf = chain[-1]
 
-    def locate(dotted: str):
-        for src in reversed(chain):
-            if _has_key(src.data, dotted):
-                return (src.path, *src.where(dotted))
-        return (leaf.path, *leaf.where(dotted))
+    locate = locator(chain)
 
     def diag(kind, key, problem, help=None):
         file, line, col = locate(key)
@@ -42,7 +38,7 @@ def lint_file(path: Path) -> list[E.Diagnostic]:
     out += val
     out += _raw_checks(data, diag)
     if recipe is None:
-        return _only_leaf(out, leaf.path)
+        return _in_file_order(out)
     out += _fix_diagnostics(recipe, diag)
     if not recipe.abstract and not any(d.kind is E.BAD_EXPRESSION for d in out):
         resolved_data, quant, qd = apply_quant(data, None, folder)
@@ -59,7 +55,7 @@ def lint_file(path: Path) -> list[E.Diagnostic]:
             out.append(diag(E.STALE_VERIFIED, "verified",
                             "the recipe changed after it was verified (recipe_hash differs)",
                             f"run gates/run.sh {folder} and `cookbook gates verify {folder} BUNDLE`"))
-    return _only_leaf(out, leaf.path)
+    return _in_file_order(out)
 
 
 def _raw_checks(data: dict, diag) -> list[E.Diagnostic]:
@@ -106,6 +102,5 @@ def _fix_diagnostics(recipe, diag) -> list[E.Diagnostic]:
     return []
 
 
-def _only_leaf(diags: list[E.Diagnostic], leaf: Path) -> list[E.Diagnostic]:
-    """Report problems inherited from a parent once, at the parent (lint of the parent)."""
+def _in_file_order(diags: list[E.Diagnostic]) -> list[E.Diagnostic]:
     return sorted(diags, key=lambda d: (str(d.file), d.line or 0, d.col or 0, d.kind.id))

@@ -43,10 +43,7 @@ class ResolvedRecipe:
 
     def where(self, key: str) -> tuple[Path, int, int]:
         """File and position that defined `key` (the nearest recipe in the chain)."""
-        for src in reversed(self.chain):
-            if _has_key(src.data, key):
-                return (src.path, *src.where(key))
-        return (self.path, 1, 1)
+        return locator(self.chain)(key)
 
 
 def content_hash(data: dict[str, Any]) -> str:
@@ -58,6 +55,20 @@ def content_hash(data: dict[str, Any]) -> str:
 
 def _has_key(data: Any, dotted: str) -> bool:
     return expr.lookup(data, dotted) is not expr.MISSING if dotted else True
+
+
+def locator(chain: list[SourceFile]):
+    """dotted key -> (file, line, col) of the nearest recipe in the chain that sets it
+    (the leaf, at its nearest present ancestor key, when none does)."""
+    leaf = chain[-1]
+
+    def locate(dotted: str) -> tuple[Path, int, int]:
+        for src in reversed(chain):
+            if _has_key(src.data, dotted):
+                return (src.path, *src.where(dotted))
+        return (leaf.path, *leaf.where(dotted))
+
+    return locate
 
 
 def deep_merge(base: dict, over: dict) -> dict:
@@ -399,12 +410,7 @@ def resolve(slug: str | Path, quant: str | None = None, sets: list[str] | tuple 
     leaf = chain[-1]
     name = leaf.path.parent.name
 
-    def locate(dotted: str) -> tuple[Path, int, int]:
-        for src in reversed(chain):
-            if _has_key(src.data, dotted):
-                return (src.path, *src.where(dotted))
-        return (leaf.path, *leaf.where(dotted))
-
+    locate = locator(chain)
     data = merge_chain(chain)
     data, chosen, diags = apply_quant(data, quant, name)
     data, set_diags = apply_sets(data, list(sets))

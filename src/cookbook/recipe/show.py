@@ -75,6 +75,7 @@ def render_show(resolved: ResolvedRecipe) -> str:
     extends = f", extends {r.extends}" if r.extends else ""
     out.append(f"recipe   {_relative(resolved.path)}{extends}")
     out.append(f"hash     {resolved.content_hash}")
+    # The status of the recipe as written (what --quant/--set resolve is not what was verified).
     out.append(f"status   {verified_status(resolved.path)}")
     if resolved.sets:
         out.append(f"--set    {' '.join(resolved.sets)}")
