@@ -34,11 +34,12 @@ DECODERS_TUNED = tuple(os.environ.get("MXFP4_MOE_TUNE_DECODERS", "asm").split(",
 # Coordinate sweep from the shipped entry: w13 fields, then w2 fields. Tuples are (block_n, block_k, warps, stages, split); None keeps
 # the current value.
 W13_CANDIDATES = [
-    (None, None, None, None, 2), (None, None, None, None, 4), (None, None, None, None, 8),
-    (64, 128, 4, 1, 4), (128, 128, 8, 1, 2),
+    (None, None, None, None, 1), (None, None, None, None, 2), (None, None, None, None, 4), (None, None, None, None, 8),
+    (64, 128, 4, 1, None), (64, 256, 4, 1, None), (128, 128, 4, 1, None), (128, 256, 8, 1, None),
 ]
 W2_CANDIDATES = [
-    (None, None, None, None, 2), (None, None, None, None, 4), (64, 128, 4, 1, 4), (128, 128, 8, 1, 2),
+    (None, None, None, None, 1), (None, None, None, None, 2), (None, None, None, None, 4),
+    (64, 128, 4, 1, None), (64, 256, 4, 1, None), (128, 128, 4, 1, None), (128, 256, 8, 1, None),
 ]
 
 
@@ -135,8 +136,9 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=None, help="folder for results JSON and tuned tables")
     ap.add_argument("--budget-s", type=float, default=170.0, help="tuning time for all variants together (shared out evenly)")
     ap.add_argument("--no-baseline", action="store_true")
-    ap.add_argument("--layout", default="converter", choices=("converter", "paired"),
-                    help="paired: re-arrange the packed weights once (prepare.pair_nibbles), timed apart")
+    ap.add_argument("--layout", default="frag", choices=("frag", "converter"),
+                    help="frag (default): re-arrange the experts once (prepare.prepare_experts, timed apart); "
+                         "converter: the tensors as the converter writes them")
     args = ap.parse_args()
 
     import torch
@@ -173,18 +175,17 @@ def main() -> int:
         w = make_experts(shape, seed=1)
         w_conv = w
         scale_max = max(int(w[1].max()), int(w[3].max()))
-        if args.layout == "paired":  # one-time prepare step, MXFP4-sized output
+        if args.layout == "frag":  # one-time prepare step, MXFP4-sized output
             from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
             torch.cuda.synchronize()
             t0 = time.perf_counter()
-            p13, p2 = prepare_experts(w[0], w[2])
+            w = prepare_experts(*w)
             torch.cuda.synchronize()
             prep_s = time.perf_counter() - t0
-            extra = p13.numel() + p2.numel()
-            w = (p13, w[1], p2, w[3])
-            results.setdefault("prepare", {})[v] = {"s": prep_s, "bytes": extra}
-            log(f"{v}: prepare (pair_nibbles, all {shape.experts} experts) {prep_s * 1e3:.1f} ms, "
-                f"output {extra / 1e9:.2f} GB uint8 (same size as the packed weights)")
+            size = sum(a.numel() for a in w)
+            results.setdefault("prepare", {})[v] = {"s": prep_s, "bytes": size}
+            log(f"{v}: prepare (frag layout, all {shape.experts} experts) {prep_s:.2f} s, "
+                f"{size / 1e9:.2f} GB uint8 out (the same size as in)")
         table = load_table(v)
         per_expert = shape.expert_bytes()
 

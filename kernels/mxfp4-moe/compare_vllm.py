@@ -29,6 +29,7 @@ def main() -> int:
     ap.add_argument("--triton-kernels", type=Path, required=True,
                     help="folder that contains the triton_kernels package (from the vLLM 0.26.0 wheel)")
     ap.add_argument("--variants", default="glm,dsv4,k3")
+    ap.add_argument("--layout", default="frag", choices=("frag", "converter"), help="our kernel's weight layout")
     ap.add_argument("--batches", default="1,2,4,8,16,32,64")
     args = ap.parse_args()
     if not (args.triton_kernels / "triton_kernels" / "matmul_ogs.py").is_file():
@@ -48,6 +49,7 @@ def main() -> int:
 
     import bench
     from cookbook.kernels.mxfp4_moe import VARIANTS, fused_moe_mxfp4, load_table, pick
+    from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
     from cookbook.kernels.mxfp4_moe.reference import moe_torch, rel_error
 
     opt_flags.update_opt_flags_constraints({"split_k": 1})  # what vLLM sets on SM90
@@ -71,6 +73,7 @@ def main() -> int:
         w2, pc2 = swizzle(w[2], w[3])
         table = load_table(v)
         i = shape.intermediate
+        wf = prepare_experts(*w) if args.layout == "frag" else w   # our kernel's one-time layout step
 
         for b in [int(x) for x in args.batches.split(",")]:
             g = torch.Generator(device="cuda").manual_seed(300 + b)
@@ -83,7 +86,8 @@ def main() -> int:
             cfg = pick(table, b)
 
             def ours(r):
-                return fused_moe_mxfp4(x, *w, *routs[r], config=cfg, check_ids=False, scale_max=127)
+                return fused_moe_mxfp4(x, *wf, *routs[r], config=cfg, check_ids=False, scale_max=127,
+                                       layout=args.layout)
 
             pow2_k = shape.top_k & (shape.top_k - 1) == 0
 
@@ -133,7 +137,7 @@ def main() -> int:
             rows.append(row)
             bench.log(f"{v:5s} b={b:3d} " + " ".join(f"{k}={val:.3g}" if isinstance(val, float) else f"{k}={val}"
                                                   for k, val in row.items() if k not in ("variant", "batch")))
-        del w, w1, w2, pc1, pc2
+        del w, wf, w1, w2, pc1, pc2
     bench.log("\nvariant batch  ours_us  vllm_triton_us  speedup  err_vs_vllm")
     for r in rows:
         if "error" in r:

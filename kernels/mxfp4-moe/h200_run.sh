@@ -1,21 +1,38 @@
 #!/usr/bin/env bash
-# One call on the H200 (device tool): real-shape tests, tuned benchmark, then the vLLM
-# triton_kernels comparison with the freshly tuned tables. Logs and tables go to $OUT.
-#   kernels/mxfp4-moe/h200_run.sh [TUNE_BUDGET_S]      (needs .carry/tk carried for the comparison)
-#   TUNE_BUDGET_S=0: no sweep, benchmark the shipped tables (a confirmation run)
+# One call on the H200 (device tool). Logs and tables go to $OUT.
+#   kernels/mxfp4-moe/h200_run.sh probe          real-shape tests, then the shipped tables timed (frag layout)
+#                                                and, for the ratio, glm in the converter layout
+#   kernels/mxfp4-moe/h200_run.sh tune [BUDGET_S] sweep block sizes (frag), then the vLLM comparison
+#   kernels/mxfp4-moe/h200_run.sh confirm        shipped tables with the PyTorch baseline, then vLLM comparison
+# The vLLM comparison needs .carry/tk (triton_kernels from the vllm==0.26.0 wheel) carried.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export PYTHONUNBUFFERED=1 PYTHONPATH="$PWD/src" TRITON_CACHE_DIR=/tmp/mxfp4-moe-triton-cache
 out="${OUT:?set OUT}"
-{ date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; } > "$out/pytest-h200.log"
-timeout 110 python3 -m pytest -q -p no:cacheprovider tests/kernels 2>&1 | tail -25 >> "$out/pytest-h200.log"
-budget="${1:-170}"
-tune=(--tune --budget-s "$budget"); [[ "$budget" == 0 ]] && tune=()
-timeout 300 python3 kernels/mxfp4-moe/bench.py "${tune[@]}" --out "$out/tuned" 2>&1 | tee "$out/bench.log"
-cp "$out"/tuned/{glm,dsv4,k3}.json src/cookbook/kernels/mxfp4_moe/configs/ 2>/dev/null
-if [[ -d .carry/tk/triton_kernels ]]; then
-  timeout 100 python3 kernels/mxfp4-moe/compare_vllm.py --triton-kernels .carry/tk --variants glm,k3 \
+mode="${1:-confirm}"
+{ date -u; nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem --format=csv; } > "$out/gpu.txt"
+cat "$out/gpu.txt"
+compare() {
+  [[ -d .carry/tk/triton_kernels ]] || { echo "no .carry/tk: vLLM comparison skipped"; return; }
+  timeout "$1" python3 kernels/mxfp4-moe/compare_vllm.py --triton-kernels .carry/tk --variants glm,k3 \
     --batches 1,2,4,8,16,64 2>&1 | grep -v '^  \|^Traceback' | tee "$out/compare-vllm.log"
-fi
+}
+case "$mode" in
+  probe)
+    timeout 200 python3 -m pytest -q -p no:cacheprovider tests/kernels -x 2>&1 | tail -15 | tee "$out/pytest-h200.log"
+    timeout 150 python3 kernels/mxfp4-moe/bench.py --no-baseline --batches 1,2,4,8,16,64 --out "$out/frag" 2>&1 | tee "$out/bench-frag.log"
+    timeout 60 python3 kernels/mxfp4-moe/bench.py --no-baseline --layout converter --variants glm --batches 1,8,64 2>&1 | tee "$out/bench-converter.log"
+    ;;
+  tune)
+    timeout 420 python3 kernels/mxfp4-moe/bench.py --no-baseline --tune --budget-s "${2:-240}" --out "$out/tuned" 2>&1 | tee "$out/bench-tune.log"
+    cp "$out"/tuned/{glm,dsv4,k3}.json src/cookbook/kernels/mxfp4_moe/configs/ 2>/dev/null
+    compare 120
+    ;;
+  confirm)
+    timeout 150 python3 -m pytest -q -p no:cacheprovider tests/kernels 2>&1 | tail -15 | tee "$out/pytest-h200.log"
+    timeout 280 python3 kernels/mxfp4-moe/bench.py --out "$out/confirm" 2>&1 | tee "$out/bench.log"
+    compare 130
+    ;;
+  *) echo "h200_run.sh: unknown mode $mode (probe, tune, confirm)" >&2; exit 2 ;;
+esac
 python3 kernels/mxfp4-moe/sass_summary.py "$TRITON_CACHE_DIR" > "$out/sass-summary.txt" 2>&1
-cat "$out/pytest-h200.log"

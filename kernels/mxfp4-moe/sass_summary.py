@@ -18,7 +18,7 @@ from pathlib import Path
 
 cache = Path(sys.argv[1] if len(sys.argv) > 1 else "/tmp/tc")
 for cubin in sorted(cache.rglob("*.cubin")):
-    if not cubin.stem.startswith(("_w13_silu_kernel", "_w2_kernel")):
+    if not cubin.stem.startswith(("_w13_silu_kernel", "_w2_kernel", "_w13_frag_kernel", "_w2_frag_kernel")):
         continue
     meta = {}
     js = cubin.with_suffix(".json")

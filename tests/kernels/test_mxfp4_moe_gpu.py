@@ -108,23 +108,48 @@ def test_real_shape_split_k(variant, change):
     assert 0 < err <= TOL, f"{name} {change}: relative error {err:.2e}"
 
 
+@pytest.mark.parametrize("wide", [True, False])
+def test_frag_asm_decoder_bit_for_bit_all_codes_all_scales(wide):
+    """The frag layout's inline-PTX decoder against cookbook.mxfp4, every code x every scale byte."""
+    from cookbook.kernels.mxfp4_moe import frag_layout
+    rng = np.random.default_rng(6)
+    scale_bytes = list(range(256)) if wide else list(range(129)) + [255] * 15   # rows: a multiple of 16
+    packed = rng.integers(0, 256, (len(scale_bytes), 64), dtype=np.uint8)
+    packed[:, :16] = np.arange(16, dtype=np.uint8) * 17
+    packed[:, 32:48] = np.arange(16, dtype=np.uint8) * 17
+    scales = np.repeat(np.asarray(scale_bytes, dtype=np.uint8)[:, None], 4, axis=1)
+    fp, fs = frag_layout.prepare(torch.from_numpy(packed).cuda(), torch.from_numpy(scales).cuda())
+    out = dequantize_mxfp4(fp, fs, wide=wide, decoder="asm", layout="frag").cpu().numpy()
+    ref = mxfp4.dequantize(packed, scales, np.float32)
+    same = (out.view(np.uint32) == ref.view(np.uint32)) | (np.isnan(out) & np.isnan(ref))
+    assert same.all(), f"{(~same).sum()} differ, first {np.argwhere(~same)[0]}"
+
+
 @pytest.mark.parametrize("decoder", ["fp32", "asm"])
-def test_paired_layout_each_decoder_bit_for_bit_and_moe(variant, decoder):
-    """The paired layout (one-time nibble re-arrangement) at real shapes: one expert decodes bit
-    for bit like cookbook.mxfp4 on the converter's bytes; the MoE matches the reference."""
+def test_frag_layout_each_decoder_bit_for_bit_and_moe(variant, decoder):
+    """The frag layout (one-time re-arrangement) at real shapes: one expert decodes bit for bit
+    like cookbook.mxfp4 on the converter's bytes; the MoE matches the reference at 1, 5 and 64
+    tokens (64: all on one expert too), with the shipped split-K and without."""
     from dataclasses import replace
 
     from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
     name, shape, w = variant
-    p13, p2 = prepare_experts(w[0], w[2])
-    out = dequantize_mxfp4(p13[3], w[1][3], decoder=decoder, layout="paired").cpu().numpy()
-    ref = mxfp4.dequantize(w[0][3].cpu().numpy(), w[1][3].cpu().numpy(), np.float32)
-    assert (out.view(np.uint32) == ref.view(np.uint32)).all()
+    f = prepare_experts(*w)
+    for packed, scales, fpk, fsc in ((w[0][3], w[1][3], f[0][3], f[1][3]), (w[2][5], w[3][5], f[2][5], f[3][5])):
+        out = dequantize_mxfp4(fpk, fsc, decoder=decoder, layout="frag").cpu().numpy()
+        ref = mxfp4.dequantize(packed.cpu().numpy(), scales.cpu().numpy(), np.float32)
+        assert (out.view(np.uint32) == ref.view(np.uint32)).all()
     g = torch.Generator(device="cuda").manual_seed(55)
-    x = torch.randn(5, shape.hidden, device="cuda", generator=g).bfloat16()
-    vals, ids = torch.rand(5, shape.experts, device="cuda", generator=g).topk(shape.top_k, dim=1)
-    wts = torch.softmax(vals, 1)
-    cfg = replace(pick(load_table(name), 4), decoder=decoder)
-    got = fused_moe_mxfp4(x, p13, w[1], p2, w[3], wts, ids.to(torch.int32), config=cfg, layout="paired")
-    err = rel_error(got.float().cpu().numpy(), moe_torch(x, *w, wts, ids).cpu().numpy())
-    assert 0 < err <= TOL, f"{name} paired {decoder}: relative error {err:.2e}"
+    for tokens, split in ((1, None), (5, 1), (64, None)):
+        x = torch.randn(tokens, shape.hidden, device="cuda", generator=g).bfloat16()
+        vals, ids = torch.rand(tokens, shape.experts, device="cuda", generator=g).topk(shape.top_k, dim=1)
+        wts = torch.softmax(vals, 1)
+        ids = ids.to(torch.int32)
+        if tokens == 64:
+            ids[:, 0] = 5
+        cfg = replace(pick(load_table(name), tokens), decoder=decoder)
+        if split:
+            cfg = replace(cfg, split1=split, split2=split)
+        got = fused_moe_mxfp4(x, *f, wts, ids, config=cfg, layout="frag")
+        err = rel_error(got.float().cpu().numpy(), moe_torch(x, *w, wts, ids).cpu().numpy())
+        assert 0 < err <= TOL, f"{name} frag {decoder} T={tokens}: relative error {err:.2e}"

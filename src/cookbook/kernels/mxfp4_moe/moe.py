@@ -76,8 +76,8 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     check_ids=True verifies 0 <= topk_ids < E (one device sync); pass False in graphs.
     scale_max: the largest E8M0 byte in w13_scales and w2_scales (compute it once per model
     with `scale_byte_max`); <= 128 selects the one-multiply decoder. None computes it here.
-    layout: "converter" (the packed bytes as written) or "paired" (w13_packed and w2_packed
-    passed through `prepare.prepare_experts` once, at load time; decoders fp32 and asm only).
+    layout: "converter" (the tensors as written) or "frag" (all four passed through
+    `prepare.prepare_experts` once, at load time; decoders fp32 and asm only; the fast one).
     """
     import torch
 
@@ -90,7 +90,9 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
         raise MoEInputError(f"H={h} must be a multiple of block_k1={cfg.block_k1} and I={i} of block_k2={cfg.block_k2}")
     interpret = _interpret()
     decode = DECODERS.index(cfg.decoder)
-    paired = _check_layout(layout, decode)
+    frag = _check_layout(layout, decode)
+    if frag:
+        _check_frag_blocks(cfg, h, i)
     if decode and interpret:
         raise MoEInputError(f"decoder {cfg.decoder!r} needs a GPU; the CPU interpreter runs decoder 'fp32'")
     if check_ids:
@@ -113,26 +115,40 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
                           BLOCK_T=bt, P_PAD=_next_pow2(p), E_PAD=_next_pow2(e),
                           SLOTS_PAD=_next_pow2(max_blocks * bt))
 
-    w13 = w13_packed if decode else w13_packed.view(torch.int32)
-    w2 = w2_packed if decode else w2_packed.view(torch.int32)
     split1 = min(cfg.split1, h // cfg.block_k1)   # at most one K step per split
     split2 = min(cfg.split2, i // cfg.block_k2)
     act = torch.empty(p, i, dtype=torch.bfloat16, device=dev)
     part = torch.empty(split1, p, 2 * i, dtype=torch.float32, device=dev) if split1 > 1 else act
     grid1 = (max_blocks, triton_cdiv(i, cfg.block_n1), split1)
-    K._w13_silu_kernel[grid1](x, w13, w13_scales, act, part, sorted_pairs, block_expert, num_blocks,
-                              p, h, i, k, w13.shape[-1], h // 32, BLOCK_T=bt, BLOCK_N=cfg.block_n1, BLOCK_K=cfg.block_k1,
-                              DECODE=decode, INTERPRET=interpret, WIDE=wide, SPLIT=split1, PAIRED=paired,
-                              num_warps=cfg.warps1, num_stages=cfg.stages1)
+    blocks = (sorted_pairs, block_expert, num_blocks)
+    w13 = w13_packed if decode else w13_packed.view(torch.int32)   # fp32 decoder reads 32-bit words
+    if frag:
+        from . import frag_kernels as F
+        F._w13_frag_kernel[grid1](x, w13, w13_scales, act, part, *blocks, p, h, i, k,
+                                  BLOCK_T=bt, BLOCK_N=cfg.block_n1, BLOCK_K=cfg.block_k1, ASM=bool(decode),
+                                  INTERPRET=interpret, WIDE=wide, SPLIT=split1,
+                                  num_warps=cfg.warps1, num_stages=cfg.stages1)
+    else:
+        K._w13_silu_kernel[grid1](x, w13, w13_scales, act, part, *blocks,
+                                  p, h, i, k, w13.shape[-1], h // 32, BLOCK_T=bt, BLOCK_N=cfg.block_n1, BLOCK_K=cfg.block_k1,
+                                  DECODE=decode, INTERPRET=interpret, WIDE=wide, SPLIT=split1,
+                                  num_warps=cfg.warps1, num_stages=cfg.stages1)
     if split1 > 1:
         block_i = min(1024, _next_pow2(i))
         K._silu_reduce_kernel[(p, triton_cdiv(i, block_i))](part, act, p, i, SPLIT=split1, BLOCK_I=block_i)
     y = torch.empty(split2, p, h, dtype=torch.float32, device=dev)
     grid2 = (max_blocks, triton_cdiv(h, cfg.block_n2), split2)
-    K._w2_kernel[grid2](act, w2, w2_scales, y, sorted_pairs, block_expert, num_blocks,
-                        p, h, i, w2.shape[-1], i // 32, BLOCK_T=bt, BLOCK_N=cfg.block_n2, BLOCK_K=cfg.block_k2,
-                        DECODE=decode, INTERPRET=interpret, WIDE=wide, SPLIT=split2, PAIRED=paired,
-                        num_warps=cfg.warps2, num_stages=cfg.stages2)
+    w2 = w2_packed if decode else w2_packed.view(torch.int32)
+    if frag:
+        F._w2_frag_kernel[grid2](act, w2, w2_scales, y, *blocks, p, h, i,
+                                 BLOCK_T=bt, BLOCK_N=cfg.block_n2, BLOCK_K=cfg.block_k2, ASM=bool(decode),
+                                 INTERPRET=interpret, WIDE=wide, SPLIT=split2,
+                                 num_warps=cfg.warps2, num_stages=cfg.stages2)
+    else:
+        K._w2_kernel[grid2](act, w2, w2_scales, y, *blocks,
+                            p, h, i, w2.shape[-1], i // 32, BLOCK_T=bt, BLOCK_N=cfg.block_n2, BLOCK_K=cfg.block_k2,
+                            DECODE=decode, INTERPRET=interpret, WIDE=wide, SPLIT=split2,
+                            num_warps=cfg.warps2, num_stages=cfg.stages2)
     out = torch.empty(t, h, dtype=torch.bfloat16, device=dev)
     block_h = min(1024, _next_pow2(h))
     K._topk_sum_kernel[(t, triton_cdiv(h, block_h))](y, topk_weights.to(torch.float32).contiguous(), out, p, h,
@@ -144,9 +160,21 @@ def _check_layout(layout: str, decode: int) -> bool:
     from .prepare import LAYOUTS
     if layout not in LAYOUTS:
         raise MoEInputError(f"layout must be one of {', '.join(LAYOUTS)}, got {layout!r}")
-    if layout == "paired" and DECODERS[decode] not in ("fp32", "asm"):
-        raise MoEInputError(f"layout 'paired' works with decoders fp32 and asm, not {DECODERS[decode]!r}")
-    return layout == "paired"
+    if layout == "frag" and DECODERS[decode] not in ("fp32", "asm"):
+        raise MoEInputError(f"layout 'frag' works with decoders fp32 and asm, not {DECODERS[decode]!r}")
+    return layout == "frag"
+
+
+def _check_frag_blocks(cfg: LaunchConfig, h: int, i: int) -> None:
+    from .frag_layout import CHUNK_K
+    if h % CHUNK_K or i % CHUNK_K:
+        raise MoEInputError(f"layout 'frag' needs H={h} and I={i} to be multiples of {CHUNK_K}")
+    if cfg.block_k1 % CHUNK_K or cfg.block_k2 % CHUNK_K:
+        raise MoEInputError(f"layout 'frag' needs block_k1={cfg.block_k1} and block_k2={cfg.block_k2} "
+                            f"to be multiples of {CHUNK_K}")
+    if i % cfg.block_n1 or h % cfg.block_n2:
+        raise MoEInputError(f"layout 'frag' needs block_n1={cfg.block_n1} to divide I={i} "
+                            f"and block_n2={cfg.block_n2} to divide H={h}")
 
 
 def scale_byte_max(*scales) -> int:
@@ -175,14 +203,25 @@ def dequantize_mxfp4(packed, scales, out_dtype=None, wide: bool | None = None, d
     if wide is None:
         wide = scale_byte_max(scales) > WIDE_ABOVE
     out = torch.empty(r, k, dtype=out_dtype, device=packed.device)
-    block_k = 64 if k % 64 == 0 else 32
-    block_r = 16
     if decoder not in ("fp32", "asm"):
         raise MoEInputError(f"dequantize_mxfp4: decoder must be 'fp32' or 'asm', got {decoder!r}")
     decode = DECODERS.index(decoder)
-    paired = _check_layout(layout, decode)
     w = packed.contiguous() if decode else packed.contiguous().view(torch.int32)
+    if _check_layout(layout, decode):
+        from . import frag_kernels as F
+        from .frag_layout import check_shape
+        try:
+            check_shape(packed, scales)
+        except ValueError as exc:
+            raise MoEInputError(str(exc)) from None
+        block_r = 64 if r % 64 == 0 else 16
+        F._dequant_frag_kernel[(r // block_r, k // 128)](
+            w, scales.contiguous(), out, r, k, BLOCK_R=block_r, BLOCK_K=128,
+            OUT_BF16=out_dtype == torch.bfloat16, WIDE=wide, ASM=bool(decode))
+        return out
+    block_k = 64 if k % 64 == 0 else 32
+    block_r = 16
     K._dequant_kernel[(triton_cdiv(r, block_r), k // block_k)](
         w, scales.contiguous(), out, r, k,
-        BLOCK_R=block_r, BLOCK_K=block_k, OUT_BF16=out_dtype == torch.bfloat16, WIDE=wide, DECODE=decode, PAIRED=paired)
+        BLOCK_R=block_r, BLOCK_K=block_k, OUT_BF16=out_dtype == torch.bfloat16, WIDE=wide, DECODE=decode)
     return out

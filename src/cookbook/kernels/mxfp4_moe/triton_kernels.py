@@ -76,18 +76,16 @@ def _pair_bits(t):
 
 
 @triton.jit
-def _dequant_tile(wq, s, WIDE: tl.constexpr, PAIRED: tl.constexpr = False):
+def _dequant_tile(wq, s, WIDE: tl.constexpr):
     """Decode one tile.
 
     wq: int32/uint32 [BN, NB, 4] packed words (8 values each; 4 words = one 32-element block)
     s:  uint8 [BN, NB] scale bytes
-    PAIRED: the words are in the `prepare.pair_nibbles` layout (byte j of a word holds
-    elements j and 4 + j) instead of the converter's (byte j holds 2j and 2j + 1).
     returns float32 [BN, NB * 32] in natural K order.
     """
     f = _scale_factor(s, WIDE)[:, :, None]
     wq = wq.to(tl.uint32, bitcast=True)
-    p0 = _pair_bits(wq)          # word nibble q = element q; pair j = (element j, element j + 4)
+    p0 = _pair_bits(wq)          # pair j = (element j, element j + 4) of the word
     p1 = _pair_bits(wq >> 4)
     p2 = _pair_bits(wq >> 8)
     p3 = _pair_bits(wq >> 12)
@@ -100,14 +98,9 @@ def _dequant_tile(wq, s, WIDE: tl.constexpr, PAIRED: tl.constexpr = False):
     hi2 = _apply(p2 & 0xFFFF0000, f, WIDE)
     hi3 = _apply(p3 & 0xFFFF0000, f, WIDE)
     # join appends a dim of 2 (the last-added is the fastest when flattened).
-    if PAIRED:
-        # nibble q holds element q//2 + 4*(q%2): element 4a + 2b + c is (lo|hi by b) of p(2c + a)
-        v = tl.join(tl.join(tl.join(lo0, lo1), tl.join(hi0, hi1)),
-                    tl.join(tl.join(lo2, lo3), tl.join(hi2, hi3)))
-    else:
-        # element q = 4*h + 2*b1 + b0 of a word, so join over h first, then b1, then b0.
-        v = tl.join(tl.join(tl.join(lo0, hi0), tl.join(lo2, hi2)),
-                    tl.join(tl.join(lo1, hi1), tl.join(lo3, hi3)))
+    # element q = 4*h + 2*b1 + b0 of a word, so join over h first, then b1, then b0.
+    v = tl.join(tl.join(tl.join(lo0, hi0), tl.join(lo2, hi2)),
+                tl.join(tl.join(lo1, hi1), tl.join(lo3, hi3)))
     BN: tl.constexpr = wq.shape[0]
     NB: tl.constexpr = wq.shape[1]
     return tl.reshape(v, (BN, NB * 32))
@@ -163,20 +156,10 @@ def _dequant_halves_asm(wb, s, WIDE: tl.constexpr):
 
 
 @triton.jit
-def _dequant_tile_asm(wb, s, WIDE: tl.constexpr, PAIRED: tl.constexpr = False):
-    """_dequant_halves_asm put back in natural K order: bfloat16 [BN, NB * 32].
-
-    Converter layout: lo/hi interleave element by element. PAIRED layout (byte j of each 4
-    holds elements j and 4 + j): each PTX output register already holds two consecutive
-    elements (k, k+1), the pairing the tensor-core operand wants; lo and hi alternate in
-    runs of 4.
-    """
+def _dequant_tile_asm(wb, s, WIDE: tl.constexpr):
+    """_dequant_halves_asm put back in natural K order (lo/hi interleave): bfloat16 [BN, NB * 32]."""
     lo, hi = _dequant_halves_asm(wb, s, WIDE)
     BN: tl.constexpr = lo.shape[0]
-    if PAIRED:
-        G: tl.constexpr = lo.shape[1] // 4
-        v = tl.join(tl.reshape(lo, (BN, G, 4)), tl.reshape(hi, (BN, G, 4)))   # [BN, G, 4, 2]
-        return tl.reshape(tl.permute(v, (0, 1, 3, 2)), (BN, 2 * lo.shape[1]))
     return tl.reshape(tl.join(lo, hi), (BN, 2 * lo.shape[1]))
 
 
@@ -209,17 +192,17 @@ def _load_w_tile(w_ptr, s_ptr, rows, row_mask, k0, stride_w, stride_s, BK: tl.co
 @triton.jit
 def _dequant_kernel(w_ptr, s_ptr, out_ptr, R, K,
                     BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr, OUT_BF16: tl.constexpr,
-                    WIDE: tl.constexpr, DECODE: tl.constexpr, PAIRED: tl.constexpr):
+                    WIDE: tl.constexpr, DECODE: tl.constexpr):
     """Exposes `_dequant_tile` for the exactness tests: out[R, K] = dequantize(w, s)."""
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     k0 = tl.program_id(1) * BLOCK_K
     rmask = rows < R
     if DECODE == 1:
         wb, s = _load_b_tile(w_ptr, s_ptr, rows, rmask, k0, K // 2, K // 32, BLOCK_K)
-        v = _dequant_tile_asm(wb, s, WIDE, PAIRED).to(tl.float32)
+        v = _dequant_tile_asm(wb, s, WIDE).to(tl.float32)
     else:
         wq, s = _load_w_tile(w_ptr, s_ptr, rows, rmask, k0, K // 8, K // 32, BLOCK_K)
-        v = _dequant_tile(wq, s, WIDE, PAIRED)
+        v = _dequant_tile(wq, s, WIDE)
     cols = k0 + tl.arange(0, BLOCK_K)
     optr = out_ptr + rows[:, None] * K + cols[None, :]
     if OUT_BF16:
@@ -268,15 +251,14 @@ def _block_pairs(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, P, BLOCK_T:
 
 @triton.jit
 def _decoded_tile(w_ptr, s_ptr, rows, rmask, k0, stride_w, stride_s,
-                  BLOCK_K: tl.constexpr, DECODE: tl.constexpr, INTERPRET: tl.constexpr, WIDE: tl.constexpr,
-                  PAIRED: tl.constexpr):
+                  BLOCK_K: tl.constexpr, DECODE: tl.constexpr, INTERPRET: tl.constexpr, WIDE: tl.constexpr):
     """Decoded [rows, BLOCK_K] weight tile for the dot: BF16 on the GPU, float32 in the interpreter."""
     if DECODE == 1:
         wb, s = _load_b_tile(w_ptr, s_ptr, rows, rmask, k0, stride_w, stride_s, BLOCK_K)
-        v = _dequant_tile_asm(wb, s, WIDE, PAIRED)
+        v = _dequant_tile_asm(wb, s, WIDE)
     else:
         wq, s = _load_w_tile(w_ptr, s_ptr, rows, rmask, k0, stride_w, stride_s, BLOCK_K)
-        v = _dequant_tile(wq, s, WIDE, PAIRED)
+        v = _dequant_tile(wq, s, WIDE)
         if not INTERPRET:
             v = v.to(tl.bfloat16)
     return v
@@ -296,7 +278,7 @@ def _w13_silu_kernel(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr,
                      P, H, I, TOPK, stride_w, stride_s,
                      BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                      DECODE: tl.constexpr, INTERPRET: tl.constexpr, WIDE: tl.constexpr,
-                     SPLIT: tl.constexpr, PAIRED: tl.constexpr):
+                     SPLIT: tl.constexpr):
     """act[pair, n] = silu(x[tok] . Wg[e, n]) * (x[tok] . Wu[e, n]) for the pairs of one block.
 
     SPLIT > 1: program_id(2) takes 1/SPLIT of the K steps and stores its float32 partial sums
@@ -339,8 +321,8 @@ def _w13_silu_kernel(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr,
             else:  # decoders fp32 (0) and asm (1)
                 if INTERPRET:
                     xt = xt.to(tl.float32)
-                vg = _decoded_tile(w_ptr, s_ptr, rows_g, nmask, k0, stride_w, stride_s, BLOCK_K, DECODE, INTERPRET, WIDE, PAIRED)
-                vu = _decoded_tile(w_ptr, s_ptr, rows_u, nmask, k0, stride_w, stride_s, BLOCK_K, DECODE, INTERPRET, WIDE, PAIRED)
+                vg = _decoded_tile(w_ptr, s_ptr, rows_g, nmask, k0, stride_w, stride_s, BLOCK_K, DECODE, INTERPRET, WIDE)
+                vu = _decoded_tile(w_ptr, s_ptr, rows_u, nmask, k0, stride_w, stride_s, BLOCK_K, DECODE, INTERPRET, WIDE)
                 acc_g = tl.dot(vg, xt, acc_g)
                 acc_u = tl.dot(vu, xt, acc_u)
         if SPLIT == 1:
@@ -376,7 +358,7 @@ def _w2_kernel(act_ptr, w_ptr, s_ptr, y_ptr,
                P, H, I, stride_w, stride_s,
                BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                DECODE: tl.constexpr, INTERPRET: tl.constexpr, WIDE: tl.constexpr,
-               SPLIT: tl.constexpr, PAIRED: tl.constexpr):
+               SPLIT: tl.constexpr):
     """y[split, pair, n] = act[pair, K-range of split] . W2[e, n, K-range] (float32), one block of pairs.
 
     `_topk_sum_kernel` adds the SPLIT partial rows.
@@ -408,7 +390,7 @@ def _w2_kernel(act_ptr, w_ptr, s_ptr, y_ptr,
             else:
                 if INTERPRET:
                     at = at.to(tl.float32)
-                v = _decoded_tile(w_ptr, s_ptr, rows, nmask, k0, stride_w, stride_s, BLOCK_K, DECODE, INTERPRET, WIDE, PAIRED)
+                v = _decoded_tile(w_ptr, s_ptr, rows, nmask, k0, stride_w, stride_s, BLOCK_K, DECODE, INTERPRET, WIDE)
                 acc = tl.dot(v, at, acc)
         optr = y_ptr + (tl.program_id(2) * P + pairs[None, :]).to(tl.int64) * H + n[:, None]
         tl.store(optr, acc, mask=nmask[:, None] & pvalid[None, :])

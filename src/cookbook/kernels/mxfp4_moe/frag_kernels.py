@@ -1,0 +1,205 @@
+"""Triton kernels for experts in the "frag" layout (`frag_layout.py` says what it is and why).
+
+The same four launches as the converter layout (`triton_kernels.py`: align, w13 + SiLU,
+w2, top-k sum, and the split-K reduce); only the two expert kernels differ:
+- a weight tile is loaded as [warps' row groups, g, c, words, 4 bytes], 32 contiguous bytes
+  per lane and chunk, so each thread holds exactly its tensor-core A fragment;
+- `_frag_tile` decodes it (inline PTX on the GPU, integer + float32 ops in the CPU
+  interpreter: the same bits either way) and reshapes it to [BLOCK_N, BLOCK_K], which
+  Triton lays out as the wgmma register operand without moving data;
+- the activation tile (x for w13, act for w2) is permuted in registers to the fragment's
+  K order (`_k_permuted_tile`) before it becomes the shared-memory operand.
+"""
+
+import triton
+import triton.language as tl
+
+from .triton_kernels import _apply, _block_pairs, _k_range, _scale_factor, _to_bf16_rne
+
+# Word $4 -> pairs 0..3 as BF16x2 value * 2**-126, times the row's factor: $5 (row g, pairs
+# 0 and 2) or $7 (row g + 8, pairs 1 and 3). Rotations: frag_layout.ROTATIONS.
+_DECODE = """
+{
+.reg .b32 a, b;
+and.b32 a, $4, 0x81C081C0; MUL0
+shf.l.wrap.b32 a, $4, $4, 3; and.b32 a, a, 0x81C081C0; MUL1
+shf.l.wrap.b32 a, $4, $4, 6; shf.l.wrap.b32 b, $4, $4, 1; and.b32 b, b, 0x80008000; lop3.b32 a, a, b, 0x01C001C0, 0xEC; MUL2
+shf.l.wrap.b32 a, $4, $4, 13; shf.l.wrap.b32 b, $4, $4, 2; and.b32 b, b, 0x80008000; lop3.b32 a, a, b, 0x01C001C0, 0xEC; MUL3
+}
+"""
+# One multiply by 2**(s-1) when every scale byte is <= 128; else 2**126 (0x7E80) then 2**(s-127).
+_DECODE_NARROW = tl.constexpr(_DECODE.replace("MUL0", "mul.rn.bf16x2 $0, a, $5;").replace(
+    "MUL1", "mul.rn.bf16x2 $1, a, $7;").replace("MUL2", "mul.rn.bf16x2 $2, a, $5;").replace(
+    "MUL3", "mul.rn.bf16x2 $3, a, $7;"))
+_DECODE_WIDE = tl.constexpr(_DECODE.replace(".reg .b32 a, b;", ".reg .b32 a, b, w;\nmov.b32 w, 0x7E807E80;").replace(
+    "MUL0", "mul.rn.bf16x2 a, a, w; mul.rn.bf16x2 $0, a, $5;").replace(
+    "MUL1", "mul.rn.bf16x2 a, a, w; mul.rn.bf16x2 $1, a, $7;").replace(
+    "MUL2", "mul.rn.bf16x2 a, a, w; mul.rn.bf16x2 $2, a, $5;").replace(
+    "MUL3", "mul.rn.bf16x2 a, a, w; mul.rn.bf16x2 $3, a, $7;"))
+
+
+@triton.jit
+def _rotl(q, r: tl.constexpr):
+    return (q << r) | (q >> (32 - r))
+
+
+@triton.jit
+def _pairs_fp32(q):
+    """uint32 words -> pairs 0..3 as BF16x2 bit patterns (value * 2**-126), as the PTX makes them."""
+    o0 = q & 0x81C081C0
+    o1 = _rotl(q, 3) & 0x81C081C0
+    o2 = (_rotl(q, 6) & 0x01C001C0) | (_rotl(q, 1) & 0x80008000)
+    o3 = (_rotl(q, 13) & 0x01C001C0) | (_rotl(q, 2) & 0x80008000)
+    return o0, o1, o2, o3
+
+
+@triton.jit
+def _bf16x2_factor(s, WIDE: tl.constexpr):
+    """Scale byte -> the BF16x2 multiplier (same value in both halves) as int32 bits."""
+    s = s.to(tl.uint32)
+    if WIDE:
+        h = tl.where(s == 0, 0x40, s << 7)
+    else:
+        h = (s + 126) << 7
+    h = tl.where(s == 255, 0x7FC0, h)
+    return (h | (h << 16)).to(tl.int32, bitcast=True)
+
+
+@triton.jit
+def _frag_tile(w_ptr, s_ptr, rg0, kch0, KCH_TOTAL, MW: tl.constexpr, NCH: tl.constexpr,
+               ASM: tl.constexpr, WIDE: tl.constexpr, INTERPRET: tl.constexpr = True):
+    """Rows 16*rg0 .. 16*(rg0+MW) x K chunks kch0 .. kch0+NCH of a frag-layout matrix, decoded:
+    [MW*16, NCH*128], BF16 (ASM) or float32 (the interpreter), columns in the fragment's
+    logical K order (`_k_permuted_tile` puts the activations in the same order)."""
+    KS: tl.constexpr = NCH * 8
+    i0 = tl.arange(0, MW)[:, None, None, None]
+    ig = tl.arange(0, 8)[None, :, None, None]
+    ic = tl.arange(0, 4)[None, None, :, None]
+    chunk = ((rg0 + i0) * KCH_TOTAL + kch0).to(tl.int64)                     # [MW, 1, 1, 1]
+    sch = chunk[:, :, :, :, None] + tl.arange(0, NCH)[None, None, None, :, None]
+    s = tl.load(s_ptr + sch * 64 + ((ig * 4 + ic) * 2)[:, :, :, :, None] + tl.arange(0, 2)[None, None, None, None, :])
+    if ASM:
+        # bytes [MW, g, c, NCH*32]: 32 contiguous bytes per lane and chunk
+        ib = tl.arange(0, NCH * 32)[None, None, None, :]
+        wb = tl.load(w_ptr + (chunk + ib // 32) * 1024 + (ig * 4 + ic) * 32 + ib % 32)
+        wb = tl.reshape(wb, [MW, 8, 4, KS, 4])                                 # byte b = 2*m3 + k0
+        f = _bf16x2_factor(s, WIDE)                                             # [MW, g, c, NCH, m3]
+        f = tl.broadcast_to(tl.reshape(f, [MW, 8, 4, NCH, 1, 2, 1]), [MW, 8, 4, NCH, 8, 2, 2])
+        f = tl.reshape(f, [MW, 8, 4, KS, 4])
+        if WIDE:
+            lo, hi = tl.inline_asm_elementwise(_DECODE_WIDE, "=r,=r,=r,=r,r,r,r,r,r", [wb, f],
+                                               dtype=(tl.bfloat16, tl.bfloat16), is_pure=True, pack=4)
+        else:
+            lo, hi = tl.inline_asm_elementwise(_DECODE_NARROW, "=r,=r,=r,=r,r,r,r,r,r", [wb, f],
+                                               dtype=(tl.bfloat16, tl.bfloat16), is_pure=True, pack=4)
+        v = tl.reshape(tl.join(lo, hi), [MW, 8, 4, KS, 2, 2, 2])                # (m3, k0, k3)
+    else:
+        iw = tl.arange(0, KS)[None, None, None, :]
+        q = tl.load(w_ptr + (chunk + iw // 8) * 256 + (ig * 4 + ic) * 8 + iw % 8).to(tl.uint32, bitcast=True)
+        f = _scale_factor(s, WIDE)                                              # float32 [MW, g, c, NCH, m3]
+        f0, f1 = tl.split(f)
+        f0 = tl.reshape(tl.broadcast_to(f0[:, :, :, :, None], [MW, 8, 4, NCH, 8]), [MW, 8, 4, KS])
+        f1 = tl.reshape(tl.broadcast_to(f1[:, :, :, :, None], [MW, 8, 4, NCH, 8]), [MW, 8, 4, KS])
+        o0, o1, o2, o3 = _pairs_fp32(q)
+        p0 = tl.join(_apply(o0 << 16, f0, WIDE), _apply(o0 & 0xFFFF0000, f0, WIDE))   # [.., k0]
+        p1 = tl.join(_apply(o1 << 16, f1, WIDE), _apply(o1 & 0xFFFF0000, f1, WIDE))
+        p2 = tl.join(_apply(o2 << 16, f0, WIDE), _apply(o2 & 0xFFFF0000, f0, WIDE))
+        p3 = tl.join(_apply(o3 << 16, f1, WIDE), _apply(o3 & 0xFFFF0000, f1, WIDE))
+        v = tl.join(tl.join(p0, p1), tl.join(p2, p3))                          # [.., k0, m3, k3]
+        v = tl.permute(v, (0, 1, 2, 3, 5, 4, 6))                               # [.., m3, k0, k3]
+        if not INTERPRET:
+            v = v.to(tl.bfloat16)      # exact: a decoded value has 2 significant bits
+    v = tl.permute(v, (0, 4, 1, 3, 6, 2, 5))                                    # [MW, m3, g, KS, k3, c, k0]
+    return tl.reshape(v, [MW * 16, KS * 16])
+
+
+@triton.jit
+def _k_permuted_tile(ptr, rows, rmask, k0, stride, BT: tl.constexpr, BK: tl.constexpr, INTERPRET: tl.constexpr):
+    """[BK, BT] operand: ptr[rows[t] * stride + k0 + real(k)] with k in the fragment's logical order.
+
+    Within each 128-chunk, logical k = 16 j + 8 k3 + 2 c + k0 holds real K 32 c + 4 j + 2 k3 + k0.
+    The load is contiguous; the permutation is a register reshape (free on the GPU)."""
+    t = tl.load(ptr + rows[:, None].to(tl.int64) * stride + k0 + tl.arange(0, BK)[None, :], mask=rmask[:, None], other=0.0)
+    if INTERPRET:
+        t = t.to(tl.float32)
+    t = tl.reshape(t, [BT, BK // 128, 4, 8, 2, 2])                             # real (kch, c, j, k3, k0)
+    t = tl.permute(t, (0, 1, 3, 4, 2, 5))                                       # logical (kch, j, k3, c, k0)
+    return tl.trans(tl.reshape(t, [BT, BK]))
+
+
+@triton.jit
+def _real_k(BK: tl.constexpr):
+    """Real K offset of each logical column of a decoded tile (used where columns are stored)."""
+    lk = tl.arange(0, BK)
+    return (lk // 128) * 128 + ((lk // 2) % 4) * 32 + ((lk // 16) % 8) * 4 + ((lk // 8) % 2) * 2 + lk % 2
+
+
+@triton.jit
+def _dequant_frag_kernel(w_ptr, s_ptr, out_ptr, R, K, BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr,
+                         OUT_BF16: tl.constexpr, WIDE: tl.constexpr, ASM: tl.constexpr):
+    """Exactness tests: out[R, K] (natural order) = the decoded frag-layout matrix."""
+    rg0 = tl.program_id(0) * (BLOCK_R // 16)
+    kch0 = tl.program_id(1) * (BLOCK_K // 128)
+    v = _frag_tile(w_ptr, s_ptr, rg0, kch0, K // 128, BLOCK_R // 16, BLOCK_K // 128, ASM, WIDE).to(tl.float32)
+    rows = rg0 * 16 + tl.arange(0, BLOCK_R)
+    cols = kch0 * 128 + _real_k(BLOCK_K)
+    optr = out_ptr + rows[:, None].to(tl.int64) * K + cols[None, :]
+    if OUT_BF16:
+        tl.store(optr, _to_bf16_rne(v))
+    else:
+        tl.store(optr, v)
+
+
+@triton.jit(do_not_specialize=["P", "TOPK"])
+def _w13_frag_kernel(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr,
+                     sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr,
+                     P, H, I, TOPK,
+                     BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                     ASM: tl.constexpr, INTERPRET: tl.constexpr, WIDE: tl.constexpr, SPLIT: tl.constexpr):
+    """`triton_kernels._w13_silu_kernel` for frag-layout weights (same outputs, bit for bit
+    the same decoded values; BLOCK_N divides I, BLOCK_K is a multiple of 128)."""
+    active, e, pairs, pvalid = _block_pairs(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, P, BLOCK_T)
+    if active:
+        tok = pairs // TOPK
+        n0 = tl.program_id(1) * BLOCK_N
+        rg_g = (e * (2 * I) + n0) // 16        # w13 = [gate; up] along the output rows
+        rg_u = rg_g + I // 16
+        acc_g = tl.zeros([BLOCK_N, BLOCK_T], tl.float32)
+        acc_u = tl.zeros([BLOCK_N, BLOCK_T], tl.float32)
+        k_lo, k_hi = _k_range(H, BLOCK_K, SPLIT)
+        for k0 in range(k_lo, k_hi, BLOCK_K):
+            xt = _k_permuted_tile(x_ptr, tok, pvalid, k0, H, BLOCK_T, BLOCK_K, INTERPRET)
+            wg = _frag_tile(w_ptr, s_ptr, rg_g, k0 // 128, H // 128, BLOCK_N // 16, BLOCK_K // 128, ASM, WIDE, INTERPRET)
+            acc_g = tl.dot(wg, xt, acc_g)
+            wu = _frag_tile(w_ptr, s_ptr, rg_u, k0 // 128, H // 128, BLOCK_N // 16, BLOCK_K // 128, ASM, WIDE, INTERPRET)
+            acc_u = tl.dot(wu, xt, acc_u)
+        n = n0 + tl.arange(0, BLOCK_N)
+        if SPLIT == 1:
+            h = acc_g / (1.0 + tl.exp(-acc_g)) * acc_u
+            tl.store(act_ptr + pairs[None, :].to(tl.int64) * I + n[:, None], _to_bf16_rne(h), mask=pvalid[None, :])
+        else:
+            row = (tl.program_id(2) * P + pairs[None, :]).to(tl.int64) * (2 * I)
+            tl.store(part_ptr + row + n[:, None], acc_g, mask=pvalid[None, :])
+            tl.store(part_ptr + row + I + n[:, None], acc_u, mask=pvalid[None, :])
+
+
+@triton.jit(do_not_specialize=["P"])
+def _w2_frag_kernel(act_ptr, w_ptr, s_ptr, y_ptr,
+                    sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr,
+                    P, H, I,
+                    BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
+                    ASM: tl.constexpr, INTERPRET: tl.constexpr, WIDE: tl.constexpr, SPLIT: tl.constexpr):
+    """`triton_kernels._w2_kernel` for frag-layout weights (BLOCK_N divides H)."""
+    active, e, pairs, pvalid = _block_pairs(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, P, BLOCK_T)
+    if active:
+        n0 = tl.program_id(1) * BLOCK_N
+        rg = (e * H + n0) // 16
+        acc = tl.zeros([BLOCK_N, BLOCK_T], tl.float32)
+        k_lo, k_hi = _k_range(I, BLOCK_K, SPLIT)
+        for k0 in range(k_lo, k_hi, BLOCK_K):
+            at = _k_permuted_tile(act_ptr, pairs, pvalid, k0, I, BLOCK_T, BLOCK_K, INTERPRET)
+            w = _frag_tile(w_ptr, s_ptr, rg, k0 // 128, I // 128, BLOCK_N // 16, BLOCK_K // 128, ASM, WIDE, INTERPRET)
+            acc = tl.dot(w, at, acc)
+        n = n0 + tl.arange(0, BLOCK_N)
+        optr = y_ptr + (tl.program_id(2) * P + pairs[None, :]).to(tl.int64) * H + n[:, None]
+        tl.store(optr, acc, mask=pvalid[None, :])
