@@ -35,7 +35,7 @@ DECODERS_TUNED = tuple(os.environ.get("MXFP4_MOE_TUNE_DECODERS", "asm").split(",
 # the current value.
 W13_CANDIDATES = [
     (None, None, None, None, 1), (None, None, None, None, 2), (None, None, None, None, 4), (None, None, None, None, 8),
-    (64, 128, 4, 1, None), (64, 256, 4, 1, None), (128, 128, 4, 1, None), (128, 256, 8, 1, None),
+    (64, 128, 4, 1, None), (64, 256, 4, 1, None), (128, 128, 4, 1, None), (128, 128, 8, 1, None), (128, 256, 8, 1, None),
 ]
 W2_CANDIDATES = [
     (None, None, None, None, 1), (None, None, None, None, 2), (None, None, None, None, 4),

@@ -24,9 +24,11 @@ case "$mode" in
     timeout 60 python3 kernels/mxfp4-moe/bench.py --no-baseline --layout converter --variants glm --batches 1,8,64 2>&1 | tee "$out/bench-converter.log"
     ;;
   tune)
-    timeout 420 python3 kernels/mxfp4-moe/bench.py --no-baseline --tune --budget-s "${2:-240}" --out "$out/tuned" 2>&1 | tee "$out/bench-tune.log"
+    timeout 80 python3 kernels/mxfp4-moe/breakdown.py --variants glm --batches 1,8,64 2>&1 | tee "$out/breakdown.log"
+    timeout 40 python3 kernels/mxfp4-moe/breakdown.py --layout converter --variants glm --batches 1,8 2>&1 | tee -a "$out/breakdown.log"
+    timeout 330 python3 kernels/mxfp4-moe/bench.py --no-baseline --tune --budget-s "${2:-200}" --out "$out/tuned" 2>&1 | tee "$out/bench-tune.log"
     cp "$out"/tuned/{glm,dsv4,k3}.json src/cookbook/kernels/mxfp4_moe/configs/ 2>/dev/null
-    compare 120
+    compare 100
     ;;
   confirm)
     timeout 150 python3 -m pytest -q -p no:cacheprovider tests/kernels 2>&1 | tail -15 | tee "$out/pytest-h200.log"

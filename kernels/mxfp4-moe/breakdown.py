@@ -1,0 +1,88 @@
+#!/usr/bin/env python3
+"""Where a fused MXFP4 MoE call spends its time, kernel by kernel (CUDA GPU).
+
+Runs the call eagerly under torch.profiler (CUPTI kernel records: device time only, so
+launch gaps do not count) over rotating routings, and prints for each of the call's
+kernels its mean device time and, for the two expert kernels, the bytes of distinct
+experts they read / that time.
+
+    python3 kernels/mxfp4-moe/breakdown.py --variants glm --batches 1,8,64 [--layout frag]
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--variants", default="glm")
+    ap.add_argument("--batches", default="1,8,64")
+    ap.add_argument("--layout", default="frag", choices=("frag", "converter"))
+    ap.add_argument("--reps", type=int, default=5)
+    args = ap.parse_args()
+
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    import bench
+    from cookbook.kernels.mxfp4_moe import VARIANTS, fused_moe_mxfp4, load_table, pick
+    from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
+
+    if not torch.cuda.is_available():
+        print("breakdown.py: needs a CUDA GPU", file=sys.stderr)
+        return 2
+    for v in args.variants.split(","):
+        shape = VARIANTS[v]
+        w = bench.make_experts(shape, seed=1)
+        if args.layout == "frag":
+            w = prepare_experts(*w)
+        table = load_table(v)
+        for b in [int(x) for x in args.batches.split(",")]:
+            cfg = pick(table, b)
+            routs = bench.make_routings(shape, b, bench.ROTATIONS, seed=200 + b)
+            x = torch.randn(b, shape.hidden, device="cuda").bfloat16()
+
+            def call(r):
+                return fused_moe_mxfp4(x, *w, *routs[r], config=cfg, check_ids=False, scale_max=127, layout=args.layout)
+            for r in range(bench.ROTATIONS):
+                call(r)
+            torch.cuda.synchronize()
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                for _ in range(args.reps):
+                    for r in range(bench.ROTATIONS):
+                        call(r)
+                torch.cuda.synchronize()
+            times = collections.defaultdict(float)
+            for ev in prof.events():
+                if ev.device_type.name == "CUDA":
+                    times[ev.name] += ev.device_time
+            n = args.reps * bench.ROTATIONS
+            distinct = sum(len(torch.unique(ids)) for _, ids in routs) / bench.ROTATIONS
+            i, h = shape.intermediate, shape.hidden
+            w13_bytes = distinct * (2 * i * h // 2 + 2 * i * h // 32)
+            w2_bytes = distinct * (h * i // 2 + h * i // 32)
+            total = sum(times.values()) / n
+            print(f"{v} b={b} layout={args.layout} total device {total:.1f} us  config {cfg}")
+            for name, t in sorted(times.items(), key=lambda kv: -kv[1]):
+                us = t / n
+                extra = ""
+                if "w13" in name:
+                    extra = f"  {w13_bytes / (us * 1e-6) / 1e12:.2f} TB/s"
+                elif "w2" in name:
+                    extra = f"  {w2_bytes / (us * 1e-6) / 1e12:.2f} TB/s"
+                print(f"  {us:8.1f} us  {name[:60]}{extra}")
+        del w
+        torch.cuda.empty_cache()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
