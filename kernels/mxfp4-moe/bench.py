@@ -139,6 +139,7 @@ def main() -> int:
     ap.add_argument("--layout", default="frag", choices=("frag", "converter"),
                     help="frag (default): re-arrange the experts once (prepare.prepare_experts, timed apart); "
                          "converter: the tensors as the converter writes them")
+    ap.add_argument("--prefetch", type=int, default=None, help="override every config's prefetch distance")
     args = ap.parse_args()
 
     import torch
@@ -187,6 +188,8 @@ def main() -> int:
             log(f"{v}: prepare (frag layout, all {shape.experts} experts) {prep_s:.2f} s, "
                 f"{size / 1e9:.2f} GB uint8 out (the same size as in)")
         table = load_table(v)
+        if args.prefetch is not None:
+            table = {b: replace(c, prefetch=args.prefetch) for b, c in table.items()}
         per_expert = shape.expert_bytes()
 
         def runner(cfg, routs, x):

@@ -38,6 +38,7 @@ class LaunchConfig:
     stages2: int = 3
     split1: int = 1         # w13: programs sharing one row tile's K steps (split-K; partial sums reduced after)
     split2: int = 1         # w2: the same; the top-k sum adds the partials
+    prefetch: int = 0       # frag layout: ask L2 for the tile this many K steps ahead (0: off)
     decoder: str = "fp32"     # fp32: _dequant_tile (also runs in the CPU interpreter);
                               # asm: inline-PTX BF16 decoder; asm_split: the same, even/odd K in two dots;
                               # dot_scaled: Triton's tl.dot_scaled (all three GPU only)
@@ -51,7 +52,7 @@ class LaunchConfig:
                 if v not in DECODERS:
                     raise ConfigError(f"{where}: decoder must be one of {', '.join(DECODERS)}, got {v!r}")
                 continue
-            if not isinstance(v, int) or isinstance(v, bool) or not pow2(v) and f.name not in ("stages1", "stages2"):
+            if not isinstance(v, int) or isinstance(v, bool) or not pow2(v) and f.name not in ("stages1", "stages2", "prefetch"):
                 raise ConfigError(f"{where}: {f.name} must be a power of two, got {v!r}")
         if self.block_t < 16 or self.block_n1 < 16 or self.block_n2 < 16:
             raise ConfigError(f"{where}: block_t, block_n1 and block_n2 must be >= 16 (tensor-core tile)")
@@ -59,6 +60,8 @@ class LaunchConfig:
             raise ConfigError(f"{where}: block_k1 and block_k2 must be >= 32 (one MXFP4 scale block)")
         if not 1 <= self.split1 <= 64 or not 1 <= self.split2 <= 64:
             raise ConfigError(f"{where}: split1/split2 must be 1..64")
+        if not 0 <= self.prefetch <= 4:
+            raise ConfigError(f"{where}: prefetch must be 0..4 (K steps ahead), got {self.prefetch}")
         if not 1 <= self.stages1 <= 8 or not 1 <= self.stages2 <= 8:
             raise ConfigError(f"{where}: stages1/stages2 must be 1..8")
 

@@ -114,6 +114,22 @@ def _frag_tile(w_ptr, s_ptr, rg0, kch0, KCH_TOTAL, MW: tl.constexpr, NCH: tl.con
 
 
 @triton.jit
+def _frag_prefetch(w_ptr, s_ptr, rg0, kch0, KCH_TOTAL, MW: tl.constexpr, NCH: tl.constexpr):
+    """Ask L2 for a later tile (each lane its 32 bytes per chunk, and the scales): the loads of
+    that step then hit L2 instead of waiting on HBM. A hint: no registers, no layout; the
+    kernels stay free of loop-carried tiles (whose layout Triton would not keep)."""
+    i0 = tl.arange(0, MW)[:, None, None, None]
+    ig = tl.arange(0, 8)[None, :, None, None]
+    ic = tl.arange(0, 4)[None, None, :, None]
+    chunk = ((rg0 + i0) * KCH_TOTAL + kch0).to(tl.int64) + tl.arange(0, NCH)[None, None, None, :]
+    lane = ig * 4 + ic
+    tl.inline_asm_elementwise("prefetch.global.L2 [$1]; mov.u32 $0, 0;", "=r,l",
+                              [w_ptr + chunk * 1024 + lane * 32], dtype=tl.int32, is_pure=False, pack=1)
+    tl.inline_asm_elementwise("prefetch.global.L2 [$1]; mov.u32 $0, 0;", "=r,l",
+                              [s_ptr + chunk * 64 + lane * 2], dtype=tl.int32, is_pure=False, pack=1)
+
+
+@triton.jit
 def _k_permuted_tile(ptr, rows, rmask, k0, stride, BT: tl.constexpr, BK: tl.constexpr, INTERPRET: tl.constexpr):
     """[BK, BT] operand: ptr[rows[t] * stride + k0 + real(k)] with k in the fragment's logical order.
 
@@ -155,7 +171,8 @@ def _w13_frag_kernel(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr,
                      sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr,
                      P, H, I, TOPK,
                      BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                     ASM: tl.constexpr, INTERPRET: tl.constexpr, WIDE: tl.constexpr, SPLIT: tl.constexpr):
+                     ASM: tl.constexpr, INTERPRET: tl.constexpr, WIDE: tl.constexpr, SPLIT: tl.constexpr,
+                     PREFETCH: tl.constexpr = 0):
     """`triton_kernels._w13_silu_kernel` for frag-layout weights (same outputs, bit for bit
     the same decoded values; BLOCK_N divides I, BLOCK_K is a multiple of 128)."""
     active, e, pairs, pvalid = _block_pairs(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, P, BLOCK_T)
@@ -168,6 +185,10 @@ def _w13_frag_kernel(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr,
         acc_u = tl.zeros([BLOCK_N, BLOCK_T], tl.float32)
         k_lo, k_hi = _k_range(H, BLOCK_K, SPLIT)
         for k0 in range(k_lo, k_hi, BLOCK_K):
+            if PREFETCH > 0:
+                kp = tl.minimum(k0 + PREFETCH * BLOCK_K, k_hi - BLOCK_K) // 128
+                _frag_prefetch(w_ptr, s_ptr, rg_g, kp, H // 128, BLOCK_N // 16, BLOCK_K // 128)
+                _frag_prefetch(w_ptr, s_ptr, rg_u, kp, H // 128, BLOCK_N // 16, BLOCK_K // 128)
             xt = _k_permuted_tile(x_ptr, tok, pvalid, k0, H, BLOCK_T, BLOCK_K, INTERPRET)
             wg = _frag_tile(w_ptr, s_ptr, rg_g, k0 // 128, H // 128, BLOCK_N // 16, BLOCK_K // 128, ASM, WIDE, INTERPRET)
             acc_g = tl.dot(wg, xt, acc_g)
@@ -188,7 +209,8 @@ def _w2_frag_kernel(act_ptr, w_ptr, s_ptr, y_ptr,
                     sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr,
                     P, H, I,
                     BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                    ASM: tl.constexpr, INTERPRET: tl.constexpr, WIDE: tl.constexpr, SPLIT: tl.constexpr):
+                    ASM: tl.constexpr, INTERPRET: tl.constexpr, WIDE: tl.constexpr, SPLIT: tl.constexpr,
+                    PREFETCH: tl.constexpr = 0):
     """`triton_kernels._w2_kernel` for frag-layout weights (BLOCK_N divides H)."""
     active, e, pairs, pvalid = _block_pairs(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, P, BLOCK_T)
     if active:
@@ -197,6 +219,9 @@ def _w2_frag_kernel(act_ptr, w_ptr, s_ptr, y_ptr,
         acc = tl.zeros([BLOCK_N, BLOCK_T], tl.float32)
         k_lo, k_hi = _k_range(I, BLOCK_K, SPLIT)
         for k0 in range(k_lo, k_hi, BLOCK_K):
+            if PREFETCH > 0:
+                kp = tl.minimum(k0 + PREFETCH * BLOCK_K, k_hi - BLOCK_K) // 128
+                _frag_prefetch(w_ptr, s_ptr, rg, kp, I // 128, BLOCK_N // 16, BLOCK_K // 128)
             at = _k_permuted_tile(act_ptr, pairs, pvalid, k0, I, BLOCK_T, BLOCK_K, INTERPRET)
             w = _frag_tile(w_ptr, s_ptr, rg, k0 // 128, I // 128, BLOCK_N // 16, BLOCK_K // 128, ASM, WIDE, INTERPRET)
             acc = tl.dot(w, at, acc)
