@@ -190,6 +190,9 @@ def test_shipped_config_tables_load_and_fit_the_shapes(variant):
     assert 1 in table and max(table) >= 64
     for batch, cfg in table.items():
         assert shape.hidden % cfg.block_k1 == 0 and shape.intermediate % cfg.block_k2 == 0, (variant, batch)
+        # tuned for the frag layout: whole 128-K chunks, row tiles inside one expert's rows
+        assert cfg.block_k1 % 128 == 0 and cfg.block_k2 % 128 == 0, (variant, batch)
+        assert shape.intermediate % cfg.block_n1 == 0 and shape.hidden % cfg.block_n2 == 0, (variant, batch)
     assert pick(table, 3) == table[min(b for b in table if b >= 3)]
     assert pick(table, 10_000) == table[max(table)]
 

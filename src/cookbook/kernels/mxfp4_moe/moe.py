@@ -126,7 +126,8 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
         from . import frag_kernels as F
         F._w13_frag_kernel[grid1](x, w13, w13_scales, act, part, *blocks, p, h, i, k,
                                   BLOCK_T=bt, BLOCK_N=cfg.block_n1, BLOCK_K=cfg.block_k1, ASM=bool(decode),
-                                  INTERPRET=interpret, WIDE=wide, SPLIT=split1, PREFETCH=cfg.prefetch if decode else 0,
+                                  INTERPRET=interpret, WIDE=wide, SPLIT=split1,
+                                  PREFETCH=cfg.prefetch if decode else 0,
                                   num_warps=cfg.warps1, num_stages=cfg.stages1)
     else:
         K._w13_silu_kernel[grid1](x, w13, w13_scales, act, part, *blocks,
@@ -142,7 +143,8 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     if frag:
         F._w2_frag_kernel[grid2](act, w2, w2_scales, y, *blocks, p, h, i,
                                  BLOCK_T=bt, BLOCK_N=cfg.block_n2, BLOCK_K=cfg.block_k2, ASM=bool(decode),
-                                 INTERPRET=interpret, WIDE=wide, SPLIT=split2, PREFETCH=cfg.prefetch if decode else 0,
+                                 INTERPRET=interpret, WIDE=wide, SPLIT=split2,
+                                 PREFETCH=cfg.prefetch if decode else 0,
                                  num_warps=cfg.warps2, num_stages=cfg.stages2)
     else:
         K._w2_kernel[grid2](act, w2, w2_scales, y, *blocks,
