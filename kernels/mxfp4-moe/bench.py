@@ -37,6 +37,7 @@ W13_CANDIDATES = [
     (None, None, None, None, 1), (None, None, None, None, 2), (None, None, None, None, 4), (None, None, None, None, 8),
     (64, 128, 4, 1, None), (64, 256, 4, 1, None), (128, 128, 4, 1, None), (128, 128, 8, 1, None), (128, 256, 8, 1, None),
 ]
+PREFETCH_CANDIDATES = [0, 1, 2]   # L2 prefetch distance (frag layout), tried last on the best blocks
 W2_CANDIDATES = [
     (None, None, None, None, 1), (None, None, None, None, 2), (None, None, None, None, 4),
     (64, 128, 4, 1, None), (64, 256, 4, 1, None), (128, 128, 4, 1, None), (128, 256, 8, 1, None),
@@ -230,12 +231,14 @@ def main() -> int:
                     for stage, lst in (("w13", W13_CANDIDATES), ("w2", W2_CANDIDATES)):
                         for c in lst:
                             cands.append((stage, c))
+                    cands += [("prefetch", (d,)) for d in PREFETCH_CANDIDATES]
                     for stage, c in cands:
                         if time.time() - v_start > v_budget:
                             break
                         base = replace(best, decoder=dec)
-                        keys = (("block_n1", "block_k1", "warps1", "stages1", "split1") if stage == "w13"
-                                else ("block_n2", "block_k2", "warps2", "stages2", "split2"))
+                        keys = {"w13": ("block_n1", "block_k1", "warps1", "stages1", "split1"),
+                                "w2": ("block_n2", "block_k2", "warps2", "stages2", "split2"),
+                                "prefetch": ("prefetch",)}[stage]
                         cfg = replace(base, **{k: val for k, val in zip(keys, c) if val is not None})
                         if shape.hidden % cfg.block_k1 or shape.intermediate % cfg.block_k2 or cfg == best:
                             continue

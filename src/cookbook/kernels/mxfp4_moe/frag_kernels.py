@@ -72,16 +72,23 @@ def _frag_tile(w_ptr, s_ptr, rg0, kch0, KCH_TOTAL, MW: tl.constexpr, NCH: tl.con
     [MW*16, NCH*128], BF16 (ASM) or float32 (the interpreter), columns in the fragment's
     logical K order (`_k_permuted_tile` puts the activations in the same order)."""
     KS: tl.constexpr = NCH * 8
-    i0 = tl.arange(0, MW)[:, None, None, None]
-    ig = tl.arange(0, 8)[None, :, None, None]
-    ic = tl.arange(0, 4)[None, None, :, None]
-    chunk = ((rg0 + i0) * KCH_TOTAL + kch0).to(tl.int64)                     # [MW, 1, 1, 1]
-    sch = chunk[:, :, :, :, None] + tl.arange(0, NCH)[None, None, None, :, None]
-    s = tl.load(s_ptr + sch * 64 + ((ig * 4 + ic) * 2)[:, :, :, :, None] + tl.arange(0, 2)[None, None, None, None, :])
+    # Dims ordered (c, g, MW, ...) so that Triton's default load layout (16-byte vectors on the
+    # last dim, then lanes over dims 0 and 1, warps over dim 2) is already the fragment layout
+    # (lane = 4 g + c, warp = row group): any other order makes Triton move every weight tile
+    # through shared memory (ldmatrix rounds with barriers) to reach it.
+    ic = tl.arange(0, 4)[:, None, None, None, None]
+    ig = tl.arange(0, 8)[None, :, None, None, None]
+    i0 = tl.arange(0, MW)[None, None, :, None, None]
+    chunk = ((rg0 + i0) * KCH_TOTAL + kch0).to(tl.int64)                     # [1, 1, MW, 1, 1]
+    lane = ig * 4 + ic
+    s = tl.load(s_ptr + (chunk + tl.arange(0, NCH)[None, None, None, :, None]) * 64 + lane * 2
+                + tl.arange(0, 2)[None, None, None, None, :])                  # [c, g, MW, NCH, m3]
+    s = tl.permute(s, (2, 1, 0, 3, 4))                                          # [MW, g, c, NCH, m3]
+    ih = tl.arange(0, 2 * NCH)[None, None, None, :, None]                       # 16-byte halves of a lane's 32
     if ASM:
-        # bytes [MW, g, c, NCH*32]: 32 contiguous bytes per lane and chunk
-        ib = tl.arange(0, NCH * 32)[None, None, None, :]
-        wb = tl.load(w_ptr + (chunk + ib // 32) * 1024 + (ig * 4 + ic) * 32 + ib % 32)
+        wb = tl.load(w_ptr + (chunk + ih // 2) * 1024 + lane * 32 + (ih % 2) * 16
+                     + tl.arange(0, 16)[None, None, None, None, :])            # bytes [c, g, MW, 2 NCH, 16]
+        wb = tl.permute(wb, (2, 1, 0, 3, 4))
         wb = tl.reshape(wb, [MW, 8, 4, KS, 4])                                 # byte b = 2*m3 + k0
         f = _bf16x2_factor(s, WIDE)                                             # [MW, g, c, NCH, m3]
         f = tl.broadcast_to(tl.reshape(f, [MW, 8, 4, NCH, 1, 2, 1]), [MW, 8, 4, NCH, 8, 2, 2])
@@ -94,8 +101,9 @@ def _frag_tile(w_ptr, s_ptr, rg0, kch0, KCH_TOTAL, MW: tl.constexpr, NCH: tl.con
                                                dtype=(tl.bfloat16, tl.bfloat16), is_pure=True, pack=4)
         v = tl.reshape(tl.join(lo, hi), [MW, 8, 4, KS, 2, 2, 2])                # (m3, k0, k3)
     else:
-        iw = tl.arange(0, KS)[None, None, None, :]
-        q = tl.load(w_ptr + (chunk + iw // 8) * 256 + (ig * 4 + ic) * 8 + iw % 8).to(tl.uint32, bitcast=True)
+        q = tl.load(w_ptr + (chunk + ih // 2) * 256 + lane * 8 + (ih % 2) * 4
+                    + tl.arange(0, 4)[None, None, None, None, :])              # int32 words [c, g, MW, 2 NCH, 4]
+        q = tl.reshape(tl.permute(q, (2, 1, 0, 3, 4)), [MW, 8, 4, KS]).to(tl.uint32, bitcast=True)
         f = _scale_factor(s, WIDE)                                              # float32 [MW, g, c, NCH, m3]
         f0, f1 = tl.split(f)
         f0 = tl.reshape(tl.broadcast_to(f0[:, :, :, :, None], [MW, 8, 4, NCH, 8]), [MW, 8, 4, KS])
