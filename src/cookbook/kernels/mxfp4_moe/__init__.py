@@ -12,10 +12,15 @@ def fused_moe_mxfp4(*args, **kwargs):
     return impl(*args, **kwargs)
 
 
+def prepare_experts(*args, **kwargs):
+    from .prepare import prepare_experts as impl
+    return impl(*args, **kwargs)
+
+
 def dequantize_mxfp4(*args, **kwargs):
     from .moe import dequantize_mxfp4 as impl
     return impl(*args, **kwargs)
 
 
 __all__ = ["VARIANTS", "MoEShape", "LaunchConfig", "ConfigError", "load_table", "load_for_serving", "pick",
-           "fused_moe_mxfp4", "dequantize_mxfp4"]
+           "fused_moe_mxfp4", "prepare_experts", "dequantize_mxfp4"]

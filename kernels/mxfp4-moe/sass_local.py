@@ -1,0 +1,42 @@
+#!/usr/bin/env python3
+"""Machine code of the frag expert kernels' inner loop, compiled for sm_90 on this machine (no GPU needed).
+
+    python3 kernels/mxfp4-moe/sass_local.py [--json]
+
+Prints, per kernel and block shape: instructions per decoded weight, registers, and the
+loop's opcode mix (HGMMA: tensor core; LDSM/BAR: a shared-memory shuffle of the tile).
+Must run without TRITON_INTERPRET (it unsets it for itself).
+"""
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+
+os.environ.pop("TRITON_INTERPRET", None)
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
+
+SHAPES = [("w13", 64, 128, 4), ("w2", 64, 128, 4), ("w13", 128, 128, 4), ("w2", 128, 128, 4), ("w13", 64, 256, 4)]
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--json", action="store_true", help="one JSON object per line")
+    args = ap.parse_args()
+    from cookbook.kernels.mxfp4_moe.sass import loop_report
+    for kernel, bn, bk, warps in SHAPES:
+        r = loop_report(kernel, bn, bk, warps)
+        if args.json:
+            print(json.dumps({"kernel": kernel, "block_n": bn, "block_k": bk, "warps": warps,
+                              "per_weight": round(r.per_weight, 3), "registers": r.registers,
+                              "opcodes": dict(r.opcodes)}))
+        else:
+            top = ", ".join(f"{k} {v}" for k, v in r.opcodes.most_common(10))
+            print(f"{kernel} block_n={bn} block_k={bk} warps={warps}: {r.per_weight:.2f} instr/weight, "
+                  f"{r.registers} regs; {top}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

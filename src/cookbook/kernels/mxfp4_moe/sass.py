@@ -1,0 +1,100 @@
+"""Compile the frag expert kernels for Hopper (sm_90) without a GPU and read their inner loop.
+
+Triton compiles ahead of time for any target with the ptxas it ships, and its package also
+ships cuobjdump. That makes the machine code of the hot loop checkable on a CPU-only
+machine (CI): how many instructions each weight costs, and whether the weight tile is
+shuffled through shared memory (ldmatrix rounds between barriers), which is what a wrong
+register layout costs and what cut the kernel's bandwidth by a third before it was found.
+"""
+
+from __future__ import annotations
+
+import collections
+import os
+import re
+import subprocess
+import tempfile
+from dataclasses import dataclass
+
+_SIG_COMMON = {"sorted_pairs_ptr": "*i32", "block_expert_ptr": "*i32", "num_blocks_ptr": "*i32", "P": "i32",
+               "H": "i32", "I": "i32"}
+_CONSTEXPRS = ("BLOCK_T", "BLOCK_N", "BLOCK_K", "ASM", "INTERPRET", "WIDE", "SPLIT", "PREFETCH")
+
+
+@dataclass
+class LoopReport:
+    kernel: str
+    instructions: int          # in the innermost loop (one K step)
+    weights_per_thread: int    # weights one thread decodes per K step
+    opcodes: collections.Counter
+    registers: int | None
+
+    @property
+    def per_weight(self) -> float:
+        return self.instructions / self.weights_per_thread
+
+
+def _signature(kernel: str) -> dict[str, str]:
+    if kernel == "w13":
+        head = {"x_ptr": "*bf16", "w_ptr": "*u8", "s_ptr": "*u8", "act_ptr": "*bf16", "part_ptr": "*fp32"}
+        sig = {**head, **_SIG_COMMON, "TOPK": "i32"}
+    else:
+        head = {"act_ptr": "*bf16", "w_ptr": "*u8", "s_ptr": "*u8", "y_ptr": "*fp32"}
+        sig = {**head, **_SIG_COMMON}
+    return {**sig, **{c: "constexpr" for c in _CONSTEXPRS}}
+
+
+def _tool(name: str) -> str:
+    import triton
+    return os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", name)
+
+
+def compile_frag_kernel(kernel: str, block_n: int = 64, block_k: int = 128, warps: int = 4,
+                        prefetch: int = 1, wide: bool = False):
+    """The compiled `_w13_frag_kernel` or `_w2_frag_kernel` (kernel "w13" or "w2") for sm_90,
+    specialized as a real launch is (pointers and H, I divisible by 16)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import ASTSource
+
+    from . import frag_kernels as F
+
+    fn = F._w13_frag_kernel if kernel == "w13" else F._w2_frag_kernel
+    sig = _signature(kernel)
+    names = list(sig)
+    attrs = {(names.index(n),): [["tt.divisibility", 16]] for n, t in sig.items() if t.startswith("*") or n in ("H", "I")}
+    consts = {"BLOCK_T": 16, "BLOCK_N": block_n, "BLOCK_K": block_k, "ASM": True, "INTERPRET": False,
+              "WIDE": wide, "SPLIT": 1, "PREFETCH": prefetch}
+    return triton.compile(ASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", 90, 32),
+                          options={"num_warps": warps, "num_stages": 1})
+
+
+def inner_loop(cubin: bytes) -> tuple[collections.Counter, int | None]:
+    """Opcode counts of the innermost loop (the last backward branch's range) and the register count."""
+    with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
+        f.write(cubin)
+        f.flush()
+        sass = subprocess.run([_tool("cuobjdump"), "-sass", f.name], capture_output=True, text=True, check=True).stdout
+        res = subprocess.run([_tool("cuobjdump"), "-res-usage", f.name], capture_output=True, text=True).stdout
+    lines = [(int(m.group(1), 16), m.group(2)) for m in
+             re.finditer(r"/\*([0-9a-f]{4,})\*/\s+((?:@!?U?P\w+\s+)?[A-Z][^;]*);", sass)]
+    best = None
+    for addr, ins in lines:
+        m = re.search(r"BRA\s+(?:`\(\.L_x_\d+\)|0x([0-9a-f]+))", ins)
+        if m and m.group(1) and int(m.group(1), 16) < addr:
+            lo = int(m.group(1), 16)
+            if best is None or addr - lo > best[1] - best[0]:
+                best = (lo, addr)
+    if best is None:
+        raise RuntimeError("no loop found in the kernel's SASS")
+    ops = collections.Counter(re.sub(r"^@!?U?P\w+\s+", "", i).split()[0].split(".")[0]
+                              for a, i in lines if best[0] <= a <= best[1])
+    m = re.search(r"REG:(\d+)", res)
+    return ops, int(m.group(1)) if m else None
+
+
+def loop_report(kernel: str, block_n: int = 64, block_k: int = 128, warps: int = 4, prefetch: int = 1) -> LoopReport:
+    k = compile_frag_kernel(kernel, block_n, block_k, warps, prefetch)
+    ops, regs = inner_loop(k.asm["cubin"])
+    tiles = 2 if kernel == "w13" else 1
+    return LoopReport(kernel, sum(ops.values()), tiles * block_n * block_k // (32 * warps), ops, regs)
