@@ -37,6 +37,10 @@ W13_CANDIDATES = [
     (None, None, None, None, 1), (None, None, None, None, 2), (None, None, None, None, 4), (None, None, None, None, 8),
     (64, 128, 4, 1, None), (64, 256, 4, 1, None), (128, 128, 4, 1, None), (128, 128, 8, 1, None), (128, 256, 8, 1, None),
 ]
+SPLIT_CANDIDATES = {  # --candidates splits: split-K counts only, from the shipped blocks (wave fitting)
+    "w13": [(None, None, None, None, n) for n in (1, 2, 3, 4, 5, 6, 8)],
+    "w2": [(None, None, None, None, n) for n in (1, 2, 3, 4)],
+}
 PREFETCH_CANDIDATES = [0, 1, 2]   # L2 prefetch distance (frag layout), tried last on the best blocks
 W2_CANDIDATES = [
     (None, None, None, None, 1), (None, None, None, None, 2), (None, None, None, None, 4),
@@ -141,6 +145,10 @@ def main() -> int:
                     help="frag (default): re-arrange the experts once (prepare.prepare_experts, timed apart); "
                          "converter: the tensors as the converter writes them")
     ap.add_argument("--prefetch", type=int, default=None, help="override every config's prefetch distance")
+    ap.add_argument("--tune-batches", default=",".join(map(str, TUNE_BATCHES)),
+                    help="batch sizes to tune, most important first (a batch not in the table gets an entry)")
+    ap.add_argument("--candidates", choices=("all", "splits"), default="all",
+                    help="splits: sweep only the split-K counts (and prefetch) from the shipped entries")
     args = ap.parse_args()
 
     import torch
@@ -205,7 +213,7 @@ def main() -> int:
             # the tuning time left, shared out over the variants left (later ones reuse compiled kernels)
             v_start = time.time()
             v_budget = (args.budget_s - tune_spent[0]) / (len(variants) - variants.index(v))
-            for b in TUNE_BATCHES:
+            for b in [int(x) for x in args.tune_batches.split(",")]:
                 if time.time() - v_start > v_budget:
                     log(f"  tuning budget spent; {v} batch {b} keeps its shipped config")
                     continue
@@ -228,7 +236,9 @@ def main() -> int:
                 log(f"  {v} batch {b} shipped: {best_t * 1e6:.1f} us")
                 for dec in DECODERS_TUNED:
                     cands = []
-                    for stage, lst in (("w13", W13_CANDIDATES), ("w2", W2_CANDIDATES)):
+                    lists = ((("w13", SPLIT_CANDIDATES["w13"]), ("w2", SPLIT_CANDIDATES["w2"]))
+                             if args.candidates == "splits" else (("w13", W13_CANDIDATES), ("w2", W2_CANDIDATES)))
+                    for stage, lst in lists:
                         for c in lst:
                             cands.append((stage, c))
                     cands += [("prefetch", (d,)) for d in PREFETCH_CANDIDATES]

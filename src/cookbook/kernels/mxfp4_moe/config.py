@@ -36,7 +36,7 @@ class LaunchConfig:
     block_k2: int = 128     # K step over I
     warps2: int = 4
     stages2: int = 3
-    split1: int = 1         # w13: programs sharing one row tile's K steps (split-K; partial sums reduced after)
+    split1: int = 1         # w13: programs sharing one row tile's K steps (split-K, any count; partial sums reduced after)
     split2: int = 1         # w2: the same; the top-k sum adds the partials
     prefetch: int = 0       # frag layout: ask L2 for the tile this many K steps ahead (0: off)
     decoder: str = "fp32"     # fp32: _dequant_tile (also runs in the CPU interpreter);
@@ -52,7 +52,9 @@ class LaunchConfig:
                 if v not in DECODERS:
                     raise ConfigError(f"{where}: decoder must be one of {', '.join(DECODERS)}, got {v!r}")
                 continue
-            if not isinstance(v, int) or isinstance(v, bool) or not pow2(v) and f.name not in ("stages1", "stages2", "prefetch"):
+            # split counts need not be powers of two: any count fills the card in whole waves better
+            if not isinstance(v, int) or isinstance(v, bool) or not pow2(v) and f.name not in (
+                    "stages1", "stages2", "prefetch", "split1", "split2"):
                 raise ConfigError(f"{where}: {f.name} must be a power of two, got {v!r}")
         if self.block_t < 16 or self.block_n1 < 16 or self.block_n2 < 16:
             raise ConfigError(f"{where}: block_t, block_n1 and block_n2 must be >= 16 (tensor-core tile)")
