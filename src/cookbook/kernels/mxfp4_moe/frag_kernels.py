@@ -2,40 +2,48 @@
 
 The same four launches as the converter layout (`triton_kernels.py`: align, w13 + SiLU,
 w2, top-k sum, and the split-K reduce); only the two expert kernels differ:
-- a weight tile is loaded as [warps' row groups, g, c, words, 4 bytes], 32 contiguous bytes
-  per lane and chunk, so each thread holds exactly its tensor-core A fragment;
+- a weight tile is loaded as [c, g, row group, 16-byte halves, 16 bytes]: 32 contiguous bytes
+  per lane and chunk, in the dimension order for which Triton's own load layout (vectors on
+  the last dimension, lanes over the first two, warps over the third) is the tensor-core A
+  fragment, so no thread ever holds another's values (any other order costs a
+  shared-memory shuffle of every tile: `tests/kernels/test_mxfp4_moe_sass.py` guards it);
 - `_frag_tile` decodes it (inline PTX on the GPU, integer + float32 ops in the CPU
   interpreter: the same bits either way) and reshapes it to [BLOCK_N, BLOCK_K], which
   Triton lays out as the wgmma register operand without moving data;
 - the activation tile (x for w13, act for w2) is permuted in registers to the fragment's
-  K order (`_k_permuted_tile`) before it becomes the shared-memory operand.
+  K order (`_k_permuted_tile`) before it becomes the shared-memory operand;
+- with PREFETCH = d > 0 each K step first asks L2 for the tile d steps ahead (a hint: no
+  registers). Register double buffering does not work here: Triton gives a loop-carried
+  tile a layout of its own and re-shuffles it every step; its software pipelining
+  (num_stages > 1) stages the bytes through shared memory, with the same cost.
 """
 
 import triton
 import triton.language as tl
 
-from .triton_kernels import _apply, _block_pairs, _k_range, _scale_factor, _to_bf16_rne
+from .triton_kernels import _apply, _block_pairs, _k_range, _scale_bits, _scale_factor, _to_bf16_rne
 
-# Word $4 -> pairs 0..3 as BF16x2 value * 2**-126, times the row's factor: $5 (row g, pairs
-# 0 and 2) or $7 (row g + 8, pairs 1 and 3). Rotations: frag_layout.ROTATIONS.
-_DECODE = """
-{
-.reg .b32 a, b;
-and.b32 a, $4, 0x81C081C0; MUL0
-shf.l.wrap.b32 a, $4, $4, 3; and.b32 a, a, 0x81C081C0; MUL1
-shf.l.wrap.b32 a, $4, $4, 6; shf.l.wrap.b32 b, $4, $4, 1; and.b32 b, b, 0x80008000; lop3.b32 a, a, b, 0x01C001C0, 0xEC; MUL2
-shf.l.wrap.b32 a, $4, $4, 13; shf.l.wrap.b32 b, $4, $4, 2; and.b32 b, b, 0x80008000; lop3.b32 a, a, b, 0x01C001C0, 0xEC; MUL3
-}
-"""
-# One multiply by 2**(s-1) when every scale byte is <= 128; else 2**126 (0x7E80) then 2**(s-127).
-_DECODE_NARROW = tl.constexpr(_DECODE.replace("MUL0", "mul.rn.bf16x2 $0, a, $5;").replace(
-    "MUL1", "mul.rn.bf16x2 $1, a, $7;").replace("MUL2", "mul.rn.bf16x2 $2, a, $5;").replace(
-    "MUL3", "mul.rn.bf16x2 $3, a, $7;"))
-_DECODE_WIDE = tl.constexpr(_DECODE.replace(".reg .b32 a, b;", ".reg .b32 a, b, w;\nmov.b32 w, 0x7E807E80;").replace(
-    "MUL0", "mul.rn.bf16x2 a, a, w; mul.rn.bf16x2 $0, a, $5;").replace(
-    "MUL1", "mul.rn.bf16x2 a, a, w; mul.rn.bf16x2 $1, a, $7;").replace(
-    "MUL2", "mul.rn.bf16x2 a, a, w; mul.rn.bf16x2 $2, a, $5;").replace(
-    "MUL3", "mul.rn.bf16x2 a, a, w; mul.rn.bf16x2 $3, a, $7;"))
+# PTX of the GPU decoder. Word $4 -> pairs 0..3 as BF16x2 value * 2**-126 (rotate and mask,
+# frag_layout.ROTATIONS), each times its row's factor: $5 (row g: pairs 0, 2) or $7 (row g + 8:
+# pairs 1, 3). One multiply by 2**(s-1) when every scale byte is <= 128 (narrow); else 2**126
+# (0x7E80) first, then 2**(s-127) (wide).
+_PAIR_PTX = (
+    "and.b32 a, $4, 0x81C081C0;",
+    "shf.l.wrap.b32 a, $4, $4, 3; and.b32 a, a, 0x81C081C0;",
+    "shf.l.wrap.b32 a, $4, $4, 6; shf.l.wrap.b32 b, $4, $4, 1; and.b32 b, b, 0x80008000; lop3.b32 a, a, b, 0x01C001C0, 0xEC;",
+    "shf.l.wrap.b32 a, $4, $4, 13; shf.l.wrap.b32 b, $4, $4, 2; and.b32 b, b, 0x80008000; lop3.b32 a, a, b, 0x01C001C0, 0xEC;",
+)
+
+
+def _decode_ptx(wide: bool) -> str:
+    regs = ".reg .b32 a, b, w;\nmov.b32 w, 0x7E807E80;" if wide else ".reg .b32 a, b;"
+    pre = "mul.rn.bf16x2 a, a, w; " if wide else ""
+    lines = [f"{ptx} {pre}mul.rn.bf16x2 ${p}, a, {'$5' if p % 2 == 0 else '$7'};" for p, ptx in enumerate(_PAIR_PTX)]
+    return "\n{\n" + regs + "\n" + "\n".join(lines) + "\n}\n"
+
+
+_DECODE_NARROW = tl.constexpr(_decode_ptx(False))
+_DECODE_WIDE = tl.constexpr(_decode_ptx(True))
 
 
 @triton.jit
@@ -55,13 +63,8 @@ def _pairs_fp32(q):
 
 @triton.jit
 def _bf16x2_factor(s, WIDE: tl.constexpr):
-    """Scale byte -> the BF16x2 multiplier (same value in both halves) as int32 bits."""
-    s = s.to(tl.uint32)
-    if WIDE:
-        h = tl.where(s == 0, 0x40, s << 7)
-    else:
-        h = (s + 126) << 7
-    h = tl.where(s == 255, 0x7FC0, h)
+    """Scale byte -> the BF16x2 multiplier (the same value in both halves) as int32 bits."""
+    h = _scale_bits(s, WIDE) >> 16
     return (h | (h << 16)).to(tl.int32, bitcast=True)
 
 
@@ -138,6 +141,15 @@ def _frag_prefetch(w_ptr, s_ptr, rg0, kch0, KCH_TOTAL, MW: tl.constexpr, NCH: tl
 
 
 @triton.jit
+def _prefetch_ahead(w_ptr, s_ptr, rg0, k0, k_hi, KCH_TOTAL, MW: tl.constexpr, BLOCK_K: tl.constexpr,
+                    PREFETCH: tl.constexpr):
+    """`_frag_prefetch` of the tile PREFETCH K steps after k0 (the last tile once past the end)."""
+    if PREFETCH > 0:
+        kp = tl.minimum(k0 + PREFETCH * BLOCK_K, k_hi - BLOCK_K) // 128
+        _frag_prefetch(w_ptr, s_ptr, rg0, kp, KCH_TOTAL, MW, BLOCK_K // 128)
+
+
+@triton.jit
 def _k_permuted_tile(ptr, rows, rmask, k0, stride, BT: tl.constexpr, BK: tl.constexpr, INTERPRET: tl.constexpr):
     """[BK, BT] operand: ptr[rows[t] * stride + k0 + real(k)] with k in the fragment's logical order.
 
@@ -193,10 +205,8 @@ def _w13_frag_kernel(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr,
         acc_u = tl.zeros([BLOCK_N, BLOCK_T], tl.float32)
         k_lo, k_hi = _k_range(H, BLOCK_K, SPLIT)
         for k0 in range(k_lo, k_hi, BLOCK_K):
-            if PREFETCH > 0:
-                kp = tl.minimum(k0 + PREFETCH * BLOCK_K, k_hi - BLOCK_K) // 128
-                _frag_prefetch(w_ptr, s_ptr, rg_g, kp, H // 128, BLOCK_N // 16, BLOCK_K // 128)
-                _frag_prefetch(w_ptr, s_ptr, rg_u, kp, H // 128, BLOCK_N // 16, BLOCK_K // 128)
+            _prefetch_ahead(w_ptr, s_ptr, rg_g, k0, k_hi, H // 128, BLOCK_N // 16, BLOCK_K, PREFETCH)
+            _prefetch_ahead(w_ptr, s_ptr, rg_u, k0, k_hi, H // 128, BLOCK_N // 16, BLOCK_K, PREFETCH)
             xt = _k_permuted_tile(x_ptr, tok, pvalid, k0, H, BLOCK_T, BLOCK_K, INTERPRET)
             wg = _frag_tile(w_ptr, s_ptr, rg_g, k0 // 128, H // 128, BLOCK_N // 16, BLOCK_K // 128, ASM, WIDE, INTERPRET)
             acc_g = tl.dot(wg, xt, acc_g)
@@ -227,9 +237,7 @@ def _w2_frag_kernel(act_ptr, w_ptr, s_ptr, y_ptr,
         acc = tl.zeros([BLOCK_N, BLOCK_T], tl.float32)
         k_lo, k_hi = _k_range(I, BLOCK_K, SPLIT)
         for k0 in range(k_lo, k_hi, BLOCK_K):
-            if PREFETCH > 0:
-                kp = tl.minimum(k0 + PREFETCH * BLOCK_K, k_hi - BLOCK_K) // 128
-                _frag_prefetch(w_ptr, s_ptr, rg, kp, I // 128, BLOCK_N // 16, BLOCK_K // 128)
+            _prefetch_ahead(w_ptr, s_ptr, rg, k0, k_hi, I // 128, BLOCK_N // 16, BLOCK_K, PREFETCH)
             at = _k_permuted_tile(act_ptr, pairs, pvalid, k0, I, BLOCK_T, BLOCK_K, INTERPRET)
             w = _frag_tile(w_ptr, s_ptr, rg, k0 // 128, I // 128, BLOCK_N // 16, BLOCK_K // 128, ASM, WIDE, INTERPRET)
             acc = tl.dot(w, at, acc)

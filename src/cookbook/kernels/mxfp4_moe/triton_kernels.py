@@ -36,20 +36,26 @@ import triton.language as tl
 
 
 @triton.jit
-def _scale_factor(s, WIDE: tl.constexpr):
-    """Per-block float32 multiplier(s) for values decoded as value * 2**-126.
+def _scale_bits(s, WIDE: tl.constexpr):
+    """float32 bit pattern (uint32) of the per-block multiplier for values decoded as value * 2**-126.
 
     WIDE=False (every scale byte <= 128): one factor 2**(s-1), finite and normal for s in
     0..128 (s=0 gives 0.5). WIDE=True (any byte): 2**126 then 2**(s-127), where 2**-127 is
-    the float32 subnormal 0x00400000. Byte 255 (NaN in E8M0) gives NaN either way.
+    the float32 subnormal 0x00400000. Byte 255 (NaN in E8M0) gives NaN either way. Each
+    pattern's low 16 bits are zero, so its high half is the same multiplier in BF16.
     """
     s = s.to(tl.uint32)
     if WIDE:
         bits = tl.where(s == 0, 0x00400000, s << 23)
     else:
         bits = (s + 126) << 23
-    bits = tl.where(s == 255, 0x7FC00000, bits)
-    return bits.to(tl.float32, bitcast=True)
+    return tl.where(s == 255, 0x7FC00000, bits)
+
+
+@triton.jit
+def _scale_factor(s, WIDE: tl.constexpr):
+    """`_scale_bits` as float32."""
+    return _scale_bits(s, WIDE).to(tl.float32, bitcast=True)
 
 
 @triton.jit
