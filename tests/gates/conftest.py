@@ -6,7 +6,6 @@ from pathlib import Path
 import pytest
 
 FIXTURES = Path(__file__).parent / "fixtures"
-DATA_DIR = Path(__file__).resolve().parents[3] / "shared" / "data"
 
 
 @pytest.fixture
@@ -20,6 +19,10 @@ def recipes_dir(tmp_path, monkeypatch):
 
 @pytest.fixture
 def data_dir():
-    if not (DATA_DIR / "gsm8k" / "test.jsonl").is_file():
-        pytest.skip(f"gate data not found at {DATA_DIR} (set up ../shared/data; see gates/README.md)")
-    return DATA_DIR
+    """The gate data where `cookbook serve` looks for it: $COOKBOOK_DATA, else ../shared/data."""
+    from cookbook.commands.serve import default_data_dir
+    found = default_data_dir()
+    if found is None or not (found / "gsm8k" / "test.jsonl").is_file():
+        pytest.skip(f"gate data not found at {found or '../shared/data'} "
+                    "(set $COOKBOOK_DATA or set up ../shared/data; see gates/README.md)")
+    return found
