@@ -25,25 +25,11 @@ from cookbook.kernels.mxfp4_moe import (  # noqa: E402
 from cookbook.kernels.mxfp4_moe.config import _parse_table  # noqa: E402
 from cookbook.kernels.mxfp4_moe.moe import MoEInputError  # noqa: E402
 from cookbook.kernels.mxfp4_moe.reference import dequant_torch, moe_reference, rel_error  # noqa: E402
+from mxfp4_moe_helpers import all_codes_all_scales, frag_codes_all_scales, same_bits  # noqa: E402
 
 TOL = 1e-2
 DEV = "cuda" if torch.cuda.is_available() else "cpu"
 SMALL = LaunchConfig(block_t=16, block_n1=32, block_k1=64, block_n2=32, block_k2=64)
-
-
-def _same_bits(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    a = np.ascontiguousarray(a, dtype=np.float32)
-    b = np.ascontiguousarray(b, dtype=np.float32)
-    return (a.view(np.uint32) == b.view(np.uint32)) | (np.isnan(a) & np.isnan(b))
-
-
-def _all_codes_all_scales(rng, scale_bytes):
-    """Rows of 64 elements: every byte value appears in every row's packed data; row r uses scale byte r."""
-    n = len(scale_bytes)
-    packed = np.stack([rng.permutation(256)[:32] for _ in range(n)]).astype(np.uint8)
-    packed[:, :16] = np.arange(16, dtype=np.uint8) * 17  # each code in both nibbles
-    scales = np.repeat(np.asarray(scale_bytes, dtype=np.uint8)[:, None], 2, axis=1)
-    return packed, scales
 
 
 @pytest.mark.parametrize("wide", [True, False])
@@ -51,17 +37,17 @@ def test_dequant_matches_library_bit_for_bit(wide):
     rng = np.random.default_rng(1)
     # the one-multiply decoder (wide=False) is used only when every scale byte is <= 128
     scale_bytes = list(range(256)) if wide else list(range(129)) + [255]
-    packed, scales = _all_codes_all_scales(rng, scale_bytes)
+    packed, scales = all_codes_all_scales(rng, scale_bytes)
     out = dequantize_mxfp4(torch.from_numpy(packed).to(DEV), torch.from_numpy(scales).to(DEV), wide=wide)
     ref = mxfp4.dequantize(packed, scales, np.float32)
-    same = _same_bits(out.cpu().numpy(), ref)
+    same = same_bits(out.cpu().numpy(), ref)
     assert same.all(), f"{(~same).sum()} values differ, first at {np.argwhere(~same)[0]}"
     assert np.isnan(ref[scale_bytes.index(255)]).all()  # the NaN scale byte really was covered
 
 
 def test_dequant_bf16_is_the_library_value_rounded():
     rng = np.random.default_rng(2)
-    packed, scales = _all_codes_all_scales(rng, list(range(255)))
+    packed, scales = all_codes_all_scales(rng, list(range(255)))
     out = dequantize_mxfp4(torch.from_numpy(packed).to(DEV), torch.from_numpy(scales).to(DEV),
                            out_dtype=torch.bfloat16)
     ref_bits = mxfp4.float32_to_bf16_bits(mxfp4.dequantize(packed, scales, np.float32))
@@ -71,9 +57,9 @@ def test_dequant_bf16_is_the_library_value_rounded():
 
 def test_torch_twin_of_the_library_is_exact():
     rng = np.random.default_rng(3)
-    packed, scales = _all_codes_all_scales(rng, list(range(256)))
+    packed, scales = all_codes_all_scales(rng, list(range(256)))
     out = dequant_torch(torch.from_numpy(packed), torch.from_numpy(scales)).numpy()
-    assert _same_bits(out, mxfp4.dequantize(packed, scales, np.float32)).all()
+    assert same_bits(out, mxfp4.dequantize(packed, scales, np.float32)).all()
 
 
 def _experts(rng, e, h, i, scale=0.05):
@@ -243,16 +229,6 @@ def test_split_out_of_range_is_refused():
         LaunchConfig(split1=128).check("test")
 
 
-def _frag_codes_all_scales(rng, scale_bytes):
-    """Rows of 128 elements (one frag chunk): every code in both nibbles; row r uses scale byte r."""
-    n = len(scale_bytes)
-    packed = np.stack([rng.integers(0, 256, 64) for _ in range(n)]).astype(np.uint8)
-    packed[:, :16] = np.arange(16, dtype=np.uint8) * 17
-    packed[:, 32:48] = np.arange(16, dtype=np.uint8) * 17          # also in another scale block
-    scales = np.repeat(np.asarray(scale_bytes, dtype=np.uint8)[:, None], 4, axis=1)
-    return packed, scales
-
-
 def test_frag_layout_is_a_permutation_and_round_trips():
     from cookbook.kernels.mxfp4_moe import frag_layout as F
     bits = sorted(F.storage_bit(p, k0, b) for p in range(4) for k0 in range(2) for b in range(4))
@@ -274,10 +250,10 @@ def test_frag_layout_decodes_to_the_library_values_bit_for_bit(wide):
     for the converter's bytes: all 16 codes under every scale byte (<= 128 when not wide)."""
     from cookbook.kernels.mxfp4_moe import frag_layout as F
     rng = np.random.default_rng(6)
-    packed, scales = _frag_codes_all_scales(rng, list(range(256)) if wide else list(range(113, 129)))
+    packed, scales = frag_codes_all_scales(rng, list(range(256)) if wide else list(range(113, 129)))
     fp, fs = F.prepare(torch.from_numpy(packed), torch.from_numpy(scales))
     out = dequantize_mxfp4(fp.to(DEV), fs.to(DEV), wide=wide, layout="frag")
-    same = _same_bits(out.cpu().numpy(), mxfp4.dequantize(packed, scales, np.float32))
+    same = same_bits(out.cpu().numpy(), mxfp4.dequantize(packed, scales, np.float32))
     assert same.all(), f"{(~same).sum()} values differ"
 
 

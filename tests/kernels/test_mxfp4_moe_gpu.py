@@ -5,6 +5,8 @@ cookbook.mxfp4 in test_mxfp4_moe.py; one real-shape expert is also decoded by th
 decoder and compared with cookbook.mxfp4 bit for bit.
 """
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -17,8 +19,29 @@ if not torch.cuda.is_available():
 from cookbook import mxfp4  # noqa: E402
 from cookbook.kernels.mxfp4_moe import VARIANTS, dequantize_mxfp4, fused_moe_mxfp4, load_table, pick  # noqa: E402
 from cookbook.kernels.mxfp4_moe.reference import moe_torch, rel_error  # noqa: E402
+from mxfp4_moe_helpers import all_codes_all_scales, frag_codes_all_scales, same_bits  # noqa: E402
 
 TOL = 1e-2
+
+
+def _routing(shape, tokens, g, all_on=None):
+    """x, top-k weights and int32 ids for `tokens` random tokens (all_on: also every token on that expert)."""
+    x = torch.randn(tokens, shape.hidden, device="cuda", generator=g).bfloat16()
+    vals, ids = torch.rand(tokens, shape.experts, device="cuda", generator=g).topk(shape.top_k, dim=1)
+    ids = ids.to(torch.int32)
+    if all_on is not None:
+        ids[:, 0] = all_on
+    return x, torch.softmax(vals, 1), ids
+
+
+def _assert_matches_reference(out, x, w, wts, ids, label):
+    err = rel_error(out.float().cpu().numpy(), moe_torch(x, *w, wts, ids).cpu().numpy())
+    assert 0 < err <= TOL, f"{label}: relative error {err:.2e}"
+
+
+def _assert_same_bits(out, ref):
+    same = same_bits(out, ref)
+    assert same.all(), f"{(~same).sum()} differ, first {np.argwhere(~same)[0]}"
 
 
 def _experts(shape, seed):
@@ -48,64 +71,38 @@ def test_real_shape_expert_decodes_bit_for_bit(variant):
 @pytest.mark.parametrize("tokens", [1, 8, 64])
 def test_real_shape_moe_matches_float32_reference(variant, tokens):
     name, shape, w = variant
-    g = torch.Generator(device="cuda").manual_seed(tokens)
-    x = torch.randn(tokens, shape.hidden, device="cuda", generator=g).bfloat16()
-    vals, ids = torch.rand(tokens, shape.experts, device="cuda", generator=g).topk(shape.top_k, dim=1)
-    wts = torch.softmax(vals, 1)
-    ids = ids.to(torch.int32)
-    if tokens == 64:
-        ids[:, 0] = 5   # every token also on expert 5: 64 pairs, several blocks
-    cfg = pick(load_table(name), tokens)
-    out = fused_moe_mxfp4(x, *w, wts, ids, config=cfg)
-    ref = moe_torch(x, *w, wts, ids)
-    err = rel_error(out.float().cpu().numpy(), ref.cpu().numpy())
-    assert 0 < err <= TOL, f"{name} T={tokens}: relative error {err:.2e}"
+    # 64 tokens: every token also on expert 5 (64 pairs, several blocks)
+    x, wts, ids = _routing(shape, tokens, torch.Generator(device="cuda").manual_seed(tokens),
+                           all_on=5 if tokens == 64 else None)
+    out = fused_moe_mxfp4(x, *w, wts, ids, config=pick(load_table(name), tokens))
+    _assert_matches_reference(out, x, w, wts, ids, f"{name} T={tokens}")
 
 
 @pytest.mark.parametrize("wide", [True, False])
 def test_asm_decoder_bit_for_bit_all_codes_all_scales(wide):
     """The GPU-only inline-PTX decoder (BF16 arithmetic) against cookbook.mxfp4, every code x scale."""
     rng = np.random.default_rng(5)
-    scale_bytes = list(range(256)) if wide else list(range(129)) + [255]
-    packed = np.stack([rng.permutation(256)[:32] for _ in scale_bytes]).astype(np.uint8)
-    packed[:, :16] = np.arange(16, dtype=np.uint8) * 17
-    scales = np.repeat(np.asarray(scale_bytes, dtype=np.uint8)[:, None], 2, axis=1)
+    packed, scales = all_codes_all_scales(rng, list(range(256)) if wide else list(range(129)) + [255])
     out = dequantize_mxfp4(torch.from_numpy(packed).cuda(), torch.from_numpy(scales).cuda(),
                            wide=wide, decoder="asm").cpu().numpy()
-    ref = mxfp4.dequantize(packed, scales, np.float32)
-    same = (out.view(np.uint32) == ref.view(np.uint32)) | (np.isnan(out) & np.isnan(ref))
-    assert same.all(), f"{(~same).sum()} differ, first {np.argwhere(~same)[0]}"
+    _assert_same_bits(out, mxfp4.dequantize(packed, scales, np.float32))
 
 
 @pytest.mark.parametrize("decoder", ["fp32", "asm"])
 def test_real_shape_moe_each_decoder(variant, decoder):
-    from dataclasses import replace
     name, shape, w = variant
-    g = torch.Generator(device="cuda").manual_seed(99)
-    x = torch.randn(4, shape.hidden, device="cuda", generator=g).bfloat16()
-    vals, ids = torch.rand(4, shape.experts, device="cuda", generator=g).topk(shape.top_k, dim=1)
-    wts = torch.softmax(vals, 1)
-    cfg = replace(pick(load_table(name), 4), decoder=decoder)
-    out = fused_moe_mxfp4(x, *w, wts, ids.to(torch.int32), config=cfg)
-    ref = moe_torch(x, *w, wts, ids)
-    err = rel_error(out.float().cpu().numpy(), ref.cpu().numpy())
-    assert 0 < err <= TOL, f"{name} decoder {decoder}: relative error {err:.2e}"
+    x, wts, ids = _routing(shape, 4, torch.Generator(device="cuda").manual_seed(99))
+    out = fused_moe_mxfp4(x, *w, wts, ids, config=replace(pick(load_table(name), 4), decoder=decoder))
+    _assert_matches_reference(out, x, w, wts, ids, f"{name} decoder {decoder}")
 
 
 @pytest.mark.parametrize("change", [dict(split1=4, split2=4), dict(split1=8, split2=2), dict(split1=1, split2=1)])
 def test_real_shape_split_k(variant, change):
     """Split-K at real shapes, the tuned block sizes otherwise."""
-    from dataclasses import replace
     name, shape, w = variant
-    g = torch.Generator(device="cuda").manual_seed(77)
-    x = torch.randn(3, shape.hidden, device="cuda", generator=g).bfloat16()
-    vals, ids = torch.rand(3, shape.experts, device="cuda", generator=g).topk(shape.top_k, dim=1)
-    wts = torch.softmax(vals, 1)
-    cfg = replace(pick(load_table(name), 1), decoder="asm", **change)
-    out = fused_moe_mxfp4(x, *w, wts, ids.to(torch.int32), config=cfg)
-    ref = moe_torch(x, *w, wts, ids)
-    err = rel_error(out.float().cpu().numpy(), ref.cpu().numpy())
-    assert 0 < err <= TOL, f"{name} {change}: relative error {err:.2e}"
+    x, wts, ids = _routing(shape, 3, torch.Generator(device="cuda").manual_seed(77))
+    out = fused_moe_mxfp4(x, *w, wts, ids, config=replace(pick(load_table(name), 1), decoder="asm", **change))
+    _assert_matches_reference(out, x, w, wts, ids, f"{name} {change}")
 
 
 @pytest.mark.parametrize("wide", [True, False])
@@ -114,15 +111,10 @@ def test_frag_asm_decoder_bit_for_bit_all_codes_all_scales(wide):
     from cookbook.kernels.mxfp4_moe import frag_layout
     rng = np.random.default_rng(6)
     scale_bytes = list(range(256)) if wide else list(range(129)) + [255] * 15   # rows: a multiple of 16
-    packed = rng.integers(0, 256, (len(scale_bytes), 64), dtype=np.uint8)
-    packed[:, :16] = np.arange(16, dtype=np.uint8) * 17
-    packed[:, 32:48] = np.arange(16, dtype=np.uint8) * 17
-    scales = np.repeat(np.asarray(scale_bytes, dtype=np.uint8)[:, None], 4, axis=1)
+    packed, scales = frag_codes_all_scales(rng, scale_bytes)
     fp, fs = frag_layout.prepare(torch.from_numpy(packed).cuda(), torch.from_numpy(scales).cuda())
     out = dequantize_mxfp4(fp, fs, wide=wide, decoder="asm", layout="frag").cpu().numpy()
-    ref = mxfp4.dequantize(packed, scales, np.float32)
-    same = (out.view(np.uint32) == ref.view(np.uint32)) | (np.isnan(out) & np.isnan(ref))
-    assert same.all(), f"{(~same).sum()} differ, first {np.argwhere(~same)[0]}"
+    _assert_same_bits(out, mxfp4.dequantize(packed, scales, np.float32))
 
 
 @pytest.mark.parametrize("decoder", ["fp32", "asm"])
@@ -130,7 +122,6 @@ def test_frag_layout_each_decoder_bit_for_bit_and_moe(variant, decoder):
     """The frag layout (one-time re-arrangement) at real shapes: one expert decodes bit for bit
     like cookbook.mxfp4 on the converter's bytes; the MoE matches the reference at 1, 5 and 64
     tokens (64: all on one expert too), with the shipped split-K and without."""
-    from dataclasses import replace
 
     from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
     name, shape, w = variant
@@ -141,15 +132,9 @@ def test_frag_layout_each_decoder_bit_for_bit_and_moe(variant, decoder):
         assert (out.view(np.uint32) == ref.view(np.uint32)).all()
     g = torch.Generator(device="cuda").manual_seed(55)
     for tokens, split in ((1, None), (5, 1), (64, None)):
-        x = torch.randn(tokens, shape.hidden, device="cuda", generator=g).bfloat16()
-        vals, ids = torch.rand(tokens, shape.experts, device="cuda", generator=g).topk(shape.top_k, dim=1)
-        wts = torch.softmax(vals, 1)
-        ids = ids.to(torch.int32)
-        if tokens == 64:
-            ids[:, 0] = 5
+        x, wts, ids = _routing(shape, tokens, g, all_on=5 if tokens == 64 else None)
         cfg = replace(pick(load_table(name), tokens), decoder=decoder)
         if split:
             cfg = replace(cfg, split1=split, split2=split)
         got = fused_moe_mxfp4(x, *f, wts, ids, config=cfg, layout="frag")
-        err = rel_error(got.float().cpu().numpy(), moe_torch(x, *w, wts, ids).cpu().numpy())
-        assert 0 < err <= TOL, f"{name} frag {decoder} T={tokens}: relative error {err:.2e}"
+        _assert_matches_reference(got, x, w, wts, ids, f"{name} frag {decoder} T={tokens}")

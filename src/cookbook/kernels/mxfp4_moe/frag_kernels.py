@@ -21,7 +21,8 @@ w2, top-k sum, and the split-K reduce); only the two expert kernels differ:
 import triton
 import triton.language as tl
 
-from .triton_kernels import _apply, _block_pairs, _k_range, _scale_bits, _scale_factor, _to_bf16_rne
+from .triton_kernels import (_apply, _block_pairs, _k_range, _scale_bits, _scale_factor, _store_w2, _store_w13,
+                             _to_bf16_rne)
 
 # PTX of the GPU decoder. Word $4 -> pairs 0..3 as BF16x2 value * 2**-126 (rotate and mask,
 # frag_layout.ROTATIONS), each times its row's factor: $5 (row g: pairs 0, 2) or $7 (row g + 8:
@@ -212,14 +213,8 @@ def _w13_frag_kernel(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr,
             acc_g = tl.dot(wg, xt, acc_g)
             wu = _frag_tile(w_ptr, s_ptr, rg_u, k0 // 128, H // 128, BLOCK_N // 16, BLOCK_K // 128, ASM, WIDE, INTERPRET)
             acc_u = tl.dot(wu, xt, acc_u)
-        n = n0 + tl.arange(0, BLOCK_N)
-        if SPLIT == 1:
-            h = acc_g / (1.0 + tl.exp(-acc_g)) * acc_u
-            tl.store(act_ptr + pairs[None, :].to(tl.int64) * I + n[:, None], _to_bf16_rne(h), mask=pvalid[None, :])
-        else:
-            row = (tl.program_id(2) * P + pairs[None, :]).to(tl.int64) * (2 * I)
-            tl.store(part_ptr + row + n[:, None], acc_g, mask=pvalid[None, :])
-            tl.store(part_ptr + row + I + n[:, None], acc_u, mask=pvalid[None, :])
+        # BLOCK_N divides I: every row of the tile is real, only pairs are masked
+        _store_w13(acc_g, acc_u, act_ptr, part_ptr, pairs, n0 + tl.arange(0, BLOCK_N), pvalid[None, :], P, I, SPLIT)
 
 
 @triton.jit(do_not_specialize=["P"])
@@ -241,6 +236,4 @@ def _w2_frag_kernel(act_ptr, w_ptr, s_ptr, y_ptr,
             at = _k_permuted_tile(act_ptr, pairs, pvalid, k0, I, BLOCK_T, BLOCK_K, INTERPRET)
             w = _frag_tile(w_ptr, s_ptr, rg, k0 // 128, I // 128, BLOCK_N // 16, BLOCK_K // 128, ASM, WIDE, INTERPRET)
             acc = tl.dot(w, at, acc)
-        n = n0 + tl.arange(0, BLOCK_N)
-        optr = y_ptr + (tl.program_id(2) * P + pairs[None, :]).to(tl.int64) * H + n[:, None]
-        tl.store(optr, acc, mask=pvalid[None, :])
+        _store_w2(acc, y_ptr, pairs, n0 + tl.arange(0, BLOCK_N), pvalid[None, :], P, H)

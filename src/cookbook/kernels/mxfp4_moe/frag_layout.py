@@ -1,11 +1,11 @@
 """The "frag" layout: MXFP4 experts re-arranged once so each thread loads its tensor-core operand.
 
-Why: on Hopper the decode kernel is bound by instruction issue, not by HBM. In the
-converter's layout a thread decodes nibbles that belong to other threads' tensor-core
-fragments, and the compiler re-pairs them (PRMT, shared memory) on every tile. Here the
-bytes are ordered so that a plain 16-byte load gives each thread exactly the values of its
-wgmma/mma A-operand fragment, and the bits inside each 32-bit word are placed so that the
-decoder needs 11 integer instructions per 8 values (and 4 BF16x2 multiplies for the scale).
+Why: in the converter's layout a thread decodes nibbles that belong to other threads'
+tensor-core fragments, and the compiler re-pairs them (PRMT, shared memory) on every tile:
+about 7 instructions per weight. Here the bytes are ordered so that a plain 16-byte load
+gives each thread exactly the values of its wgmma/mma A-operand fragment, and the bits inside
+each 32-bit word are placed so that the decoder needs 11 integer instructions per 8 values
+(and 4 BF16x2 multiplies for the scale).
 
 Same size and dtype as the converter's tensors (a permutation of bits and bytes): packed
 uint8 [..., R, K/2] and scales uint8 [..., R, K/32], R a multiple of 16, K of 128.
@@ -129,4 +129,4 @@ def scales_from_frag(scales, r: int, k: int):
 def prepare(packed, scales):
     """(packed, scales) of one expert tensor in the frag layout; run once at load time."""
     r, k = check_shape(packed, scales)
-    return to_frag(packed), scales_to_frag(scales, r, k)
+    return _per_matrix(_matrix_to_frag, packed, r, k), scales_to_frag(scales, r, k)

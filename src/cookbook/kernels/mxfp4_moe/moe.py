@@ -121,13 +121,14 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     part = torch.empty(split1, p, 2 * i, dtype=torch.float32, device=dev) if split1 > 1 else act
     grid1 = (max_blocks, triton_cdiv(i, cfg.block_n1), split1)
     blocks = (sorted_pairs, block_expert, num_blocks)
+    prefetch = cfg.prefetch if decode else 0     # an L2 hint in inline PTX: GPU decoders only
     w13 = w13_packed if decode else w13_packed.view(torch.int32)   # fp32 decoder reads 32-bit words
     if frag:
         from . import frag_kernels as F
         F._w13_frag_kernel[grid1](x, w13, w13_scales, act, part, *blocks, p, h, i, k,
                                   BLOCK_T=bt, BLOCK_N=cfg.block_n1, BLOCK_K=cfg.block_k1, ASM=bool(decode),
                                   INTERPRET=interpret, WIDE=wide, SPLIT=split1,
-                                  PREFETCH=cfg.prefetch if decode else 0,
+                                  PREFETCH=prefetch,
                                   num_warps=cfg.warps1, num_stages=cfg.stages1)
     else:
         K._w13_silu_kernel[grid1](x, w13, w13_scales, act, part, *blocks,
@@ -144,7 +145,7 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
         F._w2_frag_kernel[grid2](act, w2, w2_scales, y, *blocks, p, h, i,
                                  BLOCK_T=bt, BLOCK_N=cfg.block_n2, BLOCK_K=cfg.block_k2, ASM=bool(decode),
                                  INTERPRET=interpret, WIDE=wide, SPLIT=split2,
-                                 PREFETCH=cfg.prefetch if decode else 0,
+                                 PREFETCH=prefetch,
                                  num_warps=cfg.warps2, num_stages=cfg.stages2)
     else:
         K._w2_kernel[grid2](act, w2, w2_scales, y, *blocks,

@@ -278,6 +278,25 @@ def _k_range(K, BLOCK_K: tl.constexpr, SPLIT: tl.constexpr):
     return (sk * steps // SPLIT) * BLOCK_K, ((sk + 1) * steps // SPLIT) * BLOCK_K
 
 
+@triton.jit
+def _store_w13(acc_g, acc_u, act_ptr, part_ptr, pairs, n, mask, P, I, SPLIT: tl.constexpr):
+    """w13 epilogue ([n, pair] tiles): act = silu(gate) * up as BF16, or with SPLIT > 1 this
+    split's float32 partial gate and up rows (part[split, pair, 0:2I]) for the reduce kernel."""
+    if SPLIT == 1:
+        h = acc_g / (1.0 + tl.exp(-acc_g)) * acc_u
+        tl.store(act_ptr + pairs[None, :].to(tl.int64) * I + n[:, None], _to_bf16_rne(h), mask=mask)
+    else:
+        row = (tl.program_id(2) * P + pairs[None, :]).to(tl.int64) * (2 * I)
+        tl.store(part_ptr + row + n[:, None], acc_g, mask=mask)
+        tl.store(part_ptr + row + I + n[:, None], acc_u, mask=mask)
+
+
+@triton.jit
+def _store_w2(acc, y_ptr, pairs, n, mask, P, H):
+    """w2 epilogue: float32 rows y[split, pair, n] for the top-k sum."""
+    tl.store(y_ptr + (tl.program_id(2) * P + pairs[None, :]).to(tl.int64) * H + n[:, None], acc, mask=mask)
+
+
 @triton.jit(do_not_specialize=["P", "TOPK"])
 def _w13_silu_kernel(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr,
                      sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr,
@@ -331,15 +350,7 @@ def _w13_silu_kernel(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr,
                 vu = _decoded_tile(w_ptr, s_ptr, rows_u, nmask, k0, stride_w, stride_s, BLOCK_K, DECODE, INTERPRET, WIDE)
                 acc_g = tl.dot(vg, xt, acc_g)
                 acc_u = tl.dot(vu, xt, acc_u)
-        if SPLIT == 1:
-            h = acc_g / (1.0 + tl.exp(-acc_g)) * acc_u
-            optr = act_ptr + pairs[None, :].to(tl.int64) * I + n[:, None]
-            tl.store(optr, _to_bf16_rne(h), mask=nmask[:, None] & pvalid[None, :])
-        else:
-            row = (tl.program_id(2) * P + pairs[None, :]).to(tl.int64) * (2 * I)
-            omask = nmask[:, None] & pvalid[None, :]
-            tl.store(part_ptr + row + n[:, None], acc_g, mask=omask)
-            tl.store(part_ptr + row + I + n[:, None], acc_u, mask=omask)
+        _store_w13(acc_g, acc_u, act_ptr, part_ptr, pairs, n, nmask[:, None] & pvalid[None, :], P, I, SPLIT)
 
 
 @triton.jit
@@ -398,8 +409,7 @@ def _w2_kernel(act_ptr, w_ptr, s_ptr, y_ptr,
                     at = at.to(tl.float32)
                 v = _decoded_tile(w_ptr, s_ptr, rows, nmask, k0, stride_w, stride_s, BLOCK_K, DECODE, INTERPRET, WIDE)
                 acc = tl.dot(v, at, acc)
-        optr = y_ptr + (tl.program_id(2) * P + pairs[None, :]).to(tl.int64) * H + n[:, None]
-        tl.store(optr, acc, mask=nmask[:, None] & pvalid[None, :])
+        _store_w2(acc, y_ptr, pairs, n, nmask[:, None] & pvalid[None, :], P, H)
 
 
 @triton.jit
