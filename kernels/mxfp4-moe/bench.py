@@ -11,6 +11,8 @@ the speedup over it, and the relative error against a float32 reference.
 
     python3 kernels/mxfp4-moe/bench.py                       # shipped configs
     python3 kernels/mxfp4-moe/bench.py --tune --out DIR      # sweep, write DIR/<variant>.json
+    python3 kernels/mxfp4-moe/bench.py --no-baseline --ab "fused=fuse:true,pdl:true;bulk2=prefetch_mode:bulk,prefetch:2"
+                                      # each named change against the shipped entry, side by side, as ratios
 """
 
 from __future__ import annotations
@@ -48,6 +50,31 @@ W2_CANDIDATES = [
 ]
 
 
+def parse_ab(spec: str) -> list[tuple[str, dict]]:
+    """"a=fuse:true,prefetch:2;b=..." -> [("a", {"fuse": True, "prefetch": 2}), ...] (LaunchConfig fields)."""
+    from dataclasses import fields
+
+    from cookbook.kernels.mxfp4_moe import LaunchConfig
+    types = {f.name: f.type for f in fields(LaunchConfig)}
+    out = []
+    for item in filter(None, (x.strip() for x in spec.split(";"))):
+        name, _, body = item.partition("=")
+        change = {}
+        for kv in filter(None, body.split(",")):
+            key, _, val = kv.partition(":")
+            if key not in types:
+                raise ValueError(f"{item!r}: {key!r} is not a LaunchConfig field ({', '.join(types)})")
+            kind = types[key]
+            if kind == "bool" and val not in ("true", "false"):
+                raise ValueError(f"{item!r}: {key} takes true or false, got {val!r}")
+            change[key] = (val == "true" if kind == "bool" else int(val) if kind == "int" else val)
+        if not name or not change:
+            raise ValueError(f"{item!r}: expected NAME=key:value[,key:value]")
+        LaunchConfig(**change).check(f"--ab {name}")
+        out.append((name, change))
+    return out
+
+
 def log(msg: str) -> None:
     print(msg, flush=True)
 
@@ -73,6 +100,30 @@ def make_routings(shape, tokens: int, n: int, seed: int):
         w, ids = logits.topk(shape.top_k, dim=1)
         out.append((torch.softmax(w, 1).float().contiguous(), ids.to(torch.int32).contiguous()))
     return out
+
+
+def read_bandwidth() -> float:
+    """Bytes/s of a plain streaming read (Triton, 1 GiB, every byte once, one XOR per program
+    written): what reading alone reaches on this card, for context next to the copy figure."""
+    import torch
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def _read(src, out, n_per: tl.constexpr):
+        base = tl.program_id(0).to(tl.int64) * n_per
+        acc = tl.zeros([2048], tl.int32)
+        for i in range(0, n_per, 2048):
+            acc ^= tl.load(src + base + i + tl.arange(0, 2048))
+        tl.store(out + tl.program_id(0), tl.xor_sum(acc, 0))
+
+    n_per = 1 << 16                                  # int32 per program: 256 KiB
+    src = torch.ones(1 << 28, dtype=torch.int32, device="cuda")
+    out = torch.empty(src.numel() // n_per, dtype=torch.int32, device="cuda")
+    ms = triton.testing.do_bench(lambda: _read[(out.numel(),)](src, out, n_per=n_per, num_warps=8))
+    del src
+    torch.cuda.empty_cache()
+    return 4 * (1 << 28) / (ms * 1e-3)
 
 
 def copy_bandwidth() -> float:
@@ -149,7 +200,15 @@ def main() -> int:
                     help="batch sizes to tune, most important first (a batch not in the table gets an entry)")
     ap.add_argument("--candidates", choices=("all", "splits"), default="all",
                     help="splits: sweep only the split-K counts (and prefetch) from the shipped entries")
+    ap.add_argument("--ab", default="",
+                    help="NAME=key:value,key:value;NAME2=...: also time each change to the shipped entry and print "
+                         "its time as a ratio to the shipped one (same run, same routings)")
     args = ap.parse_args()
+    try:
+        ab = parse_ab(args.ab)
+    except ValueError as exc:
+        print(f"bench.py: --ab: {exc}", file=sys.stderr)
+        return 2
 
     import torch
     import triton
@@ -176,7 +235,9 @@ def main() -> int:
     log(f"# {meta}")
     copy_bw = copy_bandwidth()
     log(f"copy bandwidth (device-to-device, read+write): {copy_bw / 1e12:.2f} TB/s")
-    results = {"meta": meta, "copy_bw_Bps": copy_bw, "rows": [], "tuning": {}}
+    read_bw = read_bandwidth()
+    log(f"read bandwidth (streaming read only, for context): {read_bw / 1e12:.2f} TB/s")
+    results = {"meta": meta, "copy_bw_Bps": copy_bw, "read_bw_Bps": read_bw, "rows": [], "tuning": {}}
     tune_spent = [0.0]
 
     def run_variant(v):
@@ -283,6 +344,11 @@ def main() -> int:
                 tb = event_time(lambda: moe_torch(x, *w_conv, wts, ids, dtype=torch.bfloat16))
                 nb = len(torch.unique(ids)) * per_expert
                 row.update(base_us=tb * 1e6, base_TBps=nb / tb / 1e12, speedup=(nbytes / t) / (nb / tb))
+            for name, change in ab:
+                ta = graph_time(runner(replace(cfg, **change), routs, x), ROTATIONS)
+                row.setdefault("ab", {})[name] = {"us": ta * 1e6, "copy_frac": nbytes / ta / copy_bw,
+                                                  "speedup": t / ta}
+                log(f"      {name:>12s}: {ta * 1e6:9.1f} us  {100 * nbytes / ta / copy_bw:4.1f}% copy  x{t / ta:.3f}")
             results["rows"].append(row)
             log(f"{v:5s} b={b:3d} {t * 1e6:9.1f} us  {distinct:6.1f} exp {nbytes / 1e9:6.3f} GB "
                 f"{nbytes / t / 1e12:5.2f} TB/s ({100 * nbytes / t / copy_bw:4.1f}% copy)"

@@ -4,6 +4,7 @@
 #                                                and, for the ratio, glm in the converter layout
 #   kernels/mxfp4-moe/h200_run.sh tune [BUDGET_S] sweep block sizes (frag), then the vLLM comparison
 #   kernels/mxfp4-moe/h200_run.sh confirm        shipped tables with the PyTorch baseline, then vLLM comparison
+#   kernels/mxfp4-moe/h200_run.sh ab "SPEC"      real-shape tests, then bench.py --ab SPEC at 1-8 tokens
 # The vLLM comparison needs .carry/tk (triton_kernels from the vllm==0.26.0 wheel) carried.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -34,6 +35,11 @@ case "$mode" in
     timeout 150 python3 -m pytest -q -p no:cacheprovider tests/kernels 2>&1 | tail -15 | tee "$out/pytest-h200.log"
     timeout 280 python3 kernels/mxfp4-moe/bench.py --out "$out/confirm" 2>&1 | tee "$out/bench.log"
     compare 130
+    ;;
+  ab)
+    timeout 240 python3 -m pytest -q -p no:cacheprovider tests/kernels 2>&1 | tail -15 | tee "$out/pytest-h200.log"
+    timeout 300 python3 kernels/mxfp4-moe/bench.py --no-baseline --batches "${3:-1,2,4,8}" --ab "$2" \
+      --out "$out/ab" 2>&1 | tee "$out/bench-ab.log"
     ;;
   *) echo "h200_run.sh: unknown mode $mode (probe, tune, confirm)" >&2; exit 2 ;;
 esac

@@ -282,6 +282,33 @@ def test_frag_layout_moe_matches_the_reference_and_the_converter_layout(t, k, sp
     assert 0 < err <= TOL and rel_error(out, plain) <= TOL
 
 
+@pytest.mark.parametrize("t,k,split1,split2", [(1, 4, 2, 1), (5, 3, 4, 2), (9, 2, 1, 3)])
+def test_fused_epilogues_give_the_same_bits_as_the_reduce_and_top_k_launches(t, k, split1, split2):
+    """fuse=True: the last split of a w13 tile adds the partials, the last program of a w2 column
+    tile writes the top-k sum (atomic counters zeroed by align); same order, so the same bits."""
+    rng = np.random.default_rng(40 + t)
+    e, h, i = 6, 256, 256
+    experts = _experts(rng, e, h, i)
+    ids, wts = _routing(rng, t, e, k)
+    ids[0, 0] = ids[-1, -1] = 2                     # an expert with tokens from both ends of the batch
+    x = torch.randn(t, h, generator=torch.Generator().manual_seed(8)).bfloat16().to(DEV)
+    tens = [a.to(DEV) for a in _frag_experts(experts)]
+    args = (x, *tens, torch.from_numpy(wts).to(DEV), torch.from_numpy(ids).to(DEV))
+    cfg = replace(FRAG_SMALL, split1=split1, split2=split2)
+    plain = fused_moe_mxfp4(*args, config=cfg, layout="frag")
+    fused = fused_moe_mxfp4(*args, config=replace(cfg, fuse=True), layout="frag")
+    assert torch.equal(plain.view(torch.int16), fused.view(torch.int16))
+    ref = moe_reference(x.float().cpu().numpy(), *experts, wts, ids)
+    assert 0 < rel_error(fused.float().cpu().numpy(), ref) <= TOL
+
+
+def test_config_flags_must_be_booleans_and_modes_known():
+    with pytest.raises(ConfigError, match="fuse must be true or false"):
+        LaunchConfig(fuse=1).check("test")
+    with pytest.raises(ConfigError, match="prefetch_mode must be one of lane, bulk"):
+        LaunchConfig(prefetch_mode="tma").check("test")
+
+
 def test_frag_layout_never_reads_an_unrouted_expert():
     rng = np.random.default_rng(32)
     e, h, i, t, k = 8, 128, 128, 6, 2

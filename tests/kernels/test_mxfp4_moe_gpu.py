@@ -138,3 +138,32 @@ def test_frag_layout_each_decoder_bit_for_bit_and_moe(variant, decoder):
             cfg = replace(cfg, split1=split, split2=split)
         got = fused_moe_mxfp4(x, *f, wts, ids, config=cfg, layout="frag")
         _assert_matches_reference(got, x, w, wts, ids, f"{name} frag {decoder} T={tokens}")
+
+
+@pytest.mark.parametrize("change", [dict(fuse=True), dict(pdl=True, fuse=True),
+                                    dict(prefetch_mode="bulk", prefetch=2, pdl=True, fuse=True),
+                                    dict(prefetch_mode="bulk", prefetch=1, split1=3, split2=2, fuse=True)])
+def test_fused_epilogues_pdl_and_bulk_prefetch_change_no_bit(variant, change):
+    """Launch-level options (last-program epilogues, programmatic dependent launch, bulk L2
+    prefetch) give the same bits as the plain launches, under a CUDA graph as well."""
+    from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
+    name, shape, w = variant
+    f = prepare_experts(*w)
+    g = torch.Generator(device="cuda").manual_seed(91)
+    for tokens in (1, 8, 64):
+        x, wts, ids = _routing(shape, tokens, g, all_on=3 if tokens == 64 else None)
+        cfg = replace(pick(load_table(name), tokens), decoder="asm")
+        if "split1" in change:
+            cfg = replace(cfg, split1=change["split1"], split2=change["split2"])
+        plain = fused_moe_mxfp4(x, *f, wts, ids, config=cfg, layout="frag", check_ids=False, scale_max=127)
+        new = replace(cfg, **change)
+        got = fused_moe_mxfp4(x, *f, wts, ids, config=new, layout="frag", check_ids=False, scale_max=127)
+        assert torch.equal(plain.view(torch.int16), got.view(torch.int16)), f"{name} T={tokens} {change}"
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            captured = fused_moe_mxfp4(x, *f, wts, ids, config=new, layout="frag", check_ids=False, scale_max=127)
+        for _ in range(3):
+            captured.zero_()
+            graph.replay()
+            torch.cuda.synchronize()
+            assert torch.equal(plain.view(torch.int16), captured.view(torch.int16)), f"{name} T={tokens} graph"

@@ -19,6 +19,7 @@ CONFIG_DIR = Path(__file__).with_name("configs")
 SCHEMA = "cookbook.mxfp4-moe.config/1"
 ENV_CONFIG = "COOKBOOK_MXFP4_MOE_CONFIG"  # path of a tuned table that replaces the shipped one
 DECODERS = ("fp32", "asm", "dot_scaled", "asm_split")  # index = the kernels' DECODE constexpr
+PREFETCH_MODES = ("lane", "bulk")
 
 
 class ConfigError(ValueError):
@@ -39,6 +40,13 @@ class LaunchConfig:
     split1: int = 1         # w13: programs sharing one row tile's K steps (split-K, any count; partial sums reduced after)
     split2: int = 1         # w2: the same; the top-k sum adds the partials
     prefetch: int = 0       # frag layout: ask L2 for the tile this many K steps ahead (0: off)
+    prefetch_mode: str = "lane"   # "lane": each lane hints its own 32 bytes (prefetch.global.L2);
+                                  # "bulk": one thread per row group asks for the whole contiguous range
+                                  # (cp.async.bulk.prefetch.L2), the first `prefetch` steps before the loop
+    pdl: bool = False       # frag layout: programmatic dependent launch; each kernel starts while the one
+                            # before finishes (w2 asks L2 for its first tiles before it waits)
+    fuse: bool = False      # frag layout: no reduce and no top-k sum launch; the last program of a tile
+                            # (atomic counter) adds the split-K partials / the top-k rows, in the same order
     decoder: str = "fp32"     # fp32: _dequant_tile (also runs in the CPU interpreter);
                               # asm: inline-PTX BF16 decoder; asm_split: the same, even/odd K in two dots;
                               # dot_scaled: Triton's tl.dot_scaled (all three GPU only)
@@ -51,6 +59,14 @@ class LaunchConfig:
             if f.name == "decoder":
                 if v not in DECODERS:
                     raise ConfigError(f"{where}: decoder must be one of {', '.join(DECODERS)}, got {v!r}")
+                continue
+            if f.name == "prefetch_mode":
+                if v not in PREFETCH_MODES:
+                    raise ConfigError(f"{where}: prefetch_mode must be one of {', '.join(PREFETCH_MODES)}, got {v!r}")
+                continue
+            if f.type in (bool, "bool"):
+                if not isinstance(v, bool):
+                    raise ConfigError(f"{where}: {f.name} must be true or false, got {v!r}")
                 continue
             # split counts need not be powers of two: any count fills the card in whole waves better
             if not isinstance(v, int) or isinstance(v, bool) or not pow2(v) and f.name not in (

@@ -111,51 +111,57 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     block_expert = torch.empty(max_blocks, dtype=torch.int32, device=dev)
     num_blocks = torch.empty(1, dtype=torch.int32, device=dev)
     scratch = torch.empty(_next_pow2(e), dtype=torch.int32, device=dev)
+    split1 = min(cfg.split1, h // cfg.block_k1)   # at most one K step per split
+    split2 = min(cfg.split2, i // cfg.block_k2)
+    grid1 = (max_blocks, triton_cdiv(i, cfg.block_n1), split1)
+    grid2 = (max_blocks, triton_cdiv(h, cfg.block_n2), split2)
+    fuse = frag and cfg.fuse                      # counters: w13 tiles (split-K reduce), then w2 column tiles
+    n_cnt1 = grid1[0] * grid1[1] if fuse and split1 > 1 else 0
+    counters = torch.empty(max(1, n_cnt1 + grid2[1] if fuse else 0), dtype=torch.int32, device=dev)
     K._align_kernel[(1,)](ids, sorted_pairs, block_expert, num_blocks, scratch, p, max_blocks * bt,
+                          counters, counters.numel() if fuse else 0,
                           BLOCK_T=bt, P_PAD=_next_pow2(p), E_PAD=_next_pow2(e),
                           SLOTS_PAD=_next_pow2(max_blocks * bt))
 
-    split1 = min(cfg.split1, h // cfg.block_k1)   # at most one K step per split
-    split2 = min(cfg.split2, i // cfg.block_k2)
     act = torch.empty(p, i, dtype=torch.bfloat16, device=dev)
     part = torch.empty(split1, p, 2 * i, dtype=torch.float32, device=dev) if split1 > 1 else act
-    grid1 = (max_blocks, triton_cdiv(i, cfg.block_n1), split1)
     blocks = (sorted_pairs, block_expert, num_blocks)
-    prefetch = cfg.prefetch if decode else 0     # an L2 hint in inline PTX: GPU decoders only
     w13 = w13_packed if decode else w13_packed.view(torch.int32)   # fp32 decoder reads 32-bit words
     if frag:
         from . import frag_kernels as F
-        F._w13_frag_kernel[grid1](x, w13, w13_scales, act, part, *blocks, p, h, i, k,
+        # the L2 hints and programmatic dependent launch are PTX: GPU decoders only
+        gpu = {"PREFETCH": cfg.prefetch if decode else 0, "BULK": cfg.prefetch_mode == "bulk",
+               "PDL": cfg.pdl and bool(decode), "FUSE": fuse}
+        pdl = {"launch_pdl": True} if gpu["PDL"] else {}
+        F._w13_frag_kernel[grid1](x, w13, w13_scales, act, part, *blocks, counters, p, h, i, k,
                                   BLOCK_T=bt, BLOCK_N=cfg.block_n1, BLOCK_K=cfg.block_k1, ASM=bool(decode),
-                                  INTERPRET=interpret, WIDE=wide, SPLIT=split1,
-                                  PREFETCH=prefetch,
-                                  num_warps=cfg.warps1, num_stages=cfg.stages1)
+                                  INTERPRET=interpret, WIDE=wide, SPLIT=split1, **gpu,
+                                  num_warps=cfg.warps1, num_stages=cfg.stages1, **pdl)
     else:
         K._w13_silu_kernel[grid1](x, w13, w13_scales, act, part, *blocks,
                                   p, h, i, k, w13.shape[-1], h // 32, BLOCK_T=bt, BLOCK_N=cfg.block_n1, BLOCK_K=cfg.block_k1,
                                   DECODE=decode, INTERPRET=interpret, WIDE=wide, SPLIT=split1,
                                   num_warps=cfg.warps1, num_stages=cfg.stages1)
-    if split1 > 1:
+    if split1 > 1 and not fuse:
         block_i = min(1024, _next_pow2(i))
         K._silu_reduce_kernel[(p, triton_cdiv(i, block_i))](part, act, p, i, SPLIT=split1, BLOCK_I=block_i)
     y = torch.empty(split2, p, h, dtype=torch.float32, device=dev)
-    grid2 = (max_blocks, triton_cdiv(h, cfg.block_n2), split2)
+    out = torch.empty(t, h, dtype=torch.bfloat16, device=dev)
+    wts = topk_weights.to(torch.float32).contiguous()
     w2 = w2_packed if decode else w2_packed.view(torch.int32)
     if frag:
-        F._w2_frag_kernel[grid2](act, w2, w2_scales, y, *blocks, p, h, i,
+        F._w2_frag_kernel[grid2](act, w2, w2_scales, y, *blocks, counters[n_cnt1:], wts, out, p, h, i, t,
                                  BLOCK_T=bt, BLOCK_N=cfg.block_n2, BLOCK_K=cfg.block_k2, ASM=bool(decode),
-                                 INTERPRET=interpret, WIDE=wide, SPLIT=split2,
-                                 PREFETCH=prefetch,
-                                 num_warps=cfg.warps2, num_stages=cfg.stages2)
+                                 INTERPRET=interpret, WIDE=wide, SPLIT=split2, TOPK=k, **gpu,
+                                 num_warps=cfg.warps2, num_stages=cfg.stages2, **pdl)
     else:
         K._w2_kernel[grid2](act, w2, w2_scales, y, *blocks,
                             p, h, i, w2.shape[-1], i // 32, BLOCK_T=bt, BLOCK_N=cfg.block_n2, BLOCK_K=cfg.block_k2,
                             DECODE=decode, INTERPRET=interpret, WIDE=wide, SPLIT=split2,
                             num_warps=cfg.warps2, num_stages=cfg.stages2)
-    out = torch.empty(t, h, dtype=torch.bfloat16, device=dev)
-    block_h = min(1024, _next_pow2(h))
-    K._topk_sum_kernel[(t, triton_cdiv(h, block_h))](y, topk_weights.to(torch.float32).contiguous(), out, p, h,
-                                                     TOPK=k, BLOCK_H=block_h, SPLIT=split2)
+    if not fuse:
+        block_h = min(1024, _next_pow2(h))
+        K._topk_sum_kernel[(t, triton_cdiv(h, block_h))](y, wts, out, p, h, TOPK=k, BLOCK_H=block_h, SPLIT=split2)
     return out
 
 

@@ -20,7 +20,8 @@ def moe_reference(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weights,
         xe = x[rows].astype(np.float64)
         g, u = xe @ w13[:i].T, xe @ w13[i:].T
         act = g / (1.0 + np.exp(-g)) * u
-        out[rows] += topk_weights[rows, slots][:, None] * (act @ w2.T)
+        # add.at: a token may list an expert twice (both slots count); out[rows] += would drop one
+        np.add.at(out, rows, topk_weights[rows, slots][:, None] * (act @ w2.T))
     return out.astype(np.float32)
 
 

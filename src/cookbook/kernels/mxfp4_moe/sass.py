@@ -10,15 +10,15 @@ register layout costs and what cut the kernel's bandwidth by a third before it w
 from __future__ import annotations
 
 import collections
+import inspect
 import os
 import re
 import subprocess
 import tempfile
 from dataclasses import dataclass
 
-_SIG_COMMON = {"sorted_pairs_ptr": "*i32", "block_expert_ptr": "*i32", "num_blocks_ptr": "*i32", "P": "i32",
-               "H": "i32", "I": "i32"}
-_CONSTEXPRS = ("BLOCK_T", "BLOCK_N", "BLOCK_K", "ASM", "INTERPRET", "WIDE", "SPLIT", "PREFETCH")
+_CONSTEXPRS = ("BLOCK_T", "BLOCK_N", "BLOCK_K", "ASM", "INTERPRET", "WIDE", "SPLIT", "PREFETCH", "BULK", "PDL",
+               "FUSE", "TOPK")
 
 
 @dataclass
@@ -35,13 +35,22 @@ class LoopReport:
 
 
 def _signature(kernel: str) -> dict[str, str]:
+    blocks = {"sorted_pairs_ptr": "*i32", "block_expert_ptr": "*i32", "num_blocks_ptr": "*i32", "cnt_ptr": "*i32"}
     if kernel == "w13":
         head = {"x_ptr": "*bf16", "w_ptr": "*u8", "s_ptr": "*u8", "act_ptr": "*bf16", "part_ptr": "*fp32"}
-        sig = {**head, **_SIG_COMMON, "TOPK": "i32"}
+        sig = {**head, **blocks, "P": "i32", "H": "i32", "I": "i32", "TOPK": "i32"}
     else:
         head = {"act_ptr": "*bf16", "w_ptr": "*u8", "s_ptr": "*u8", "y_ptr": "*fp32"}
-        sig = {**head, **_SIG_COMMON}
-    return {**sig, **{c: "constexpr" for c in _CONSTEXPRS}}
+        sig = {**head, **blocks, "wts_ptr": "*fp32", "out_ptr": "*bf16", "P": "i32", "H": "i32", "I": "i32", "T": "i32"}
+    names = set(inspect.signature(_kernel(kernel).fn).parameters)
+    if not set(sig) <= names:
+        raise RuntimeError(f"sass.py: the {kernel} kernel's parameters changed ({sorted(names)}); update _signature")
+    return {**sig, **{c: "constexpr" for c in _CONSTEXPRS if c in names and c not in sig}}
+
+
+def _kernel(kernel: str):
+    from . import frag_kernels as F
+    return F._w13_frag_kernel if kernel == "w13" else F._w2_frag_kernel
 
 
 def _tool(name: str) -> str:
@@ -57,14 +66,14 @@ def compile_frag_kernel(kernel: str, block_n: int = 64, block_k: int = 128, warp
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    from . import frag_kernels as F
-
-    fn = F._w13_frag_kernel if kernel == "w13" else F._w2_frag_kernel
+    fn = _kernel(kernel)
     sig = _signature(kernel)
     names = list(sig)
     attrs = {(names.index(n),): [["tt.divisibility", 16]] for n, t in sig.items() if t.startswith("*") or n in ("H", "I")}
     consts = {"BLOCK_T": 16, "BLOCK_N": block_n, "BLOCK_K": block_k, "ASM": True, "INTERPRET": False,
-              "WIDE": wide, "SPLIT": 1, "PREFETCH": prefetch}
+              "WIDE": wide, "SPLIT": 1, "PREFETCH": prefetch, "BULK": False, "PDL": False, "FUSE": False}
+    if kernel == "w2":
+        consts["TOPK"] = 8
     return triton.compile(ASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", 90, 32),
                           options={"num_warps": warps, "num_stages": 1})
 

@@ -219,10 +219,14 @@ def _dequant_kernel(w_ptr, s_ptr, out_ptr, R, K,
 
 @triton.jit(do_not_specialize=["P", "MAX_SLOTS"])
 def _align_kernel(ids_ptr, sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, scratch_ptr,
-                  P, MAX_SLOTS,
+                  P, MAX_SLOTS, cnt_ptr, N_CNT,
                   BLOCK_T: tl.constexpr, P_PAD: tl.constexpr, E_PAD: tl.constexpr,
                   SLOTS_PAD: tl.constexpr):
-    """Group pairs by expert: blocks of BLOCK_T pair ids, one expert per block, sentinel P as padding."""
+    """Group pairs by expert: blocks of BLOCK_T pair ids, one expert per block, sentinel P as padding.
+    Also zeroes the N_CNT tile counters of the fused epilogues (`_last_of`), before any reads them."""
+    for c0 in range(0, N_CNT, 1024):
+        c = c0 + tl.arange(0, 1024)
+        tl.store(cnt_ptr + c, tl.zeros([1024], tl.int32), mask=c < N_CNT)
     offs = tl.arange(0, P_PAD)
     valid = offs < P
     ids = tl.load(ids_ptr + offs, mask=valid, other=0)
@@ -249,9 +253,11 @@ def _align_kernel(ids_ptr, sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, s
 @triton.jit
 def _block_pairs(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, P, BLOCK_T: tl.constexpr):
     b = tl.program_id(0)
-    nblocks = tl.load(num_blocks_ptr)
-    e = tl.load(block_expert_ptr + b, mask=b < nblocks, other=0)
-    pairs = tl.load(sorted_pairs_ptr + b * BLOCK_T + tl.arange(0, BLOCK_T), mask=b < nblocks, other=P)
+    # .cg (L2, not L1): with programmatic dependent launch this runs before the kernel waits
+    nblocks = tl.load(num_blocks_ptr, cache_modifier=".cg")
+    e = tl.load(block_expert_ptr + b, mask=b < nblocks, other=0, cache_modifier=".cg")
+    pairs = tl.load(sorted_pairs_ptr + b * BLOCK_T + tl.arange(0, BLOCK_T), mask=b < nblocks, other=P,
+                    cache_modifier=".cg")
     return b < nblocks, e.to(tl.int64), pairs, pairs < P
 
 
@@ -279,12 +285,37 @@ def _k_range(K, BLOCK_K: tl.constexpr, SPLIT: tl.constexpr):
 
 
 @triton.jit
+def _silu_mul(g, u):
+    """act = silu(gate) * up, rounded to BF16: the one definition for every path (same bits)."""
+    return _to_bf16_rne(g / (1.0 + tl.exp(-g)) * u)
+
+
+@triton.jit
+def _split_sums(part_ptr, offs, mask, split_stride, I, SPLIT: tl.constexpr):
+    """Gate and up sums over the split-K partials part[s] (+offs, +I+offs), s in order; L2 loads
+    (.cg), since the fused epilogue reads rows other programs wrote during this kernel."""
+    g = tl.zeros(offs.shape, tl.float32)
+    u = tl.zeros(offs.shape, tl.float32)
+    for s in tl.static_range(SPLIT):
+        g += tl.load(part_ptr + s * split_stride + offs, mask=mask, other=0.0, cache_modifier=".cg")
+        u += tl.load(part_ptr + s * split_stride + I + offs, mask=mask, other=0.0, cache_modifier=".cg")
+    return g, u
+
+
+@triton.jit
+def _last_of(cnt_ptr, expected):
+    """True in the last of `expected` programs to call it for this counter. The barrier orders the
+    program's earlier stores before its release; acq_rel makes the others' stores visible to the last."""
+    tl.debug_barrier()
+    return tl.atomic_add(cnt_ptr, 1, sem="acq_rel") == expected - 1
+
+
+@triton.jit
 def _store_w13(acc_g, acc_u, act_ptr, part_ptr, pairs, n, mask, P, I, SPLIT: tl.constexpr):
     """w13 epilogue ([n, pair] tiles): act = silu(gate) * up as BF16, or with SPLIT > 1 this
     split's float32 partial gate and up rows (part[split, pair, 0:2I]) for the reduce kernel."""
     if SPLIT == 1:
-        h = acc_g / (1.0 + tl.exp(-acc_g)) * acc_u
-        tl.store(act_ptr + pairs[None, :].to(tl.int64) * I + n[:, None], _to_bf16_rne(h), mask=mask)
+        tl.store(act_ptr + pairs[None, :].to(tl.int64) * I + n[:, None], _silu_mul(acc_g, acc_u), mask=mask)
     else:
         row = (tl.program_id(2) * P + pairs[None, :]).to(tl.int64) * (2 * I)
         tl.store(part_ptr + row + n[:, None], acc_g, mask=mask)
@@ -359,14 +390,8 @@ def _silu_reduce_kernel(part_ptr, act_ptr, P, I, SPLIT: tl.constexpr, BLOCK_I: t
     pair = tl.program_id(0).to(tl.int64)
     n = tl.program_id(1) * BLOCK_I + tl.arange(0, BLOCK_I)
     m = n < I
-    g = tl.zeros([BLOCK_I], tl.float32)
-    u = tl.zeros([BLOCK_I], tl.float32)
-    for s in tl.static_range(SPLIT):
-        base = part_ptr + (s * P + pair) * (2 * I)
-        g += tl.load(base + n, mask=m, other=0.0)
-        u += tl.load(base + I + n, mask=m, other=0.0)
-    h = g / (1.0 + tl.exp(-g)) * u
-    tl.store(act_ptr + pair * I + n, _to_bf16_rne(h), mask=m)
+    g, u = _split_sums(part_ptr, pair * (2 * I) + n, m, P * (2 * I), I, SPLIT)
+    tl.store(act_ptr + pair * I + n, _silu_mul(g, u), mask=m)
 
 
 @triton.jit(do_not_specialize=["P"])
@@ -416,14 +441,20 @@ def _w2_kernel(act_ptr, w_ptr, s_ptr, y_ptr,
 def _topk_sum_kernel(y_ptr, wts_ptr, out_ptr, P, H, TOPK: tl.constexpr, BLOCK_H: tl.constexpr,
                      SPLIT: tl.constexpr):
     """out[t] = sum_j wts[t, j] * (sum_s y[s, t*TOPK + j]), j and s in order (deterministic)."""
-    t = tl.program_id(0).to(tl.int64)
     cols = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
-    cmask = cols < H
-    acc = tl.zeros([BLOCK_H], tl.float32)
+    _topk_sum_row(y_ptr, wts_ptr, out_ptr, tl.program_id(0).to(tl.int64), cols, cols < H, P, H, TOPK, SPLIT, BLOCK_H)
+
+
+@triton.jit
+def _topk_sum_row(y_ptr, wts_ptr, out_ptr, t, cols, cmask, P, H, TOPK: tl.constexpr, SPLIT: tl.constexpr,
+                  BLOCK: tl.constexpr):
+    """out[t, cols] = sum_j wts[t, j] * (sum_s y[s, t*TOPK + j, cols]), j and s in order: the one
+    definition of the sum, for the top-k kernel and for w2's fused epilogue (same bits)."""
+    acc = tl.zeros([BLOCK], tl.float32)
     for j in tl.static_range(TOPK):
         wj = tl.load(wts_ptr + t * TOPK + j)
-        yj = tl.load(y_ptr + (t * TOPK + j) * H + cols, mask=cmask, other=0.0)
+        yj = tl.load(y_ptr + (t * TOPK + j) * H + cols, mask=cmask, other=0.0, cache_modifier=".cg")
         for s in tl.static_range(1, SPLIT):
-            yj += tl.load(y_ptr + (s * P + t * TOPK + j) * H + cols, mask=cmask, other=0.0)
+            yj += tl.load(y_ptr + (s * P + t * TOPK + j) * H + cols, mask=cmask, other=0.0, cache_modifier=".cg")
         acc += wj * yj
     tl.store(out_ptr + t * H + cols, _to_bf16_rne(acc), mask=cmask)
