@@ -305,6 +305,11 @@ def test_fused_epilogues_give_the_same_bits_as_the_reduce_and_top_k_launches(t, 
 def test_config_flags_must_be_booleans_and_modes_known():
     with pytest.raises(ConfigError, match="fuse must be true or false"):
         LaunchConfig(fuse=1).check("test")
+    with pytest.raises(ConfigError, match="kernel must be one of triton, gluon"):
+        LaunchConfig(kernel="cuda").check("test")
+    with pytest.raises(ConfigError, match="one row group per warp: block_n1 = 16 \\* warps1"):
+        LaunchConfig(kernel="gluon", decoder="asm", block_n1=128, warps1=4).check("test")
+    LaunchConfig(kernel="gluon", decoder="asm", block_t=8, stages1=1).check("test")
     with pytest.raises(ConfigError, match="prefetch_mode must be one of lane, bulk"):
         LaunchConfig(prefetch_mode="tma").check("test")
 

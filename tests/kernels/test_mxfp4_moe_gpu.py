@@ -167,3 +167,38 @@ def test_fused_epilogues_pdl_and_bulk_prefetch_change_no_bit(variant, change):
             graph.replay()
             torch.cuda.synchronize()
             assert torch.equal(plain.view(torch.int16), captured.view(torch.int16)), f"{name} T={tokens} graph"
+
+
+@pytest.mark.parametrize("wide", [True, False])
+def test_gluon_decoder_bit_for_bit_all_codes_all_scales(wide):
+    """The Gluon kernels' decoder (mma A-operand registers, read back) against cookbook.mxfp4."""
+    from cookbook.kernels.mxfp4_moe import frag_layout
+    rng = np.random.default_rng(9)
+    scale_bytes = list(range(256)) if wide else list(range(129)) + [255] * 15
+    packed, scales = frag_codes_all_scales(rng, scale_bytes)
+    fp, fs = frag_layout.prepare(torch.from_numpy(packed).cuda(), torch.from_numpy(scales).cuda())
+    out = dequantize_mxfp4(fp, fs, wide=wide, decoder="gluon", layout="frag").cpu().numpy()
+    _assert_same_bits(out, mxfp4.dequantize(packed, scales, np.float32))
+
+
+@pytest.mark.parametrize("block_t,split", [(16, 1), (8, 1), (16, 4), (8, 3)])
+def test_gluon_kernels_match_the_reference_and_the_triton_kernels(variant, block_t, split):
+    """kernel="gluon" (mma.sync, no shared memory) at real shapes: one expert decodes bit for bit,
+    the MoE matches the float32 reference and the Triton frag kernels (1, 8 and 64 tokens, 64 all
+    on one expert), with split-K on both products or without."""
+    from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
+    name, shape, w = variant
+    f = prepare_experts(*w)
+    got = dequantize_mxfp4(f[2][5], f[3][5], decoder="gluon", layout="frag").cpu().numpy()
+    _assert_same_bits(got, mxfp4.dequantize(w[2][5].cpu().numpy(), w[3][5].cpu().numpy(), np.float32))
+    g = torch.Generator(device="cuda").manual_seed(33)
+    for tokens in (1, 8, 64):
+        x, wts, ids = _routing(shape, tokens, g, all_on=4 if tokens == 64 else None)
+        base = replace(pick(load_table(name), tokens), decoder="asm", fuse=False, pdl=False)
+        cfg = replace(base, kernel="gluon", block_t=block_t, block_n1=64, warps1=4, block_n2=64, warps2=4,
+                      block_k1=128, block_k2=128, split1=split, split2=min(split, 2))
+        out = fused_moe_mxfp4(x, *f, wts, ids, config=cfg, layout="frag")
+        _assert_matches_reference(out, x, w, wts, ids, f"{name} gluon T={tokens}")
+        tri = fused_moe_mxfp4(x, *f, wts, ids, config=base, layout="frag").float()
+        diff = (out.float() - tri).norm() / tri.norm()
+        assert diff <= 2e-3, f"{name} T={tokens}: gluon vs triton {diff:.1e}"

@@ -20,6 +20,7 @@ SCHEMA = "cookbook.mxfp4-moe.config/1"
 ENV_CONFIG = "COOKBOOK_MXFP4_MOE_CONFIG"  # path of a tuned table that replaces the shipped one
 DECODERS = ("fp32", "asm", "dot_scaled", "asm_split")  # index = the kernels' DECODE constexpr
 PREFETCH_MODES = ("lane", "bulk")
+KERNELS = ("triton", "gluon")
 
 
 class ConfigError(ValueError):
@@ -45,6 +46,9 @@ class LaunchConfig:
                                   # (cp.async.bulk.prefetch.L2), the first `prefetch` steps before the loop
     pdl: bool = False       # frag layout: programmatic dependent launch; each kernel starts while the one
                             # before finishes (w2 asks L2 for its first tiles before it waits)
+    kernel: str = "triton"  # frag layout: "triton" (wgmma, runs in the CPU interpreter too) or "gluon"
+                            # (gluon_kernels.py: mma.sync, no shared memory; GPU only; one row group
+                            # per warp: block_n = 16 * warps; block_t 8 or 16)
     fuse: bool = False      # frag layout: no reduce and no top-k sum launch; the last program of a tile
                             # (atomic counter) adds the split-K partials / the top-k rows, in the same order
     decoder: str = "fp32"     # fp32: _dequant_tile (also runs in the CPU interpreter);
@@ -60,6 +64,10 @@ class LaunchConfig:
                 if v not in DECODERS:
                     raise ConfigError(f"{where}: decoder must be one of {', '.join(DECODERS)}, got {v!r}")
                 continue
+            if f.name == "kernel":
+                if v not in KERNELS:
+                    raise ConfigError(f"{where}: kernel must be one of {', '.join(KERNELS)}, got {v!r}")
+                continue
             if f.name == "prefetch_mode":
                 if v not in PREFETCH_MODES:
                     raise ConfigError(f"{where}: prefetch_mode must be one of {', '.join(PREFETCH_MODES)}, got {v!r}")
@@ -72,8 +80,16 @@ class LaunchConfig:
             if not isinstance(v, int) or isinstance(v, bool) or not pow2(v) and f.name not in (
                     "stages1", "stages2", "prefetch", "split1", "split2"):
                 raise ConfigError(f"{where}: {f.name} must be a power of two, got {v!r}")
-        if self.block_t < 16 or self.block_n1 < 16 or self.block_n2 < 16:
-            raise ConfigError(f"{where}: block_t, block_n1 and block_n2 must be >= 16 (tensor-core tile)")
+        if self.block_t < (8 if self.kernel == "gluon" else 16) or self.block_n1 < 16 or self.block_n2 < 16:
+            raise ConfigError(f"{where}: block_t (8 with kernel gluon), block_n1 and block_n2 must be >= 16 "
+                              "(tensor-core tile)")
+        if self.kernel == "gluon":
+            if self.block_t > 16 or self.block_n1 != 16 * self.warps1 or self.block_n2 != 16 * self.warps2:
+                raise ConfigError(f"{where}: kernel gluon takes block_t 8 or 16 and one row group per warp: "
+                                  f"block_n1 = 16 * warps1, block_n2 = 16 * warps2 (got block_t={self.block_t}, "
+                                  f"{self.block_n1}/{self.warps1}, {self.block_n2}/{self.warps2})")
+            if self.fuse or self.pdl or self.decoder != "asm":
+                raise ConfigError(f"{where}: kernel gluon runs decoder asm without fuse and pdl")
         if self.block_k1 < 32 or self.block_k2 < 32:
             raise ConfigError(f"{where}: block_k1 and block_k2 must be >= 32 (one MXFP4 scale block)")
         if not 1 <= self.split1 <= 64 or not 1 <= self.split2 <= 64:

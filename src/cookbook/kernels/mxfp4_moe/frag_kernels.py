@@ -38,10 +38,12 @@ _PAIR_PTX = (
 )
 
 
-def _decode_ptx(wide: bool) -> str:
+def _decode_ptx(wide: bool, f_even: str = "$5", f_odd: str = "$7") -> str:
+    """The decoder as one asm block; f_even / f_odd name the operands holding the factors of rows g
+    and g + 8 (they differ with how the caller packs its operands)."""
     regs = ".reg .b32 a, b, w;\nmov.b32 w, 0x7E807E80;" if wide else ".reg .b32 a, b;"
     pre = "mul.rn.bf16x2 a, a, w; " if wide else ""
-    lines = [f"{ptx} {pre}mul.rn.bf16x2 ${p}, a, {'$5' if p % 2 == 0 else '$7'};" for p, ptx in enumerate(_PAIR_PTX)]
+    lines = [f"{ptx} {pre}mul.rn.bf16x2 ${p}, a, {f_even if p % 2 == 0 else f_odd};" for p, ptx in enumerate(_PAIR_PTX)]
     return "\n{\n" + regs + "\n" + "\n".join(lines) + "\n}\n"
 
 

@@ -91,6 +91,8 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     interpret = _interpret()
     decode = DECODERS.index(cfg.decoder)
     frag = _check_layout(layout, decode)
+    if cfg.kernel == "gluon" and not frag:
+        raise MoEInputError("kernel 'gluon' reads the frag layout: pass layout='frag' (prepare_experts first)")
     if frag:
         _check_frag_blocks(cfg, h, i)
     if decode and interpret:
@@ -127,7 +129,15 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     part = torch.empty(split1, p, 2 * i, dtype=torch.float32, device=dev) if split1 > 1 else act
     blocks = (sorted_pairs, block_expert, num_blocks)
     w13 = w13_packed if decode else w13_packed.view(torch.int32)   # fp32 decoder reads 32-bit words
-    if frag:
+    gluon = frag and cfg.kernel == "gluon"
+    if gluon:
+        if interpret:
+            raise MoEInputError("kernel 'gluon' needs a GPU; the CPU interpreter runs kernel 'triton'")
+        from . import gluon_kernels as GK
+        GK._w13_gluon_kernel[grid1](x, w13_packed.view(torch.int32), w13_scales, act, part, *blocks, p, h, i, k,
+                                    BT=bt, NCH=cfg.block_k1 // 128, WIDE=wide, SPLIT=split1,
+                                    NUM_WARPS=cfg.warps1, num_warps=cfg.warps1)
+    elif frag:
         from . import frag_kernels as F
         # the L2 hints and programmatic dependent launch are PTX: GPU decoders only
         gpu = {"PREFETCH": cfg.prefetch if decode else 0, "BULK": cfg.prefetch_mode == "bulk",
@@ -149,7 +159,11 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     out = torch.empty(t, h, dtype=torch.bfloat16, device=dev)
     wts = topk_weights.to(torch.float32).contiguous()
     w2 = w2_packed if decode else w2_packed.view(torch.int32)
-    if frag:
+    if gluon:
+        GK._w2_gluon_kernel[grid2](act, w2_packed.view(torch.int32), w2_scales, y, *blocks, p, h, i,
+                                   BT=bt, NCH=cfg.block_k2 // 128, WIDE=wide, SPLIT=split2,
+                                   NUM_WARPS=cfg.warps2, num_warps=cfg.warps2)
+    elif frag:
         F._w2_frag_kernel[grid2](act, w2, w2_scales, y, *blocks, counters[n_cnt1:], wts, out, p, h, i, t,
                                  BLOCK_T=bt, BLOCK_N=cfg.block_n2, BLOCK_K=cfg.block_k2, ASM=bool(decode),
                                  INTERPRET=interpret, WIDE=wide, SPLIT=split2, TOPK=k, **gpu,
@@ -211,9 +225,24 @@ def dequantize_mxfp4(packed, scales, out_dtype=None, wide: bool | None = None, d
         raise MoEInputError(f"packed {tuple(packed.shape)} and scales {tuple(scales.shape)} do not match")
     if wide is None:
         wide = scale_byte_max(scales) > WIDE_ABOVE
-    out = torch.empty(r, k, dtype=out_dtype, device=packed.device)
-    if decoder not in ("fp32", "asm"):
-        raise MoEInputError(f"dequantize_mxfp4: decoder must be 'fp32' or 'asm', got {decoder!r}")
+    out = torch.empty(r, k, dtype=torch.float32 if decoder == "gluon" else out_dtype, device=packed.device)
+    if decoder not in ("fp32", "asm", "gluon"):
+        raise MoEInputError(f"dequantize_mxfp4: decoder must be 'fp32', 'asm' or 'gluon' (frag layout, GPU), "
+                            f"got {decoder!r}")
+    if decoder == "gluon":
+        if layout != "frag":
+            raise MoEInputError("decoder 'gluon' reads the frag layout only")
+        from . import gluon_kernels as GK
+        from .frag_layout import check_shape
+        try:
+            check_shape(packed, scales)
+        except ValueError as exc:
+            raise MoEInputError(str(exc)) from None
+        warps = 4 if r % 64 == 0 else 1
+        GK._dequant_gluon_kernel[(r // (16 * warps), k // 128)](
+            packed.contiguous().view(torch.int32), scales.contiguous(), out, k, NCH=1, WIDE=wide, NUM_WARPS=warps,
+            num_warps=warps)
+        return out.to(out_dtype)
     decode = DECODERS.index(decoder)
     w = packed.contiguous() if decode else packed.contiguous().view(torch.int32)
     if _check_layout(layout, decode):

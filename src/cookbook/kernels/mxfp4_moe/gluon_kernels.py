@@ -1,0 +1,253 @@
+"""Gluon kernels for experts in the "frag" layout: no shared memory, no barrier in the K loop.
+
+Same inputs, outputs and bits as `frag_kernels.py` (whose `_frag_tile` documents the byte
+order); what Gluon adds is control of layouts, which plain Triton does not give:
+- each warp owns one row group (16 rows) of the tile; each lane loads its own 32 bytes per
+  chunk as 32-bit words, decodes them in registers, and the decoded values already are its
+  operand of the tensor-core product (`convert_layout(..., assert_trivial=True)`: compiling
+  fails otherwise);
+- the activation tile is loaded straight into the product's second-operand registers (each
+  warp its own copy, from L1), so nothing goes through shared memory and warps never wait for
+  one another: mma.sync (m16n8k16) instead of the warpgroup-wide wgmma, whose second operand
+  must sit in shared memory behind a barrier every K step;
+- the next K step's words are loaded before this step is decoded (registers whose layout is
+  kept across iterations: plain Triton re-shuffles a loop-carried tile every step).
+GPU only (inline PTX decoder; Gluon has no CPU interpreter): the CPU tests run frag_kernels.
+"""
+
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+
+from .frag_kernels import _decode_ptx
+
+# operands: $4 $5 the word (twice: pack=2), $6 $7 row g's factor, $8 $9 row g+8's
+_DECODE_NARROW = gl.constexpr(_decode_ptx(False, "$6", "$8"))
+_DECODE_WIDE = gl.constexpr(_decode_ptx(True, "$6", "$8"))
+
+
+@gluon.jit
+def _load_words(w_ptr, rg0, kch, KCH_TOTAL, NCH: gl.constexpr, NUM_WARPS: gl.constexpr):
+    """Words (int32) of row groups rg0 .. rg0+NUM_WARPS (one per warp), chunks kch .. kch+NCH:
+    [32 * NUM_WARPS, 8 * NCH], row = warp * 32 + lane, each lane its own 32 bytes per chunk."""
+    L: gl.constexpr = gl.BlockedLayout([1, 4], [32, 1], [NUM_WARPS, 1], [1, 0])
+    r = gl.arange(0, 32 * NUM_WARPS, layout=gl.SliceLayout(1, L))
+    b = gl.arange(0, 8 * NCH, layout=gl.SliceLayout(0, L))
+    chunk = ((rg0 + r // 32) * KCH_TOTAL + kch).to(gl.int64) * 256 + (r % 32) * 8
+    return gl.load(w_ptr + chunk[:, None] + ((b // 8) * 256 + b % 8)[None, :])
+
+
+@gluon.jit
+def _load_scales(s_ptr, rg0, kch, KCH_TOTAL, NCH: gl.constexpr, NUM_WARPS: gl.constexpr):
+    """Scale bytes of the same tile: [32 * NUM_WARPS, NCH * 2] (per lane and chunk: rows g, g+8)."""
+    L: gl.constexpr = gl.BlockedLayout([1, 2], [32, 1], [NUM_WARPS, 1], [1, 0])
+    r = gl.arange(0, 32 * NUM_WARPS, layout=gl.SliceLayout(1, L))
+    b = gl.arange(0, 2 * NCH, layout=gl.SliceLayout(0, L))
+    chunk = ((rg0 + r // 32) * KCH_TOTAL + kch).to(gl.int64) * 64 + (r % 32) * 2
+    return gl.load(s_ptr + chunk[:, None] + ((b // 2) * 64 + b % 2)[None, :])
+
+
+@gluon.jit
+def _decode_a(words, s, NCH: gl.constexpr, NUM_WARPS: gl.constexpr, WIDE: gl.constexpr, A_LAYOUT: gl.constexpr):
+    """`frag_kernels._frag_tile` (ASM) on loaded words: [16 * NUM_WARPS, 128 * NCH] BF16 in the
+    mma A-operand layout, columns in the fragment's logical K order."""
+    MW: gl.constexpr = NUM_WARPS
+    KS: gl.constexpr = NCH * 8
+    w = gl.reshape(words, [MW, 8, 4, KS])                                      # (warp, g, c, k16 step)
+    # the high halves of `triton_kernels._scale_bits` (BF16 multipliers), in both halves of a word
+    h = s.to(gl.int32)
+    if WIDE:
+        h = gl.where(h == 255, 0x7FC0, gl.where(h == 0, 0x0040, h << 7))
+    else:
+        h = gl.where(h == 255, 0x7FC0, (h + 126) << 7)
+    f0, f1 = gl.split(gl.reshape(h | (h << 16), [MW, 8, 4, NCH, 2]))          # rows g, g + 8
+    f0 = gl.reshape(gl.join(gl.join(f0, f0), gl.join(f0, f0)), [MW, 8, 4, NCH, 4])
+    f1 = gl.reshape(gl.join(gl.join(f1, f1), gl.join(f1, f1)), [MW, 8, 4, NCH, 4])
+    f0 = gl.convert_layout(gl.reshape(gl.join(f0, f0), [MW, 8, 4, KS]), w.type.layout, assert_trivial=True)
+    f1 = gl.convert_layout(gl.reshape(gl.join(f1, f1), [MW, 8, 4, KS]), w.type.layout, assert_trivial=True)
+    w2 = gl.join(w, w)
+    f0 = gl.join(f0, f0)
+    f1 = gl.join(f1, f1)
+    if WIDE:
+        p0, p1, p2, p3 = gl.inline_asm_elementwise(_DECODE_WIDE, "=r,=r,=r,=r,r,r,r,r,r,r", [w2, f0, f1],
+                                                   dtype=(gl.bfloat16,) * 4, is_pure=True, pack=2)
+    else:
+        p0, p1, p2, p3 = gl.inline_asm_elementwise(_DECODE_NARROW, "=r,=r,=r,=r,r,r,r,r,r,r", [w2, f0, f1],
+                                                   dtype=(gl.bfloat16,) * 4, is_pure=True, pack=2)
+    # pair p = m3 + 2 k3 (rows g / g+8, k 2c / 2c+8), its halves k0
+    v = gl.join(gl.join(p0, p1), gl.join(p2, p3))                              # [MW, g, c, KS, k0, m3, k3]
+    v = gl.permute(v, (0, 5, 1, 3, 6, 2, 4))                                   # [MW, m3, g, KS, k3, c, k0]
+    return gl.convert_layout(gl.reshape(v, [MW * 16, KS * 16]), A_LAYOUT, assert_trivial=True)
+
+
+@gluon.jit
+def _load_b(ptr, rows, rmask, k0, stride, BT: gl.constexpr, NCH: gl.constexpr, NUM_WARPS: gl.constexpr,
+            B_LAYOUT: gl.constexpr):
+    """[128 NCH, BT] second operand, straight into its mma registers: column t is
+    ptr[rows[t] * stride + k0 + real(k)], k in the fragment's logical order. Lane (g, c) needs
+    columns g (and g + 8) at real K 32 c .. 32 c + 31 of each chunk: loaded as 16-byte vectors.
+    rows, rmask: [BT] from `_b_rows` (convert once, outside the K loop)."""
+    # a leading dim of 1 takes the warps: every warp holds the whole tile (its own mma operand)
+    L: gl.constexpr = gl.BlockedLayout([1, 1, 1, 1, 8], [1, 8, 1, 4, 1], [NUM_WARPS, 1, 1, 1, 1], [4, 3, 2, 1, 0])
+    ch = gl.arange(0, NCH, layout=gl.SliceLayout(0, gl.SliceLayout(1, gl.SliceLayout(3, gl.SliceLayout(4, L)))))
+    c = gl.arange(0, 4, layout=gl.SliceLayout(0, gl.SliceLayout(1, gl.SliceLayout(2, gl.SliceLayout(4, L)))))
+    o = gl.arange(0, 32, layout=gl.SliceLayout(0, gl.SliceLayout(1, gl.SliceLayout(2, gl.SliceLayout(3, L)))))
+    offs = (rows[None, :, None, None, None].to(gl.int64) * stride + k0 + ch[None, None, :, None, None] * 128
+            + c[None, None, None, :, None] * 32 + o[None, None, None, None, :])
+    x = gl.load(ptr + offs, mask=rmask[None, :, None, None, None], other=0.0)  # [1, BT, chunk, c, 32 real]
+    x = gl.reshape(x, [BT, NCH, 4, 8, 2, 2])                                   # real = 4 j + 2 k3 + k0
+    x = gl.permute(x, (1, 3, 4, 2, 5, 0))                                      # logical (chunk, j, k3, c, k0)
+    return gl.convert_layout(gl.reshape(x, [NCH * 128, BT]), B_LAYOUT, assert_trivial=True)
+
+
+@gluon.jit
+def _b_rows(v, NUM_WARPS: gl.constexpr):
+    """A [BT] vector in the layout `_load_b` takes its rows and mask in."""
+    L: gl.constexpr = gl.BlockedLayout([1, 1, 1, 1, 8], [1, 8, 1, 4, 1], [NUM_WARPS, 1, 1, 1, 1], [4, 3, 2, 1, 0])
+    return gl.convert_layout(v, gl.SliceLayout(0, gl.SliceLayout(2, gl.SliceLayout(3, gl.SliceLayout(4, L)))))
+
+
+@gluon.jit
+def _dequant_gluon_kernel(w_ptr, s_ptr, out_ptr, K, NCH: gl.constexpr, WIDE: gl.constexpr, NUM_WARPS: gl.constexpr):
+    """Exactness tests: out[R, K] (natural order, float32) = the decoded frag-layout matrix, as the
+    A operand holds it (NUM_WARPS row groups x 128 NCH columns per program)."""
+    MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, 8])
+    A_LAYOUT: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)
+    rg0 = gl.program_id(0) * NUM_WARPS
+    kch = gl.program_id(1) * NCH
+    a = _decode_a(_load_words(w_ptr, rg0, kch, K // 128, NCH, NUM_WARPS),
+                  _load_scales(s_ptr, rg0, kch, K // 128, NCH, NUM_WARPS), NCH, NUM_WARPS, WIDE, A_LAYOUT)
+    r = rg0 * 16 + gl.arange(0, 16 * NUM_WARPS, layout=gl.SliceLayout(1, A_LAYOUT))
+    lk = gl.arange(0, 128 * NCH, layout=gl.SliceLayout(0, A_LAYOUT))
+    real = kch * 128 + (lk // 128) * 128 + ((lk // 2) % 4) * 32 + ((lk // 16) % 8) * 4 + ((lk // 8) % 2) * 2 + lk % 2
+    gl.store(out_ptr + r[:, None].to(gl.int64) * K + real[None, :], a.to(gl.float32))
+
+
+@gluon.jit
+def _probe_kernel(x_ptr, w_ptr, s_ptr, out_ptr, R, K, BT: gl.constexpr, NCH: gl.constexpr,
+                  WIDE: gl.constexpr, NUM_WARPS: gl.constexpr):
+    """Test kernel: out[R, BT] = W[R, K] @ x[BT, K]^T for a frag-layout W (one program per
+    NUM_WARPS row groups, K loop with the next step's words loaded ahead)."""
+    MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, 8])
+    A_LAYOUT: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)
+    B_LAYOUT: gl.constexpr = gl.DotOperandLayout(operand_index=1, parent=MMA, k_width=2)
+    BK: gl.constexpr = NCH * 128
+    rg0 = gl.program_id(0) * NUM_WARPS
+    rows = _b_rows(gl.arange(0, BT, layout=gl.SliceLayout(0, MMA)), NUM_WARPS)
+    acc = gl.zeros([16 * NUM_WARPS, BT], gl.float32, layout=MMA)
+    wb = _load_words(w_ptr, rg0, 0, K // 128, NCH, NUM_WARPS)
+    sb = _load_scales(s_ptr, rg0, 0, K // 128, NCH, NUM_WARPS)
+    for k0 in range(0, K, BK):
+        kn = gl.minimum(k0 + BK, K - BK) // 128
+        wn = _load_words(w_ptr, rg0, kn, K // 128, NCH, NUM_WARPS)
+        sn = _load_scales(s_ptr, rg0, kn, K // 128, NCH, NUM_WARPS)
+        xb = _load_b(x_ptr, rows, rows < BT, k0, K, BT, NCH, NUM_WARPS, B_LAYOUT)
+        a = _decode_a(wb, sb, NCH, NUM_WARPS, WIDE, A_LAYOUT)
+        acc = gl.nvidia.ampere.mma_v2(a, xb, acc)
+        wb = wn
+        sb = sn
+    r = rg0 * 16 + gl.arange(0, 16 * NUM_WARPS, layout=gl.SliceLayout(1, MMA))
+    t = gl.arange(0, BT, layout=gl.SliceLayout(0, MMA))
+    gl.store(out_ptr + r[:, None].to(gl.int64) * BT + t[None, :], acc)
+
+
+@gluon.jit
+def _block(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, P, BT: gl.constexpr, LAYOUT: gl.constexpr):
+    """`triton_kernels._block_pairs`: active, expert, pair ids [BT] (in LAYOUT), pair mask."""
+    b = gl.program_id(0)
+    nblocks = gl.load(num_blocks_ptr)
+    e = gl.load(block_expert_ptr + b, mask=b < nblocks, other=0)
+    pairs = gl.load(sorted_pairs_ptr + b * BT + gl.arange(0, BT, layout=LAYOUT), mask=b < nblocks, other=P)
+    return b < nblocks, e.to(gl.int64), pairs, pairs < P
+
+
+@gluon.jit
+def _k_steps(K, BK: gl.constexpr, SPLIT: gl.constexpr):
+    steps = K // BK
+    sk = gl.program_id(2)
+    return (sk * steps // SPLIT) * BK, ((sk + 1) * steps // SPLIT) * BK
+
+
+@gluon.jit(do_not_specialize=["P", "TOPK"])
+def _w13_gluon_kernel(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr,
+                      P, H, I, TOPK, BT: gl.constexpr, NCH: gl.constexpr, WIDE: gl.constexpr,
+                      SPLIT: gl.constexpr, NUM_WARPS: gl.constexpr):
+    """`frag_kernels._w13_frag_kernel` (same outputs, same bits): rows n0 .. n0 + 16 NUM_WARPS of
+    gate and of up, one row group of each per warp. w_ptr: the frag-layout words (int32 view)."""
+    MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, 8])
+    A_LAYOUT: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)
+    B_LAYOUT: gl.constexpr = gl.DotOperandLayout(operand_index=1, parent=MMA, k_width=2)
+    BK: gl.constexpr = NCH * 128
+    BN: gl.constexpr = 16 * NUM_WARPS
+    active, e, pairs, pvalid = _block(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, P, BT,
+                                      gl.SliceLayout(0, MMA))
+    if active:
+        tok = _b_rows(pairs // TOPK, NUM_WARPS)
+        tmask = _b_rows(pvalid, NUM_WARPS)
+        n0 = gl.program_id(1) * BN
+        rg_g = (e * (2 * I) + n0) // 16
+        rg_u = rg_g + I // 16
+        KCH = H // 128
+        k_lo, k_hi = _k_steps(H, BK, SPLIT)
+        acc_g = gl.zeros([BN, BT], gl.float32, layout=MMA)
+        acc_u = gl.zeros([BN, BT], gl.float32, layout=MMA)
+        wg = _load_words(w_ptr, rg_g, k_lo // 128, KCH, NCH, NUM_WARPS)
+        sg = _load_scales(s_ptr, rg_g, k_lo // 128, KCH, NCH, NUM_WARPS)
+        wu = _load_words(w_ptr, rg_u, k_lo // 128, KCH, NCH, NUM_WARPS)
+        su = _load_scales(s_ptr, rg_u, k_lo // 128, KCH, NCH, NUM_WARPS)
+        for k0 in range(k_lo, k_hi, BK):
+            kn = gl.minimum(k0 + BK, k_hi - BK) // 128          # the last step reloads itself (L1 hit)
+            wg_n = _load_words(w_ptr, rg_g, kn, KCH, NCH, NUM_WARPS)
+            sg_n = _load_scales(s_ptr, rg_g, kn, KCH, NCH, NUM_WARPS)
+            wu_n = _load_words(w_ptr, rg_u, kn, KCH, NCH, NUM_WARPS)
+            su_n = _load_scales(s_ptr, rg_u, kn, KCH, NCH, NUM_WARPS)
+            xb = _load_b(x_ptr, tok, tmask, k0, H, BT, NCH, NUM_WARPS, B_LAYOUT)
+            acc_g = gl.nvidia.ampere.mma_v2(_decode_a(wg, sg, NCH, NUM_WARPS, WIDE, A_LAYOUT), xb, acc_g)
+            acc_u = gl.nvidia.ampere.mma_v2(_decode_a(wu, su, NCH, NUM_WARPS, WIDE, A_LAYOUT), xb, acc_u)
+            wg = wg_n
+            sg = sg_n
+            wu = wu_n
+            su = su_n
+        n = n0 + gl.arange(0, BN, layout=gl.SliceLayout(1, MMA))
+        mask = pvalid[None, :]
+        if SPLIT == 1:
+            h = acc_g / (1.0 + gl.exp(-acc_g)) * acc_u
+            gl.store(act_ptr + pairs[None, :].to(gl.int64) * I + n[:, None], h.to(gl.bfloat16), mask=mask)
+        else:
+            row = (gl.program_id(2) * P + pairs[None, :]).to(gl.int64) * (2 * I)
+            gl.store(part_ptr + row + n[:, None], acc_g, mask=mask)
+            gl.store(part_ptr + row + I + n[:, None], acc_u, mask=mask)
+
+
+@gluon.jit(do_not_specialize=["P"])
+def _w2_gluon_kernel(act_ptr, w_ptr, s_ptr, y_ptr, sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr,
+                     P, H, I, BT: gl.constexpr, NCH: gl.constexpr, WIDE: gl.constexpr,
+                     SPLIT: gl.constexpr, NUM_WARPS: gl.constexpr):
+    """`frag_kernels._w2_frag_kernel` (same outputs, same bits): rows n0 .. n0 + 16 NUM_WARPS."""
+    MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, 8])
+    A_LAYOUT: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)
+    B_LAYOUT: gl.constexpr = gl.DotOperandLayout(operand_index=1, parent=MMA, k_width=2)
+    BK: gl.constexpr = NCH * 128
+    BN: gl.constexpr = 16 * NUM_WARPS
+    active, e, pairs, pvalid = _block(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, P, BT,
+                                      gl.SliceLayout(0, MMA))
+    if active:
+        prow = _b_rows(pairs, NUM_WARPS)
+        pmask = _b_rows(pvalid, NUM_WARPS)
+        n0 = gl.program_id(1) * BN
+        rg = (e * H + n0) // 16
+        KCH = I // 128
+        k_lo, k_hi = _k_steps(I, BK, SPLIT)
+        acc = gl.zeros([BN, BT], gl.float32, layout=MMA)
+        w = _load_words(w_ptr, rg, k_lo // 128, KCH, NCH, NUM_WARPS)
+        s = _load_scales(s_ptr, rg, k_lo // 128, KCH, NCH, NUM_WARPS)
+        for k0 in range(k_lo, k_hi, BK):
+            kn = gl.minimum(k0 + BK, k_hi - BK) // 128
+            w_n = _load_words(w_ptr, rg, kn, KCH, NCH, NUM_WARPS)
+            s_n = _load_scales(s_ptr, rg, kn, KCH, NCH, NUM_WARPS)
+            ab = _load_b(act_ptr, prow, pmask, k0, I, BT, NCH, NUM_WARPS, B_LAYOUT)
+            acc = gl.nvidia.ampere.mma_v2(_decode_a(w, s, NCH, NUM_WARPS, WIDE, A_LAYOUT), ab, acc)
+            w = w_n
+            s = s_n
+        n = n0 + gl.arange(0, BN, layout=gl.SliceLayout(1, MMA))
+        gl.store(y_ptr + (gl.program_id(2) * P + pairs[None, :]).to(gl.int64) * H + n[:, None], acc,
+                 mask=pvalid[None, :])
