@@ -181,11 +181,16 @@ def test_gluon_decoder_bit_for_bit_all_codes_all_scales(wide):
     _assert_same_bits(out, mxfp4.dequantize(packed, scales, np.float32))
 
 
-@pytest.mark.parametrize("block_t,split", [(16, 1), (8, 1), (16, 4), (8, 3)])
-def test_gluon_kernels_match_the_reference_and_the_triton_kernels(variant, block_t, split):
+GLUON_CASES = [(16, 1, {}), (8, 1, {}), (16, 4, {}), (8, 3, {"prefetch": 2}), (8, 4, {"prefetch": 2, "pdl": True}),
+               (8, 3, {"fuse": True, "pdl": True})]
+
+
+@pytest.mark.parametrize("block_t,split,extra", GLUON_CASES)
+def test_gluon_kernels_match_the_reference_and_the_triton_kernels(variant, block_t, split, extra):
     """kernel="gluon" (mma.sync, no shared memory) at real shapes: one expert decodes bit for bit,
     the MoE matches the float32 reference and the Triton frag kernels (1, 8 and 64 tokens, 64 all
-    on one expert), with split-K on both products or without."""
+    on one expert), with split-K on both products or without; register depth 2, programmatic
+    dependent launch and the fused epilogues give the same bits as depth 1 and plain launches."""
     from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
     name, shape, w = variant
     f = prepare_experts(*w)
@@ -195,10 +200,14 @@ def test_gluon_kernels_match_the_reference_and_the_triton_kernels(variant, block
     for tokens in (1, 8, 64):
         x, wts, ids = _routing(shape, tokens, g, all_on=4 if tokens == 64 else None)
         base = replace(pick(load_table(name), tokens), decoder="asm", fuse=False, pdl=False)
-        cfg = replace(base, kernel="gluon", block_t=block_t, block_n1=64, warps1=4, block_n2=64, warps2=4,
-                      block_k1=128, block_k2=128, split1=split, split2=min(split, 2))
-        out = fused_moe_mxfp4(x, *f, wts, ids, config=cfg, layout="frag")
+        plain = replace(base, kernel="gluon", block_t=block_t, block_n1=64, warps1=4, block_n2=64, warps2=4,
+                        block_k1=128, block_k2=128, split1=split, split2=min(split, 2), prefetch=1)
+        out = fused_moe_mxfp4(x, *f, wts, ids, config=plain, layout="frag")
         _assert_matches_reference(out, x, w, wts, ids, f"{name} gluon T={tokens}")
         tri = fused_moe_mxfp4(x, *f, wts, ids, config=base, layout="frag").float()
         diff = (out.float() - tri).norm() / tri.norm()
         assert diff <= 2e-3, f"{name} T={tokens}: gluon vs triton {diff:.1e}"
+        if extra:
+            cfg = replace(plain, **extra)
+            again = fused_moe_mxfp4(x, *f, wts, ids, config=cfg, layout="frag", check_ids=False, scale_max=127)
+            assert torch.equal(out.view(torch.int16), again.view(torch.int16)), f"{name} T={tokens} {extra}"

@@ -40,7 +40,8 @@ class LaunchConfig:
     stages2: int = 3
     split1: int = 1         # w13: programs sharing one row tile's K steps (split-K, any count; partial sums reduced after)
     split2: int = 1         # w2: the same; the top-k sum adds the partials
-    prefetch: int = 0       # frag layout: ask L2 for the tile this many K steps ahead (0: off)
+    prefetch: int = 0       # frag layout: ask L2 for the tile this many K steps ahead (0: off); kernel gluon:
+                            # K steps of words held in registers ahead of the one decoded (1 or 2)
     prefetch_mode: str = "lane"   # "lane": each lane hints its own 32 bytes (prefetch.global.L2);
                                   # "bulk": one thread per row group asks for the whole contiguous range
                                   # (cp.async.bulk.prefetch.L2), the first `prefetch` steps before the loop
@@ -88,8 +89,9 @@ class LaunchConfig:
                 raise ConfigError(f"{where}: kernel gluon takes block_t 8 or 16 and one row group per warp: "
                                   f"block_n1 = 16 * warps1, block_n2 = 16 * warps2 (got block_t={self.block_t}, "
                                   f"{self.block_n1}/{self.warps1}, {self.block_n2}/{self.warps2})")
-            if self.fuse or self.pdl or self.decoder != "asm":
-                raise ConfigError(f"{where}: kernel gluon runs decoder asm without fuse and pdl")
+            if self.decoder != "asm" or self.prefetch not in (1, 2):
+                raise ConfigError(f"{where}: kernel gluon runs decoder asm and keeps prefetch = 1 or 2 K steps "
+                                  f"of words in registers (got {self.decoder!r}, {self.prefetch})")
         if self.block_k1 < 32 or self.block_k2 < 32:
             raise ConfigError(f"{where}: block_k1 and block_k2 must be >= 32 (one MXFP4 scale block)")
         if not 1 <= self.split1 <= 64 or not 1 <= self.split2 <= 64:

@@ -26,24 +26,25 @@ _DECODE_WIDE = gl.constexpr(_decode_ptx(True, "$6", "$8"))
 
 
 @gluon.jit
-def _load_words(w_ptr, rg0, kch, KCH_TOTAL, NCH: gl.constexpr, NUM_WARPS: gl.constexpr):
+def _load_words(w_ptr, rg0, kch, KCH_TOTAL, NCH: gl.constexpr, NUM_WARPS: gl.constexpr, ok=True):
     """Words (int32) of row groups rg0 .. rg0+NUM_WARPS (one per warp), chunks kch .. kch+NCH:
-    [32 * NUM_WARPS, 8 * NCH], row = warp * 32 + lane, each lane its own 32 bytes per chunk."""
+    [32 * NUM_WARPS, 8 * NCH], row = warp * 32 + lane, each lane its own 32 bytes per chunk.
+    ok=False: nothing read (zeros)."""
     L: gl.constexpr = gl.BlockedLayout([1, 4], [32, 1], [NUM_WARPS, 1], [1, 0])
     r = gl.arange(0, 32 * NUM_WARPS, layout=gl.SliceLayout(1, L))
     b = gl.arange(0, 8 * NCH, layout=gl.SliceLayout(0, L))
     chunk = ((rg0 + r // 32) * KCH_TOTAL + kch).to(gl.int64) * 256 + (r % 32) * 8
-    return gl.load(w_ptr + chunk[:, None] + ((b // 8) * 256 + b % 8)[None, :])
+    return gl.load(w_ptr + chunk[:, None] + ((b // 8) * 256 + b % 8)[None, :], mask=ok, other=0)
 
 
 @gluon.jit
-def _load_scales(s_ptr, rg0, kch, KCH_TOTAL, NCH: gl.constexpr, NUM_WARPS: gl.constexpr):
+def _load_scales(s_ptr, rg0, kch, KCH_TOTAL, NCH: gl.constexpr, NUM_WARPS: gl.constexpr, ok=True):
     """Scale bytes of the same tile: [32 * NUM_WARPS, NCH * 2] (per lane and chunk: rows g, g+8)."""
     L: gl.constexpr = gl.BlockedLayout([1, 2], [32, 1], [NUM_WARPS, 1], [1, 0])
     r = gl.arange(0, 32 * NUM_WARPS, layout=gl.SliceLayout(1, L))
     b = gl.arange(0, 2 * NCH, layout=gl.SliceLayout(0, L))
     chunk = ((rg0 + r // 32) * KCH_TOTAL + kch).to(gl.int64) * 64 + (r % 32) * 2
-    return gl.load(s_ptr + chunk[:, None] + ((b // 2) * 64 + b % 2)[None, :])
+    return gl.load(s_ptr + chunk[:, None] + ((b // 2) * 64 + b % 2)[None, :], mask=ok, other=0)
 
 
 @gluon.jit
@@ -167,17 +168,46 @@ def _k_steps(K, BK: gl.constexpr, SPLIT: gl.constexpr):
     return (sk * steps // SPLIT) * BK, ((sk + 1) * steps // SPLIT) * BK
 
 
+_GDC_WAIT = gl.constexpr("griddepcontrol.wait; // $0")
+_GDC_LAUNCH = gl.constexpr("griddepcontrol.launch_dependents; // $0")
+
+
+@gluon.jit
+def _pdl_wait_and_release():
+    """Programmatic dependent launch: wait for the kernel before (its outputs are read after this),
+    then let the next one start its prologue. No-ops when launched without the attribute."""
+    gl.inline_asm_elementwise(_GDC_WAIT, "=r", [], dtype=gl.int32, is_pure=False, pack=1)
+    gl.inline_asm_elementwise(_GDC_LAUNCH, "=r", [], dtype=gl.int32, is_pure=False, pack=1)
+
+
+@gluon.jit
+def _last_program(cnt_ptr, expected):
+    """`triton_kernels._last_of`: true in the last of `expected` programs to reach this counter."""
+    gl.thread_barrier()
+    return gl.atomic_add(cnt_ptr, 1, sem="acq_rel") == expected - 1
+
+
+@gluon.jit
+def _silu_mul_bf16(g, u):
+    return (g / (1.0 + gl.exp(-g)) * u).to(gl.bfloat16)
+
+
 @gluon.jit(do_not_specialize=["P", "TOPK"])
 def _w13_gluon_kernel(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr,
-                      P, H, I, TOPK, BT: gl.constexpr, NCH: gl.constexpr, WIDE: gl.constexpr,
-                      SPLIT: gl.constexpr, NUM_WARPS: gl.constexpr):
-    """`frag_kernels._w13_frag_kernel` (same outputs, same bits): rows n0 .. n0 + 16 NUM_WARPS of
-    gate and of up, one row group of each per warp. w_ptr: the frag-layout words (int32 view)."""
+                      cnt_ptr, P, H, I, TOPK, BT: gl.constexpr, NCH: gl.constexpr, WIDE: gl.constexpr,
+                      SPLIT: gl.constexpr, NUM_WARPS: gl.constexpr, DEPTH: gl.constexpr, PDL: gl.constexpr,
+                      FUSE: gl.constexpr):
+    """`frag_kernels._w13_frag_kernel`: rows n0 .. n0 + 16 NUM_WARPS of gate and of up, one row
+    group of each per warp. w_ptr: the frag-layout words (int32 view). DEPTH: K steps whose words
+    are in registers ahead of the one being decoded (1 or 2). FUSE with SPLIT > 1: the last split
+    of a tile adds the partials in order and writes act (cnt_ptr zeroed by align)."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, 8])
     A_LAYOUT: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)
     B_LAYOUT: gl.constexpr = gl.DotOperandLayout(operand_index=1, parent=MMA, k_width=2)
     BK: gl.constexpr = NCH * 128
     BN: gl.constexpr = 16 * NUM_WARPS
+    if PDL:
+        _pdl_wait_and_release()             # align's blocks are read below
     active, e, pairs, pvalid = _block(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, P, BT,
                                       gl.SliceLayout(0, MMA))
     if active:
@@ -190,39 +220,66 @@ def _w13_gluon_kernel(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, sorted_pairs_ptr, 
         k_lo, k_hi = _k_steps(H, BK, SPLIT)
         acc_g = gl.zeros([BN, BT], gl.float32, layout=MMA)
         acc_u = gl.zeros([BN, BT], gl.float32, layout=MMA)
-        wg = _load_words(w_ptr, rg_g, k_lo // 128, KCH, NCH, NUM_WARPS)
-        sg = _load_scales(s_ptr, rg_g, k_lo // 128, KCH, NCH, NUM_WARPS)
-        wu = _load_words(w_ptr, rg_u, k_lo // 128, KCH, NCH, NUM_WARPS)
-        su = _load_scales(s_ptr, rg_u, k_lo // 128, KCH, NCH, NUM_WARPS)
+        # words in flight: step k (w*0) and, DEPTH 2, step k + 1 (w*1); the last steps reload the last
+        wg0 = _load_words(w_ptr, rg_g, k_lo // 128, KCH, NCH, NUM_WARPS)
+        sg0 = _load_scales(s_ptr, rg_g, k_lo // 128, KCH, NCH, NUM_WARPS)
+        wu0 = _load_words(w_ptr, rg_u, k_lo // 128, KCH, NCH, NUM_WARPS)
+        su0 = _load_scales(s_ptr, rg_u, k_lo // 128, KCH, NCH, NUM_WARPS)
+        k1 = gl.minimum(k_lo + BK, k_hi - BK) // 128
+        wg1 = _load_words(w_ptr, rg_g, k1, KCH, NCH, NUM_WARPS)
+        sg1 = _load_scales(s_ptr, rg_g, k1, KCH, NCH, NUM_WARPS)
+        wu1 = _load_words(w_ptr, rg_u, k1, KCH, NCH, NUM_WARPS)
+        su1 = _load_scales(s_ptr, rg_u, k1, KCH, NCH, NUM_WARPS)
         for k0 in range(k_lo, k_hi, BK):
-            kn = gl.minimum(k0 + BK, k_hi - BK) // 128          # the last step reloads itself (L1 hit)
-            wg_n = _load_words(w_ptr, rg_g, kn, KCH, NCH, NUM_WARPS)
-            sg_n = _load_scales(s_ptr, rg_g, kn, KCH, NCH, NUM_WARPS)
-            wu_n = _load_words(w_ptr, rg_u, kn, KCH, NCH, NUM_WARPS)
-            su_n = _load_scales(s_ptr, rg_u, kn, KCH, NCH, NUM_WARPS)
+            kn = gl.minimum(k0 + DEPTH * BK, k_hi - BK) // 128
+            wgn = _load_words(w_ptr, rg_g, kn, KCH, NCH, NUM_WARPS)
+            sgn = _load_scales(s_ptr, rg_g, kn, KCH, NCH, NUM_WARPS)
+            wun = _load_words(w_ptr, rg_u, kn, KCH, NCH, NUM_WARPS)
+            sun = _load_scales(s_ptr, rg_u, kn, KCH, NCH, NUM_WARPS)
             xb = _load_b(x_ptr, tok, tmask, k0, H, BT, NCH, NUM_WARPS, B_LAYOUT)
-            acc_g = gl.nvidia.ampere.mma_v2(_decode_a(wg, sg, NCH, NUM_WARPS, WIDE, A_LAYOUT), xb, acc_g)
-            acc_u = gl.nvidia.ampere.mma_v2(_decode_a(wu, su, NCH, NUM_WARPS, WIDE, A_LAYOUT), xb, acc_u)
-            wg = wg_n
-            sg = sg_n
-            wu = wu_n
-            su = su_n
+            acc_g = gl.nvidia.ampere.mma_v2(_decode_a(wg0, sg0, NCH, NUM_WARPS, WIDE, A_LAYOUT), xb, acc_g)
+            acc_u = gl.nvidia.ampere.mma_v2(_decode_a(wu0, su0, NCH, NUM_WARPS, WIDE, A_LAYOUT), xb, acc_u)
+            if DEPTH == 2:
+                wg0 = wg1
+                sg0 = sg1
+                wu0 = wu1
+                su0 = su1
+                wg1 = wgn
+                sg1 = sgn
+                wu1 = wun
+                su1 = sun
+            else:
+                wg0 = wgn
+                sg0 = sgn
+                wu0 = wun
+                su0 = sun
         n = n0 + gl.arange(0, BN, layout=gl.SliceLayout(1, MMA))
         mask = pvalid[None, :]
         if SPLIT == 1:
-            h = acc_g / (1.0 + gl.exp(-acc_g)) * acc_u
-            gl.store(act_ptr + pairs[None, :].to(gl.int64) * I + n[:, None], h.to(gl.bfloat16), mask=mask)
+            gl.store(act_ptr + pairs[None, :].to(gl.int64) * I + n[:, None], _silu_mul_bf16(acc_g, acc_u), mask=mask)
         else:
-            row = (gl.program_id(2) * P + pairs[None, :]).to(gl.int64) * (2 * I)
-            gl.store(part_ptr + row + n[:, None], acc_g, mask=mask)
-            gl.store(part_ptr + row + I + n[:, None], acc_u, mask=mask)
+            row = pairs[None, :].to(gl.int64) * (2 * I) + n[:, None]
+            stride = P * (2 * I)
+            gl.store(part_ptr + gl.program_id(2) * stride + row, acc_g, mask=mask)
+            gl.store(part_ptr + gl.program_id(2) * stride + row + I, acc_u, mask=mask)
+            if FUSE:
+                if _last_program(cnt_ptr + gl.program_id(0) * gl.num_programs(1) + gl.program_id(1), SPLIT):
+                    g = gl.zeros([BN, BT], gl.float32, layout=MMA)
+                    u = gl.zeros([BN, BT], gl.float32, layout=MMA)
+                    for sp in gl.static_range(SPLIT):      # in order: `_silu_reduce_kernel`'s sum
+                        g += gl.load(part_ptr + sp * stride + row, mask=mask, other=0.0, cache_modifier=".cg")
+                        u += gl.load(part_ptr + sp * stride + row + I, mask=mask, other=0.0, cache_modifier=".cg")
+                    gl.store(act_ptr + pairs[None, :].to(gl.int64) * I + n[:, None], _silu_mul_bf16(g, u), mask=mask)
 
 
-@gluon.jit(do_not_specialize=["P"])
+@gluon.jit(do_not_specialize=["P", "T"])
 def _w2_gluon_kernel(act_ptr, w_ptr, s_ptr, y_ptr, sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr,
-                     P, H, I, BT: gl.constexpr, NCH: gl.constexpr, WIDE: gl.constexpr,
-                     SPLIT: gl.constexpr, NUM_WARPS: gl.constexpr):
-    """`frag_kernels._w2_frag_kernel` (same outputs, same bits): rows n0 .. n0 + 16 NUM_WARPS."""
+                     cnt_ptr, wts_ptr, out_ptr, P, H, I, T, BT: gl.constexpr, NCH: gl.constexpr, WIDE: gl.constexpr,
+                     SPLIT: gl.constexpr, NUM_WARPS: gl.constexpr, DEPTH: gl.constexpr, PDL: gl.constexpr,
+                     FUSE: gl.constexpr, TOPK: gl.constexpr):
+    """`frag_kernels._w2_frag_kernel`: rows n0 .. n0 + 16 NUM_WARPS. PDL: the blocks (align's,
+    done before w13 began) are read and the first words loaded before waiting for w13's act.
+    FUSE: the last program of a column tile writes out[:, tile] as `_topk_sum_kernel` does."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, 8])
     A_LAYOUT: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)
     B_LAYOUT: gl.constexpr = gl.DotOperandLayout(operand_index=1, parent=MMA, k_width=2)
@@ -230,24 +287,49 @@ def _w2_gluon_kernel(act_ptr, w_ptr, s_ptr, y_ptr, sorted_pairs_ptr, block_exper
     BN: gl.constexpr = 16 * NUM_WARPS
     active, e, pairs, pvalid = _block(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, P, BT,
                                       gl.SliceLayout(0, MMA))
+    prow = _b_rows(pairs, NUM_WARPS)
+    pmask = _b_rows(pvalid, NUM_WARPS)
+    n0 = gl.program_id(1) * BN
+    rg = (e * H + n0) // 16
+    KCH = I // 128
+    k_lo, k_hi = _k_steps(I, BK, SPLIT)
+    w0 = _load_words(w_ptr, rg, k_lo // 128, KCH, NCH, NUM_WARPS, active)
+    s0 = _load_scales(s_ptr, rg, k_lo // 128, KCH, NCH, NUM_WARPS, active)
+    k1 = gl.minimum(k_lo + BK, k_hi - BK) // 128
+    w1 = _load_words(w_ptr, rg, k1, KCH, NCH, NUM_WARPS, active)
+    s1 = _load_scales(s_ptr, rg, k1, KCH, NCH, NUM_WARPS, active)
+    if PDL:
+        _pdl_wait_and_release()             # act is w13's output
     if active:
-        prow = _b_rows(pairs, NUM_WARPS)
-        pmask = _b_rows(pvalid, NUM_WARPS)
-        n0 = gl.program_id(1) * BN
-        rg = (e * H + n0) // 16
-        KCH = I // 128
-        k_lo, k_hi = _k_steps(I, BK, SPLIT)
         acc = gl.zeros([BN, BT], gl.float32, layout=MMA)
-        w = _load_words(w_ptr, rg, k_lo // 128, KCH, NCH, NUM_WARPS)
-        s = _load_scales(s_ptr, rg, k_lo // 128, KCH, NCH, NUM_WARPS)
         for k0 in range(k_lo, k_hi, BK):
-            kn = gl.minimum(k0 + BK, k_hi - BK) // 128
-            w_n = _load_words(w_ptr, rg, kn, KCH, NCH, NUM_WARPS)
-            s_n = _load_scales(s_ptr, rg, kn, KCH, NCH, NUM_WARPS)
+            kn = gl.minimum(k0 + DEPTH * BK, k_hi - BK) // 128
+            wn = _load_words(w_ptr, rg, kn, KCH, NCH, NUM_WARPS)
+            sn = _load_scales(s_ptr, rg, kn, KCH, NCH, NUM_WARPS)
             ab = _load_b(act_ptr, prow, pmask, k0, I, BT, NCH, NUM_WARPS, B_LAYOUT)
-            acc = gl.nvidia.ampere.mma_v2(_decode_a(w, s, NCH, NUM_WARPS, WIDE, A_LAYOUT), ab, acc)
-            w = w_n
-            s = s_n
+            acc = gl.nvidia.ampere.mma_v2(_decode_a(w0, s0, NCH, NUM_WARPS, WIDE, A_LAYOUT), ab, acc)
+            if DEPTH == 2:
+                w0 = w1
+                s0 = s1
+                w1 = wn
+                s1 = sn
+            else:
+                w0 = wn
+                s0 = sn
         n = n0 + gl.arange(0, BN, layout=gl.SliceLayout(1, MMA))
         gl.store(y_ptr + (gl.program_id(2) * P + pairs[None, :]).to(gl.int64) * H + n[:, None], acc,
                  mask=pvalid[None, :])
+        if FUSE:
+            nblocks = gl.load(num_blocks_ptr, cache_modifier=".cg")
+            if _last_program(cnt_ptr + gl.program_id(1), nblocks * SPLIT):
+                cols = n0 + gl.arange(0, BN, layout=gl.SliceLayout(1, MMA))
+                for t in range(0, T):          # `triton_kernels._topk_sum_row`, the same order
+                    tt = t.to(gl.int64)
+                    o = gl.zeros([BN], gl.float32, layout=gl.SliceLayout(1, MMA))
+                    for j in gl.static_range(TOPK):
+                        wj = gl.load(wts_ptr + tt * TOPK + j)
+                        yj = gl.load(y_ptr + (tt * TOPK + j) * H + cols, cache_modifier=".cg")
+                        for sp in gl.static_range(1, SPLIT):
+                            yj += gl.load(y_ptr + (sp * P + tt * TOPK + j) * H + cols, cache_modifier=".cg")
+                        o += wj * yj
+                    gl.store(out_ptr + tt * H + cols, o.to(gl.bfloat16))

@@ -134,9 +134,11 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
         if interpret:
             raise MoEInputError("kernel 'gluon' needs a GPU; the CPU interpreter runs kernel 'triton'")
         from . import gluon_kernels as GK
-        GK._w13_gluon_kernel[grid1](x, w13_packed.view(torch.int32), w13_scales, act, part, *blocks, p, h, i, k,
-                                    BT=bt, NCH=cfg.block_k1 // 128, WIDE=wide, SPLIT=split1,
-                                    NUM_WARPS=cfg.warps1, num_warps=cfg.warps1)
+        gk = {"WIDE": wide, "DEPTH": cfg.prefetch, "PDL": cfg.pdl, "FUSE": fuse}
+        pdl = {"launch_pdl": True} if cfg.pdl else {}
+        GK._w13_gluon_kernel[grid1](x, w13_packed.view(torch.int32), w13_scales, act, part, *blocks, counters,
+                                    p, h, i, k, BT=bt, NCH=cfg.block_k1 // 128, SPLIT=split1, NUM_WARPS=cfg.warps1,
+                                    **gk, num_warps=cfg.warps1, **pdl)
     elif frag:
         from . import frag_kernels as F
         # the L2 hints and programmatic dependent launch are PTX: GPU decoders only
@@ -160,9 +162,9 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     wts = topk_weights.to(torch.float32).contiguous()
     w2 = w2_packed if decode else w2_packed.view(torch.int32)
     if gluon:
-        GK._w2_gluon_kernel[grid2](act, w2_packed.view(torch.int32), w2_scales, y, *blocks, p, h, i,
-                                   BT=bt, NCH=cfg.block_k2 // 128, WIDE=wide, SPLIT=split2,
-                                   NUM_WARPS=cfg.warps2, num_warps=cfg.warps2)
+        GK._w2_gluon_kernel[grid2](act, w2_packed.view(torch.int32), w2_scales, y, *blocks, counters[n_cnt1:], wts,
+                                   out, p, h, i, t, BT=bt, NCH=cfg.block_k2 // 128, SPLIT=split2, NUM_WARPS=cfg.warps2,
+                                   TOPK=k, **gk, num_warps=cfg.warps2, **pdl)
     elif frag:
         F._w2_frag_kernel[grid2](act, w2, w2_scales, y, *blocks, counters[n_cnt1:], wts, out, p, h, i, t,
                                  BLOCK_T=bt, BLOCK_N=cfg.block_n2, BLOCK_K=cfg.block_k2, ASM=bool(decode),
