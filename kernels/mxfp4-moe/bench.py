@@ -44,6 +44,17 @@ SPLIT_CANDIDATES = {  # --candidates splits: split-K counts only, from the shipp
     "w2": [(None, None, None, None, n) for n in (1, 2, 3, 4)],
 }
 PREFETCH_CANDIDATES = [0, 1, 2]   # L2 prefetch distance (frag layout), tried last on the best blocks
+# kernel gluon (one row group per warp): coordinate sweep from GLUON_START, stage by stage
+GLUON_START = dict(kernel="gluon", decoder="asm", block_t=8, block_n1=64, warps1=4, block_k1=128, block_n2=64,
+                   warps2=4, block_k2=128, split1=4, split2=1, prefetch=1, prefetch2=0, pdl=False, fuse=False,
+                   stages1=1, stages2=1, prefetch_mode="lane")
+GLUON_CANDIDATES = [
+    ("w13", [dict(split1=n) for n in (1, 2, 3, 6, 8)] + [dict(block_n1=32, warps1=2), dict(block_n1=128, warps1=8)]),
+    ("w2", [dict(split2=n) for n in (2, 3, 4)] + [dict(block_n2=32, warps2=2), dict(block_n2=128, warps2=8)]),
+    ("depth", [dict(prefetch2=2), dict(prefetch=2, prefetch2=1), dict(prefetch=2)]),
+    ("block_t", [dict(block_t=16)]),
+    ("launch", [dict(pdl=True, fuse=True), dict(pdl=True), dict(fuse=True)]),
+]
 W2_CANDIDATES = [
     (None, None, None, None, 1), (None, None, None, None, 2), (None, None, None, None, 4),
     (64, 128, 4, 1, None), (64, 256, 4, 1, None), (128, 128, 4, 1, None), (128, 256, 8, 1, None),
@@ -72,6 +83,20 @@ def parse_ab(spec: str) -> list[tuple[str, dict]]:
             raise ValueError(f"{item!r}: expected NAME=key:value[,key:value]")
         out.append((name, change))      # checked once merged into each shipped entry
     return out
+
+
+def sweep_gluon(start, timed, best, best_t, out_of_time):
+    """Coordinate sweep of the Gluon kernels' settings: each stage's changes on the best so far."""
+    cur, cur_t = start, timed(start)
+    for _stage, changes in GLUON_CANDIDATES:
+        base = cur
+        for change in changes:
+            if out_of_time():
+                break
+            t = timed(replace(base, **change))
+            if t < cur_t:
+                cur, cur_t = replace(base, **change), t
+    return (cur, cur_t) if cur_t < best_t else (best, best_t)
 
 
 def log(msg: str) -> None:
@@ -199,6 +224,9 @@ def main() -> int:
                     help="batch sizes to tune, most important first (a batch not in the table gets an entry)")
     ap.add_argument("--candidates", choices=("all", "splits"), default="all",
                     help="splits: sweep only the split-K counts (and prefetch) from the shipped entries")
+    ap.add_argument("--kernel", choices=("triton", "gluon"), default="triton",
+                    help="--tune: sweep the Triton frag kernels' blocks (triton) or the Gluon kernels' (gluon, "
+                         "starting from GLUON_START)")
     ap.add_argument("--ab", default="",
                     help="NAME=key:value,key:value;NAME2=...: also time each change to the shipped entry and print "
                          "its time as a ratio to the shipped one (same run, same routings)")
@@ -294,7 +322,10 @@ def main() -> int:
                 shipped = pick(table, b)
                 best, best_t = shipped, timed(shipped)
                 log(f"  {v} batch {b} shipped: {best_t * 1e6:.1f} us")
-                for dec in DECODERS_TUNED:
+                if args.kernel == "gluon":
+                    best, best_t = sweep_gluon(replace(shipped, **GLUON_START), timed, best, best_t,
+                                               lambda: time.time() - v_start > v_budget)
+                for dec in (DECODERS_TUNED if args.kernel == "triton" else ()):
                     cands = []
                     lists = ((("w13", SPLIT_CANDIDATES["w13"]), ("w2", SPLIT_CANDIDATES["w2"]))
                              if args.candidates == "splits" else (("w13", W13_CANDIDATES), ("w2", W2_CANDIDATES)))

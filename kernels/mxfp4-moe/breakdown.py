@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+from dataclasses import replace
 import sys
 from pathlib import Path
 
@@ -27,6 +28,7 @@ def main() -> int:
     ap.add_argument("--batches", default="1,8,64")
     ap.add_argument("--layout", default="frag", choices=("frag", "converter"))
     ap.add_argument("--reps", type=int, default=5)
+    ap.add_argument("--set", default="", help="key:value,... changes to every shipped entry (LaunchConfig fields)")
     args = ap.parse_args()
 
     import torch
@@ -45,6 +47,8 @@ def main() -> int:
         if args.layout == "frag":
             w = prepare_experts(*w)
         table = load_table(v)
+        change = dict(bench.parse_ab(f"set={args.set}")[0][1]) if args.set else {}
+        table = {b: replace(c, **change) for b, c in table.items()}
         for b in [int(x) for x in args.batches.split(",")]:
             cfg = pick(table, b)
             routs = bench.make_routings(shape, b, bench.ROTATIONS, seed=200 + b)
@@ -74,9 +78,9 @@ def main() -> int:
             for name, t in sorted(times.items(), key=lambda kv: -kv[1]):
                 us = t / n
                 extra = ""
-                if "w13" in name:
+                if "w13" in name.lower():
                     extra = f"  {w13_bytes / (us * 1e-6) / 1e12:.2f} TB/s"
-                elif "w2" in name:
+                elif "w2" in name.lower():
                     extra = f"  {w2_bytes / (us * 1e-6) / 1e12:.2f} TB/s"
                 print(f"  {us:8.1f} us  {name[:60]}{extra}")
         del w

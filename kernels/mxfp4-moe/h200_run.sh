@@ -4,6 +4,7 @@
 #                                                and, for the ratio, glm in the converter layout
 #   kernels/mxfp4-moe/h200_run.sh tune [BUDGET_S] sweep block sizes (frag), then the vLLM comparison
 #   kernels/mxfp4-moe/h200_run.sh confirm        shipped tables with the PyTorch baseline, then vLLM comparison
+#   kernels/mxfp4-moe/h200_run.sh tune-gluon [BATCHES] [BUDGET_S]  breakdown, then sweep the Gluon kernels' settings
 #   kernels/mxfp4-moe/h200_run.sh ab "SPEC"      real-shape tests, then bench.py --ab SPEC at 1-8 tokens
 # The vLLM comparison needs .carry/tk (triton_kernels from the vllm==0.26.0 wheel) carried.
 set -uo pipefail
@@ -35,6 +36,13 @@ case "$mode" in
     timeout 150 python3 -m pytest -q -p no:cacheprovider tests/kernels 2>&1 | tail -15 | tee "$out/pytest-h200.log"
     timeout 280 python3 kernels/mxfp4-moe/bench.py --out "$out/confirm" 2>&1 | tee "$out/bench.log"
     compare 130
+    ;;
+  tune-gluon)
+    G="kernel:gluon,decoder:asm,block_t:8,block_n1:64,warps1:4,block_n2:64,warps2:4,block_k1:128,block_k2:128,prefetch:1"
+    timeout 60 python3 kernels/mxfp4-moe/breakdown.py --variants glm,dsv4 --batches 1,8 --set "$G" 2>&1 \
+      | grep -v Warn | tee "$out/breakdown.log"
+    timeout 420 python3 kernels/mxfp4-moe/bench.py --no-baseline --tune --kernel gluon --tune-batches "${2:-1,2,4,8,16,64}" \
+      --budget-s "${3:-300}" --batches 1,2,4,8,16,32,64 --out "$out/tuned" 2>&1 | tee "$out/bench-tune.log"
     ;;
   ab)
     timeout 240 python3 -m pytest -q -p no:cacheprovider tests/kernels 2>&1 | tail -15 | tee "$out/pytest-h200.log"

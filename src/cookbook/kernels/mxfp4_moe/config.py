@@ -42,6 +42,7 @@ class LaunchConfig:
     split2: int = 1         # w2: the same; the top-k sum adds the partials
     prefetch: int = 0       # frag layout: ask L2 for the tile this many K steps ahead (0: off); kernel gluon:
                             # K steps of words held in registers ahead of the one decoded (1 or 2)
+    prefetch2: int = 0      # kernel gluon: w2's register depth when > 0 (else prefetch's)
     prefetch_mode: str = "lane"   # "lane": each lane hints its own 32 bytes (prefetch.global.L2);
                                   # "bulk": one thread per row group asks for the whole contiguous range
                                   # (cp.async.bulk.prefetch.L2), the first `prefetch` steps before the loop
@@ -79,7 +80,7 @@ class LaunchConfig:
                 continue
             # split counts need not be powers of two: any count fills the card in whole waves better
             if not isinstance(v, int) or isinstance(v, bool) or not pow2(v) and f.name not in (
-                    "stages1", "stages2", "prefetch", "split1", "split2"):
+                    "stages1", "stages2", "prefetch", "prefetch2", "split1", "split2"):
                 raise ConfigError(f"{where}: {f.name} must be a power of two, got {v!r}")
         if self.block_t < (8 if self.kernel == "gluon" else 16) or self.block_n1 < 16 or self.block_n2 < 16:
             raise ConfigError(f"{where}: block_t (8 with kernel gluon), block_n1 and block_n2 must be >= 16 "
@@ -89,9 +90,10 @@ class LaunchConfig:
                 raise ConfigError(f"{where}: kernel gluon takes block_t 8 or 16 and one row group per warp: "
                                   f"block_n1 = 16 * warps1, block_n2 = 16 * warps2 (got block_t={self.block_t}, "
                                   f"{self.block_n1}/{self.warps1}, {self.block_n2}/{self.warps2})")
-            if self.decoder != "asm" or self.prefetch not in (1, 2):
+            if self.decoder != "asm" or self.prefetch not in (1, 2) or self.prefetch2 not in (0, 1, 2):
                 raise ConfigError(f"{where}: kernel gluon runs decoder asm and keeps prefetch = 1 or 2 K steps "
-                                  f"of words in registers (got {self.decoder!r}, {self.prefetch})")
+                                  f"of words in registers, prefetch2 0..2 (got {self.decoder!r}, {self.prefetch}, "
+                                  f"{self.prefetch2})")
         if self.block_k1 < 32 or self.block_k2 < 32:
             raise ConfigError(f"{where}: block_k1 and block_k2 must be >= 32 (one MXFP4 scale block)")
         if not 1 <= self.split1 <= 64 or not 1 <= self.split2 <= 64:

@@ -164,7 +164,8 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     if gluon:
         GK._w2_gluon_kernel[grid2](act, w2_packed.view(torch.int32), w2_scales, y, *blocks, counters[n_cnt1:], wts,
                                    out, p, h, i, t, BT=bt, NCH=cfg.block_k2 // 128, SPLIT=split2, NUM_WARPS=cfg.warps2,
-                                   TOPK=k, **gk, num_warps=cfg.warps2, **pdl)
+                                   TOPK=k, **{**gk, "DEPTH": cfg.prefetch2 or cfg.prefetch}, num_warps=cfg.warps2,
+                                   **pdl)
     elif frag:
         F._w2_frag_kernel[grid2](act, w2, w2_scales, y, *blocks, counters[n_cnt1:], wts, out, p, h, i, t,
                                  BLOCK_T=bt, BLOCK_N=cfg.block_n2, BLOCK_K=cfg.block_k2, ASM=bool(decode),
