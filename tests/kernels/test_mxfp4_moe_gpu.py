@@ -51,6 +51,12 @@ def _experts(shape, seed):
     return rnd(e, 2 * i, h // 2), rnd(e, 2 * i, h // 32, lo=118, hi=125), rnd(e, h, i // 2), rnd(e, h, i // 32, lo=118, hi=125)
 
 
+def _triton_entry(name, tokens, **change):
+    """The shipped entry as the Triton kernels run it (the tables may name kernel gluon, which reads
+    the frag layout only): the converter-layout and decoder tests go through these kernels."""
+    return replace(pick(load_table(name), tokens), kernel="triton", block_t=16, pdl=False, fuse=False, **change)
+
+
 @pytest.fixture(scope="module", params=sorted(VARIANTS))
 def variant(request):
     shape = VARIANTS[request.param]
@@ -74,7 +80,7 @@ def test_real_shape_moe_matches_float32_reference(variant, tokens):
     # 64 tokens: every token also on expert 5 (64 pairs, several blocks)
     x, wts, ids = _routing(shape, tokens, torch.Generator(device="cuda").manual_seed(tokens),
                            all_on=5 if tokens == 64 else None)
-    out = fused_moe_mxfp4(x, *w, wts, ids, config=pick(load_table(name), tokens))
+    out = fused_moe_mxfp4(x, *w, wts, ids, config=_triton_entry(name, tokens))
     _assert_matches_reference(out, x, w, wts, ids, f"{name} T={tokens}")
 
 
@@ -92,7 +98,7 @@ def test_asm_decoder_bit_for_bit_all_codes_all_scales(wide):
 def test_real_shape_moe_each_decoder(variant, decoder):
     name, shape, w = variant
     x, wts, ids = _routing(shape, 4, torch.Generator(device="cuda").manual_seed(99))
-    out = fused_moe_mxfp4(x, *w, wts, ids, config=replace(pick(load_table(name), 4), decoder=decoder))
+    out = fused_moe_mxfp4(x, *w, wts, ids, config=_triton_entry(name, 4, decoder=decoder))
     _assert_matches_reference(out, x, w, wts, ids, f"{name} decoder {decoder}")
 
 
@@ -101,7 +107,7 @@ def test_real_shape_split_k(variant, change):
     """Split-K at real shapes, the tuned block sizes otherwise."""
     name, shape, w = variant
     x, wts, ids = _routing(shape, 3, torch.Generator(device="cuda").manual_seed(77))
-    out = fused_moe_mxfp4(x, *w, wts, ids, config=replace(pick(load_table(name), 1), decoder="asm", **change))
+    out = fused_moe_mxfp4(x, *w, wts, ids, config=_triton_entry(name, 1, decoder="asm", **change))
     _assert_matches_reference(out, x, w, wts, ids, f"{name} {change}")
 
 
@@ -133,7 +139,7 @@ def test_frag_layout_each_decoder_bit_for_bit_and_moe(variant, decoder):
     g = torch.Generator(device="cuda").manual_seed(55)
     for tokens, split in ((1, None), (5, 1), (64, None)):
         x, wts, ids = _routing(shape, tokens, g, all_on=5 if tokens == 64 else None)
-        cfg = replace(pick(load_table(name), tokens), decoder=decoder)
+        cfg = _triton_entry(name, tokens, decoder=decoder)
         if split:
             cfg = replace(cfg, split1=split, split2=split)
         got = fused_moe_mxfp4(x, *f, wts, ids, config=cfg, layout="frag")
@@ -152,7 +158,7 @@ def test_fused_epilogues_pdl_and_bulk_prefetch_change_no_bit(variant, change):
     g = torch.Generator(device="cuda").manual_seed(91)
     for tokens in (1, 8, 64):
         x, wts, ids = _routing(shape, tokens, g, all_on=3 if tokens == 64 else None)
-        cfg = replace(pick(load_table(name), tokens), decoder="asm")
+        cfg = _triton_entry(name, tokens, decoder="asm")
         if "split1" in change:
             cfg = replace(cfg, split1=change["split1"], split2=change["split2"])
         plain = fused_moe_mxfp4(x, *f, wts, ids, config=cfg, layout="frag", check_ids=False, scale_max=127)
@@ -199,7 +205,7 @@ def test_gluon_kernels_match_the_reference_and_the_triton_kernels(variant, block
     g = torch.Generator(device="cuda").manual_seed(33)
     for tokens in (1, 8, 64):
         x, wts, ids = _routing(shape, tokens, g, all_on=4 if tokens == 64 else None)
-        base = replace(pick(load_table(name), tokens), decoder="asm", fuse=False, pdl=False)
+        base = _triton_entry(name, tokens, decoder="asm")
         plain = replace(base, kernel="gluon", block_t=block_t, block_n1=64, warps1=4, block_n2=64, warps2=4,
                         block_k1=128, block_k2=128, split1=split, split2=min(split, 2), prefetch=1)
         out = fused_moe_mxfp4(x, *f, wts, ids, config=plain, layout="frag")
@@ -211,3 +217,17 @@ def test_gluon_kernels_match_the_reference_and_the_triton_kernels(variant, block
             cfg = replace(plain, **extra)
             again = fused_moe_mxfp4(x, *f, wts, ids, config=cfg, layout="frag", check_ids=False, scale_max=127)
             assert torch.equal(out.view(torch.int16), again.view(torch.int16)), f"{name} T={tokens} {extra}"
+
+
+@pytest.mark.parametrize("tokens", [1, 2, 8, 64])
+def test_shipped_tables_run_as_served(variant, tokens):
+    """The tuned entries as `fused_moe_mxfp4` runs them (frag layout, graph-safe call), against the
+    float32 reference; 64 tokens also all on one expert."""
+    from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
+    name, shape, w = variant
+    f = prepare_experts(*w)
+    x, wts, ids = _routing(shape, tokens, torch.Generator(device="cuda").manual_seed(300 + tokens),
+                           all_on=2 if tokens == 64 else None)
+    out = fused_moe_mxfp4(x, *f, wts, ids, config=pick(load_table(name), tokens), layout="frag", check_ids=False,
+                          scale_max=127)
+    _assert_matches_reference(out, x, w, wts, ids, f"{name} shipped T={tokens}")
