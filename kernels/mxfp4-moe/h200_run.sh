@@ -33,7 +33,7 @@ case "$mode" in
     compare 100
     ;;
   confirm)
-    timeout 150 python3 -m pytest -q -p no:cacheprovider tests/kernels 2>&1 | tail -15 | tee "$out/pytest-h200.log"
+    timeout 320 python3 -m pytest -q -p no:cacheprovider tests/kernels 2>&1 | tail -15 | tee "$out/pytest-h200.log"
     timeout 280 python3 kernels/mxfp4-moe/bench.py --out "$out/confirm" 2>&1 | tee "$out/bench.log"
     compare 130
     ;;
