@@ -1,10 +1,12 @@
-"""The frag kernels' inner loop, compiled for Hopper (sm_90) on this machine: no GPU needed.
+"""The frag kernels' inner loop (Triton and Gluon), compiled for Hopper (sm_90) on this machine: no GPU needed.
 
 Guards what the H200 runs showed matters (kernels/mxfp4-moe/README.md): the weight tile must
 reach the tensor cores without a shared-memory shuffle (ldmatrix rounds between barriers,
 or PRMT re-pairing), and the decode must stay near 11 integer + 4 BF16x2 instructions per
 8 weights. A layout regression keeps every result exact and only shows up here or as a
-third of the bandwidth lost on the GPU.
+third of the bandwidth lost on the GPU. The Gluon kernels go further: no shared memory and no
+barrier at all in the loop (each warp its own tensor-core operands), which is what took them
+from 66-68% to 80-84% of the copy bandwidth on the H200 (run 15).
 """
 
 import json
@@ -28,21 +30,33 @@ def reports():
     return [json.loads(line) for line in r.stdout.splitlines()]
 
 
+def _name(rep):
+    return f"{rep['engine']} {rep['kernel']} {rep['block_n']}x{rep['block_k']}" + (
+        f" t{rep['block_t']}" if rep.get("block_t") else "")
+
+
 def test_every_shape_uses_the_tensor_cores_without_shuffling_the_tile(reports):
-    assert len(reports) >= 4
+    assert {r["engine"] for r in reports} == {"triton", "gluon"} and len(reports) >= 8
     for rep in reports:
         ops = rep["opcodes"]
-        name = f"{rep['kernel']} {rep['block_n']}x{rep['block_k']}"
-        assert ops.get("HGMMA", 0) > 0, f"{name}: no wgmma in the loop"
+        name = _name(rep)
         assert ops.get("LDSM", 0) == 0, f"{name}: the weight tile goes through shared memory (ldmatrix)"
-        assert ops.get("PRMT", 0) == 0, f"{name}: decoded values are re-paired (PRMT)"
-        assert ops.get("BAR", 0) <= 2, f"{name}: {ops.get('BAR')} barriers per K step"
+        assert ops.get("PRMT", 0) <= (0 if rep["engine"] == "triton" else 4), f"{name}: values re-paired (PRMT)"
+        if rep["engine"] == "triton":
+            assert ops.get("HGMMA", 0) > 0, f"{name}: no wgmma in the loop"
+            assert ops.get("BAR", 0) <= 2, f"{name}: {ops.get('BAR')} barriers per K step"
+        else:
+            # mma.sync on registers only: one per 16 rows x k16 x 8 tokens, nothing in shared memory
+            assert ops.get("HMMA", 0) > 0, f"{name}: no mma in the loop"
+            for op in ("BAR", "LDS", "STS", "LDSM"):
+                assert ops.get(op, 0) == 0, f"{name}: {op} in the loop"
 
 
 def test_decode_cost_per_weight(reports):
     for rep in reports:
-        name = f"{rep['kernel']} {rep['block_n']}x{rep['block_k']}"
-        assert rep["per_weight"] <= 3.2, f"{name}: {rep['per_weight']} instructions per weight"
+        name = _name(rep)
+        limit = 3.2 if rep["engine"] == "triton" else 3.0
+        assert rep["per_weight"] <= limit, f"{name}: {rep['per_weight']} instructions per weight"
         # 4 BF16x2 multiplies per 8 weights: exactly one per decoded pair
         w = rep["block_n"] * rep["block_k"] * (2 if rep["kernel"] == "w13" else 1) // (32 * rep["warps"])
         assert rep["opcodes"].get("HMUL2", 0) == w // 2, name

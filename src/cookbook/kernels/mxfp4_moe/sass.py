@@ -1,4 +1,5 @@
-"""Compile the frag expert kernels for Hopper (sm_90) without a GPU and read their inner loop.
+"""Compile the frag expert kernels (Triton and Gluon) for Hopper (sm_90) without a GPU and read
+their inner loop.
 
 Triton compiles ahead of time for any target with the ptxas it ships, and its package also
 ships cuobjdump. That makes the machine code of the hot loop checkable on a CPU-only
@@ -102,8 +103,40 @@ def inner_loop(cubin: bytes) -> tuple[collections.Counter, int | None]:
     return ops, int(m.group(1)) if m else None
 
 
-def loop_report(kernel: str, block_n: int = 64, block_k: int = 128, warps: int = 4, prefetch: int = 1) -> LoopReport:
-    k = compile_frag_kernel(kernel, block_n, block_k, warps, prefetch)
+def compile_gluon_kernel(kernel: str, warps: int = 4, block_t: int = 8, block_k: int = 128, depth: int = 1,
+                         wide: bool = False):
+    """The compiled `_w13_gluon_kernel` or `_w2_gluon_kernel` for sm_90 (block_n = 16 * warps)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.experimental.gluon._runtime import GluonASTSource
+
+    from . import gluon_kernels as G
+
+    fn = G._w13_gluon_kernel if kernel == "w13" else G._w2_gluon_kernel
+    sig = _signature(kernel)
+    sig = {**{k: ("*i32" if k == "w_ptr" else v) for k, v in sig.items() if v != "constexpr"}}
+    consts = {"BT": block_t, "NCH": block_k // 128, "WIDE": wide, "SPLIT": 1, "NUM_WARPS": warps, "DEPTH": depth,
+              "PDL": False, "FUSE": False}
+    if kernel == "w2":
+        consts["TOPK"] = 8
+    names = set(inspect.signature(fn.fn).parameters)
+    if not set(sig) | set(consts) <= names:
+        raise RuntimeError(f"sass.py: the gluon {kernel} kernel's parameters changed ({sorted(names)})")
+    sig.update({c: "constexpr" for c in consts})
+    order = list(sig)
+    attrs = {(order.index(n),): [["tt.divisibility", 16]] for n, t in sig.items() if t.startswith("*") or n in ("H", "I")}
+    return triton.compile(GluonASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", 90, 32),
+                          options={"num_warps": warps, "num_stages": 1})
+
+
+def loop_report(kernel: str, block_n: int = 64, block_k: int = 128, warps: int = 4, prefetch: int = 1,
+                engine: str = "triton", block_t: int = 8) -> LoopReport:
+    """The inner loop of one frag kernel. engine "gluon": block_n must be 16 * warps; prefetch is
+    its register depth; block_t its token block (8 or 16)."""
+    if engine == "gluon":
+        k = compile_gluon_kernel(kernel, warps, block_t, block_k, prefetch)
+    else:
+        k = compile_frag_kernel(kernel, block_n, block_k, warps, prefetch)
     ops, regs = inner_loop(k.asm["cubin"])
     tiles = 2 if kernel == "w13" else 1
     return LoopReport(kernel, sum(ops.values()), tiles * block_n * block_k // (32 * warps), ops, regs)
