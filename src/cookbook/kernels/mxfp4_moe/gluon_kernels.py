@@ -82,11 +82,12 @@ def _decode_a(words, s, NCH: gl.constexpr, NUM_WARPS: gl.constexpr, WIDE: gl.con
 
 @gluon.jit
 def _load_b(ptr, rows, rmask, k0, stride, BT: gl.constexpr, NCH: gl.constexpr, NUM_WARPS: gl.constexpr,
-            B_LAYOUT: gl.constexpr):
+            B_LAYOUT: gl.constexpr, CG: gl.constexpr = False):
     """[128 NCH, BT] second operand, straight into its mma registers: column t is
     ptr[rows[t] * stride + k0 + real(k)], k in the fragment's logical order. Lane (g, c) needs
     columns g (and g + 8) at real K 32 c .. 32 c + 31 of each chunk: loaded as 16-byte vectors.
-    rows, rmask: [BT] from `_b_rows` (convert once, outside the K loop)."""
+    rows, rmask: [BT] from `_b_rows` (convert once, outside the K loop). CG: L2 only (rows other
+    programs of the same launch wrote)."""
     # a leading dim of 1 takes the warps: every warp holds the whole tile (its own mma operand)
     L: gl.constexpr = gl.BlockedLayout([1, 1, 1, 1, 8], [1, 8, 1, 4, 1], [NUM_WARPS, 1, 1, 1, 1], [4, 3, 2, 1, 0])
     ch = gl.arange(0, NCH, layout=gl.SliceLayout(0, gl.SliceLayout(1, gl.SliceLayout(3, gl.SliceLayout(4, L)))))
@@ -94,7 +95,10 @@ def _load_b(ptr, rows, rmask, k0, stride, BT: gl.constexpr, NCH: gl.constexpr, N
     o = gl.arange(0, 32, layout=gl.SliceLayout(0, gl.SliceLayout(1, gl.SliceLayout(2, gl.SliceLayout(3, L)))))
     offs = (rows[None, :, None, None, None].to(gl.int64) * stride + k0 + ch[None, None, :, None, None] * 128
             + c[None, None, None, :, None] * 32 + o[None, None, None, None, :])
-    x = gl.load(ptr + offs, mask=rmask[None, :, None, None, None], other=0.0)  # [1, BT, chunk, c, 32 real]
+    if CG:
+        x = gl.load(ptr + offs, mask=rmask[None, :, None, None, None], other=0.0, cache_modifier=".cg")
+    else:
+        x = gl.load(ptr + offs, mask=rmask[None, :, None, None, None], other=0.0)  # [1, BT, chunk, c, 32 real]
     x = gl.reshape(x, [BT, NCH, 4, 8, 2, 2])                                   # real = 4 j + 2 k3 + k0
     x = gl.permute(x, (1, 3, 4, 2, 5, 0))                                      # logical (chunk, j, k3, c, k0)
     return gl.convert_layout(gl.reshape(x, [NCH * 128, BT]), B_LAYOUT, assert_trivial=True)
@@ -152,19 +156,20 @@ def _probe_kernel(x_ptr, w_ptr, s_ptr, out_ptr, R, K, BT: gl.constexpr, NCH: gl.
 
 
 @gluon.jit
-def _block(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, P, BT: gl.constexpr, LAYOUT: gl.constexpr):
-    """`triton_kernels._block_pairs`: active, expert, pair ids [BT] (in LAYOUT), pair mask."""
-    b = gl.program_id(0)
-    nblocks = gl.load(num_blocks_ptr)
-    e = gl.load(block_expert_ptr + b, mask=b < nblocks, other=0)
-    pairs = gl.load(sorted_pairs_ptr + b * BT + gl.arange(0, BT, layout=LAYOUT), mask=b < nblocks, other=P)
+def _block(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, b, P, BT: gl.constexpr, LAYOUT: gl.constexpr):
+    """`triton_kernels._block_pairs` for block b: active, expert, pair ids [BT] (in LAYOUT), pair
+    mask. L2 loads (.cg): with programmatic dependent launch they may run before the wait."""
+    nblocks = gl.load(num_blocks_ptr, cache_modifier=".cg")
+    e = gl.load(block_expert_ptr + b, mask=b < nblocks, other=0, cache_modifier=".cg")
+    pairs = gl.load(sorted_pairs_ptr + b * BT + gl.arange(0, BT, layout=LAYOUT), mask=b < nblocks, other=P,
+                    cache_modifier=".cg")
     return b < nblocks, e.to(gl.int64), pairs, pairs < P
 
 
 @gluon.jit
-def _k_steps(K, BK: gl.constexpr, SPLIT: gl.constexpr):
+def _k_steps(K, sk, BK: gl.constexpr, SPLIT: gl.constexpr):
+    """[k_lo, k_hi) of split sk: the K steps shared out as evenly as possible."""
     steps = K // BK
-    sk = gl.program_id(2)
     return (sk * steps // SPLIT) * BK, ((sk + 1) * steps // SPLIT) * BK
 
 
@@ -192,84 +197,168 @@ def _silu_mul_bf16(g, u):
     return (g / (1.0 + gl.exp(-g)) * u).to(gl.bfloat16)
 
 
-@gluon.jit(do_not_specialize=["P", "TOPK"])
-def _w13_gluon_kernel(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr,
-                      cnt_ptr, P, H, I, TOPK, BT: gl.constexpr, NCH: gl.constexpr, WIDE: gl.constexpr,
-                      SPLIT: gl.constexpr, NUM_WARPS: gl.constexpr, DEPTH: gl.constexpr, PDL: gl.constexpr,
-                      FUSE: gl.constexpr):
-    """`frag_kernels._w13_frag_kernel`: rows n0 .. n0 + 16 NUM_WARPS of gate and of up, one row
-    group of each per warp. w_ptr: the frag-layout words (int32 view). DEPTH: K steps whose words
-    are in registers ahead of the one being decoded (1 or 2). FUSE with SPLIT > 1: the last split
-    of a tile adds the partials in order and writes act (cnt_ptr zeroed by align)."""
+@gluon.jit
+def _w13_tile(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, cnt_ptr, e, pairs, pvalid, b, nb, sk, n_tiles,
+              P, H, I, TOPK, BT: gl.constexpr, NCH: gl.constexpr, WIDE: gl.constexpr, SPLIT: gl.constexpr,
+              NUM_WARPS: gl.constexpr, DEPTH: gl.constexpr, FUSE: gl.constexpr):
+    """Rows nb * 16 NUM_WARPS .. of gate and of up for block b's pairs, split sk: act (SPLIT 1) or
+    this split's partial sums, then with FUSE the last split's reduce (cnt_ptr[b * n_tiles + nb]).
+    Returns whether this program finished the tile's act columns."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, 8])
     A_LAYOUT: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)
     B_LAYOUT: gl.constexpr = gl.DotOperandLayout(operand_index=1, parent=MMA, k_width=2)
     BK: gl.constexpr = NCH * 128
     BN: gl.constexpr = 16 * NUM_WARPS
+    tok = _b_rows(pairs // TOPK, NUM_WARPS)
+    tmask = _b_rows(pvalid, NUM_WARPS)
+    n0 = nb * BN
+    rg_g = (e * (2 * I) + n0) // 16
+    rg_u = rg_g + I // 16
+    KCH = H // 128
+    k_lo, k_hi = _k_steps(H, sk, BK, SPLIT)
+    acc_g = gl.zeros([BN, BT], gl.float32, layout=MMA)
+    acc_u = gl.zeros([BN, BT], gl.float32, layout=MMA)
+    # words in flight: step k (w*0) and, DEPTH 2, step k + 1 (w*1); the last steps reload the last
+    wg0 = _load_words(w_ptr, rg_g, k_lo // 128, KCH, NCH, NUM_WARPS)
+    sg0 = _load_scales(s_ptr, rg_g, k_lo // 128, KCH, NCH, NUM_WARPS)
+    wu0 = _load_words(w_ptr, rg_u, k_lo // 128, KCH, NCH, NUM_WARPS)
+    su0 = _load_scales(s_ptr, rg_u, k_lo // 128, KCH, NCH, NUM_WARPS)
+    k1 = gl.minimum(k_lo + BK, k_hi - BK) // 128
+    wg1 = _load_words(w_ptr, rg_g, k1, KCH, NCH, NUM_WARPS)
+    sg1 = _load_scales(s_ptr, rg_g, k1, KCH, NCH, NUM_WARPS)
+    wu1 = _load_words(w_ptr, rg_u, k1, KCH, NCH, NUM_WARPS)
+    su1 = _load_scales(s_ptr, rg_u, k1, KCH, NCH, NUM_WARPS)
+    for k0 in range(k_lo, k_hi, BK):
+        kn = gl.minimum(k0 + DEPTH * BK, k_hi - BK) // 128
+        wgn = _load_words(w_ptr, rg_g, kn, KCH, NCH, NUM_WARPS)
+        sgn = _load_scales(s_ptr, rg_g, kn, KCH, NCH, NUM_WARPS)
+        wun = _load_words(w_ptr, rg_u, kn, KCH, NCH, NUM_WARPS)
+        sun = _load_scales(s_ptr, rg_u, kn, KCH, NCH, NUM_WARPS)
+        xb = _load_b(x_ptr, tok, tmask, k0, H, BT, NCH, NUM_WARPS, B_LAYOUT)
+        acc_g = gl.nvidia.ampere.mma_v2(_decode_a(wg0, sg0, NCH, NUM_WARPS, WIDE, A_LAYOUT), xb, acc_g)
+        acc_u = gl.nvidia.ampere.mma_v2(_decode_a(wu0, su0, NCH, NUM_WARPS, WIDE, A_LAYOUT), xb, acc_u)
+        if DEPTH == 2:
+            wg0 = wg1
+            sg0 = sg1
+            wu0 = wu1
+            su0 = su1
+            wg1 = wgn
+            sg1 = sgn
+            wu1 = wun
+            su1 = sun
+        else:
+            wg0 = wgn
+            sg0 = sgn
+            wu0 = wun
+            su0 = sun
+    n = n0 + gl.arange(0, BN, layout=gl.SliceLayout(1, MMA))
+    mask = pvalid[None, :]
+    if SPLIT == 1:
+        gl.store(act_ptr + pairs[None, :].to(gl.int64) * I + n[:, None], _silu_mul_bf16(acc_g, acc_u), mask=mask)
+        finished = nb >= 0
+    else:
+        row = pairs[None, :].to(gl.int64) * (2 * I) + n[:, None]
+        stride = P * (2 * I)
+        gl.store(part_ptr + sk * stride + row, acc_g, mask=mask)
+        gl.store(part_ptr + sk * stride + row + I, acc_u, mask=mask)
+        if FUSE:
+            finished = _last_program(cnt_ptr + b * n_tiles + nb, SPLIT)
+            if finished:
+                g = gl.zeros([BN, BT], gl.float32, layout=MMA)
+                u = gl.zeros([BN, BT], gl.float32, layout=MMA)
+                for sp in gl.static_range(SPLIT):      # in order: `_silu_reduce_kernel`'s sum
+                    g += gl.load(part_ptr + sp * stride + row, mask=mask, other=0.0, cache_modifier=".cg")
+                    u += gl.load(part_ptr + sp * stride + row + I, mask=mask, other=0.0, cache_modifier=".cg")
+                gl.store(act_ptr + pairs[None, :].to(gl.int64) * I + n[:, None], _silu_mul_bf16(g, u), mask=mask)
+        else:
+            finished = nb < 0
+    return finished
+
+
+@gluon.jit
+def _w2_first_words(w_ptr, s_ptr, e, nb, sk, H, I, ok, NCH: gl.constexpr, SPLIT: gl.constexpr,
+                    NUM_WARPS: gl.constexpr):
+    """The words and scales of a w2 tile's first two K steps (nothing read when not ok): loaded
+    before the tile waits for its activations."""
+    BK: gl.constexpr = NCH * 128
+    rg = (e * H + nb * 16 * NUM_WARPS) // 16
+    k_lo, k_hi = _k_steps(I, sk, BK, SPLIT)
+    k1 = gl.minimum(k_lo + BK, k_hi - BK) // 128
+    return (_load_words(w_ptr, rg, k_lo // 128, I // 128, NCH, NUM_WARPS, ok),
+            _load_scales(s_ptr, rg, k_lo // 128, I // 128, NCH, NUM_WARPS, ok),
+            _load_words(w_ptr, rg, k1, I // 128, NCH, NUM_WARPS, ok),
+            _load_scales(s_ptr, rg, k1, I // 128, NCH, NUM_WARPS, ok))
+
+
+@gluon.jit
+def _w2_tile(act_ptr, w_ptr, s_ptr, y_ptr, cnt_ptr, num_blocks_ptr, wts_ptr, out_ptr, e, pairs, pvalid, nb, sk,
+             w0, s0, w1, s1, P, H, I, T, BT: gl.constexpr, NCH: gl.constexpr, WIDE: gl.constexpr,
+             SPLIT: gl.constexpr, NUM_WARPS: gl.constexpr, DEPTH: gl.constexpr, FUSE: gl.constexpr,
+             TOPK: gl.constexpr, CG: gl.constexpr):
+    """Rows nb * 16 NUM_WARPS .. of w2 for block b's pairs, split sk, from the first words
+    (`_w2_first_words`); y rows, then with FUSE the column tile's top-k sum by its last program."""
+    MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, 8])
+    A_LAYOUT: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)
+    B_LAYOUT: gl.constexpr = gl.DotOperandLayout(operand_index=1, parent=MMA, k_width=2)
+    BK: gl.constexpr = NCH * 128
+    BN: gl.constexpr = 16 * NUM_WARPS
+    prow = _b_rows(pairs, NUM_WARPS)
+    pmask = _b_rows(pvalid, NUM_WARPS)
+    n0 = nb * BN
+    rg = (e * H + n0) // 16
+    KCH = I // 128
+    k_lo, k_hi = _k_steps(I, sk, BK, SPLIT)
+    acc = gl.zeros([BN, BT], gl.float32, layout=MMA)
+    for k0 in range(k_lo, k_hi, BK):
+        kn = gl.minimum(k0 + DEPTH * BK, k_hi - BK) // 128
+        wn = _load_words(w_ptr, rg, kn, KCH, NCH, NUM_WARPS)
+        sn = _load_scales(s_ptr, rg, kn, KCH, NCH, NUM_WARPS)
+        ab = _load_b(act_ptr, prow, pmask, k0, I, BT, NCH, NUM_WARPS, B_LAYOUT, CG)
+        acc = gl.nvidia.ampere.mma_v2(_decode_a(w0, s0, NCH, NUM_WARPS, WIDE, A_LAYOUT), ab, acc)
+        if DEPTH == 2:
+            w0 = w1
+            s0 = s1
+            w1 = wn
+            s1 = sn
+        else:
+            w0 = wn
+            s0 = sn
+    n = n0 + gl.arange(0, BN, layout=gl.SliceLayout(1, MMA))
+    gl.store(y_ptr + (sk * P + pairs[None, :]).to(gl.int64) * H + n[:, None], acc, mask=pvalid[None, :])
+    if FUSE:
+        nblocks = gl.load(num_blocks_ptr, cache_modifier=".cg")
+        if _last_program(cnt_ptr + nb, nblocks * SPLIT):
+            cols = n0 + gl.arange(0, BN, layout=gl.SliceLayout(1, MMA))
+            for t in range(0, T):          # `triton_kernels._topk_sum_row`, the same order
+                tt = t.to(gl.int64)
+                o = gl.zeros([BN], gl.float32, layout=gl.SliceLayout(1, MMA))
+                for j in gl.static_range(TOPK):
+                    wj = gl.load(wts_ptr + tt * TOPK + j)
+                    yj = gl.load(y_ptr + (tt * TOPK + j) * H + cols, cache_modifier=".cg")
+                    for sp in gl.static_range(1, SPLIT):
+                        yj += gl.load(y_ptr + (sp * P + tt * TOPK + j) * H + cols, cache_modifier=".cg")
+                    o += wj * yj
+                gl.store(out_ptr + tt * H + cols, o.to(gl.bfloat16))
+
+
+@gluon.jit(do_not_specialize=["P", "TOPK"])
+def _w13_gluon_kernel(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr,
+                      cnt_ptr, P, H, I, TOPK, BT: gl.constexpr, NCH: gl.constexpr, WIDE: gl.constexpr,
+                      SPLIT: gl.constexpr, NUM_WARPS: gl.constexpr, DEPTH: gl.constexpr, PDL: gl.constexpr,
+                      FUSE: gl.constexpr):
+    """`frag_kernels._w13_frag_kernel`: grid (block, row tile, split), one row group of gate and
+    one of up per warp. w_ptr: the frag-layout words (int32 view). DEPTH: K steps whose words are
+    in registers ahead of the one being decoded (1 or 2). FUSE with SPLIT > 1: the last split of
+    a tile adds the partials in order and writes act (cnt_ptr zeroed by align)."""
+    MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, 8])
     if PDL:
         _pdl_wait_and_release()             # align's blocks are read below
-    active, e, pairs, pvalid = _block(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, P, BT,
+    b = gl.program_id(0)
+    active, e, pairs, pvalid = _block(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, b, P, BT,
                                       gl.SliceLayout(0, MMA))
     if active:
-        tok = _b_rows(pairs // TOPK, NUM_WARPS)
-        tmask = _b_rows(pvalid, NUM_WARPS)
-        n0 = gl.program_id(1) * BN
-        rg_g = (e * (2 * I) + n0) // 16
-        rg_u = rg_g + I // 16
-        KCH = H // 128
-        k_lo, k_hi = _k_steps(H, BK, SPLIT)
-        acc_g = gl.zeros([BN, BT], gl.float32, layout=MMA)
-        acc_u = gl.zeros([BN, BT], gl.float32, layout=MMA)
-        # words in flight: step k (w*0) and, DEPTH 2, step k + 1 (w*1); the last steps reload the last
-        wg0 = _load_words(w_ptr, rg_g, k_lo // 128, KCH, NCH, NUM_WARPS)
-        sg0 = _load_scales(s_ptr, rg_g, k_lo // 128, KCH, NCH, NUM_WARPS)
-        wu0 = _load_words(w_ptr, rg_u, k_lo // 128, KCH, NCH, NUM_WARPS)
-        su0 = _load_scales(s_ptr, rg_u, k_lo // 128, KCH, NCH, NUM_WARPS)
-        k1 = gl.minimum(k_lo + BK, k_hi - BK) // 128
-        wg1 = _load_words(w_ptr, rg_g, k1, KCH, NCH, NUM_WARPS)
-        sg1 = _load_scales(s_ptr, rg_g, k1, KCH, NCH, NUM_WARPS)
-        wu1 = _load_words(w_ptr, rg_u, k1, KCH, NCH, NUM_WARPS)
-        su1 = _load_scales(s_ptr, rg_u, k1, KCH, NCH, NUM_WARPS)
-        for k0 in range(k_lo, k_hi, BK):
-            kn = gl.minimum(k0 + DEPTH * BK, k_hi - BK) // 128
-            wgn = _load_words(w_ptr, rg_g, kn, KCH, NCH, NUM_WARPS)
-            sgn = _load_scales(s_ptr, rg_g, kn, KCH, NCH, NUM_WARPS)
-            wun = _load_words(w_ptr, rg_u, kn, KCH, NCH, NUM_WARPS)
-            sun = _load_scales(s_ptr, rg_u, kn, KCH, NCH, NUM_WARPS)
-            xb = _load_b(x_ptr, tok, tmask, k0, H, BT, NCH, NUM_WARPS, B_LAYOUT)
-            acc_g = gl.nvidia.ampere.mma_v2(_decode_a(wg0, sg0, NCH, NUM_WARPS, WIDE, A_LAYOUT), xb, acc_g)
-            acc_u = gl.nvidia.ampere.mma_v2(_decode_a(wu0, su0, NCH, NUM_WARPS, WIDE, A_LAYOUT), xb, acc_u)
-            if DEPTH == 2:
-                wg0 = wg1
-                sg0 = sg1
-                wu0 = wu1
-                su0 = su1
-                wg1 = wgn
-                sg1 = sgn
-                wu1 = wun
-                su1 = sun
-            else:
-                wg0 = wgn
-                sg0 = sgn
-                wu0 = wun
-                su0 = sun
-        n = n0 + gl.arange(0, BN, layout=gl.SliceLayout(1, MMA))
-        mask = pvalid[None, :]
-        if SPLIT == 1:
-            gl.store(act_ptr + pairs[None, :].to(gl.int64) * I + n[:, None], _silu_mul_bf16(acc_g, acc_u), mask=mask)
-        else:
-            row = pairs[None, :].to(gl.int64) * (2 * I) + n[:, None]
-            stride = P * (2 * I)
-            gl.store(part_ptr + gl.program_id(2) * stride + row, acc_g, mask=mask)
-            gl.store(part_ptr + gl.program_id(2) * stride + row + I, acc_u, mask=mask)
-            if FUSE:
-                if _last_program(cnt_ptr + gl.program_id(0) * gl.num_programs(1) + gl.program_id(1), SPLIT):
-                    g = gl.zeros([BN, BT], gl.float32, layout=MMA)
-                    u = gl.zeros([BN, BT], gl.float32, layout=MMA)
-                    for sp in gl.static_range(SPLIT):      # in order: `_silu_reduce_kernel`'s sum
-                        g += gl.load(part_ptr + sp * stride + row, mask=mask, other=0.0, cache_modifier=".cg")
-                        u += gl.load(part_ptr + sp * stride + row + I, mask=mask, other=0.0, cache_modifier=".cg")
-                    gl.store(act_ptr + pairs[None, :].to(gl.int64) * I + n[:, None], _silu_mul_bf16(g, u), mask=mask)
+        _w13_tile(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, cnt_ptr, e, pairs, pvalid, b, gl.program_id(1),
+                  gl.program_id(2), gl.num_programs(1), P, H, I, TOPK, BT, NCH, WIDE, SPLIT, NUM_WARPS, DEPTH, FUSE)
 
 
 @gluon.jit(do_not_specialize=["P", "T"])
@@ -277,59 +366,67 @@ def _w2_gluon_kernel(act_ptr, w_ptr, s_ptr, y_ptr, sorted_pairs_ptr, block_exper
                      cnt_ptr, wts_ptr, out_ptr, P, H, I, T, BT: gl.constexpr, NCH: gl.constexpr, WIDE: gl.constexpr,
                      SPLIT: gl.constexpr, NUM_WARPS: gl.constexpr, DEPTH: gl.constexpr, PDL: gl.constexpr,
                      FUSE: gl.constexpr, TOPK: gl.constexpr):
-    """`frag_kernels._w2_frag_kernel`: rows n0 .. n0 + 16 NUM_WARPS. PDL: the blocks (align's,
+    """`frag_kernels._w2_frag_kernel`: grid (block, row tile, split). PDL: the blocks (align's,
     done before w13 began) are read and the first words loaded before waiting for w13's act.
     FUSE: the last program of a column tile writes out[:, tile] as `_topk_sum_kernel` does."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, 8])
-    A_LAYOUT: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)
-    B_LAYOUT: gl.constexpr = gl.DotOperandLayout(operand_index=1, parent=MMA, k_width=2)
-    BK: gl.constexpr = NCH * 128
-    BN: gl.constexpr = 16 * NUM_WARPS
-    active, e, pairs, pvalid = _block(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, P, BT,
+    active, e, pairs, pvalid = _block(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, gl.program_id(0), P, BT,
                                       gl.SliceLayout(0, MMA))
-    prow = _b_rows(pairs, NUM_WARPS)
-    pmask = _b_rows(pvalid, NUM_WARPS)
-    n0 = gl.program_id(1) * BN
-    rg = (e * H + n0) // 16
-    KCH = I // 128
-    k_lo, k_hi = _k_steps(I, BK, SPLIT)
-    w0 = _load_words(w_ptr, rg, k_lo // 128, KCH, NCH, NUM_WARPS, active)
-    s0 = _load_scales(s_ptr, rg, k_lo // 128, KCH, NCH, NUM_WARPS, active)
-    k1 = gl.minimum(k_lo + BK, k_hi - BK) // 128
-    w1 = _load_words(w_ptr, rg, k1, KCH, NCH, NUM_WARPS, active)
-    s1 = _load_scales(s_ptr, rg, k1, KCH, NCH, NUM_WARPS, active)
+    w0, s0, w1, s1 = _w2_first_words(w_ptr, s_ptr, e, gl.program_id(1), gl.program_id(2), H, I, active, NCH, SPLIT,
+                                     NUM_WARPS)
     if PDL:
         _pdl_wait_and_release()             # act is w13's output
     if active:
-        acc = gl.zeros([BN, BT], gl.float32, layout=MMA)
-        for k0 in range(k_lo, k_hi, BK):
-            kn = gl.minimum(k0 + DEPTH * BK, k_hi - BK) // 128
-            wn = _load_words(w_ptr, rg, kn, KCH, NCH, NUM_WARPS)
-            sn = _load_scales(s_ptr, rg, kn, KCH, NCH, NUM_WARPS)
-            ab = _load_b(act_ptr, prow, pmask, k0, I, BT, NCH, NUM_WARPS, B_LAYOUT)
-            acc = gl.nvidia.ampere.mma_v2(_decode_a(w0, s0, NCH, NUM_WARPS, WIDE, A_LAYOUT), ab, acc)
-            if DEPTH == 2:
-                w0 = w1
-                s0 = s1
-                w1 = wn
-                s1 = sn
-            else:
-                w0 = wn
-                s0 = sn
-        n = n0 + gl.arange(0, BN, layout=gl.SliceLayout(1, MMA))
-        gl.store(y_ptr + (gl.program_id(2) * P + pairs[None, :]).to(gl.int64) * H + n[:, None], acc,
-                 mask=pvalid[None, :])
-        if FUSE:
-            nblocks = gl.load(num_blocks_ptr, cache_modifier=".cg")
-            if _last_program(cnt_ptr + gl.program_id(1), nblocks * SPLIT):
-                cols = n0 + gl.arange(0, BN, layout=gl.SliceLayout(1, MMA))
-                for t in range(0, T):          # `triton_kernels._topk_sum_row`, the same order
-                    tt = t.to(gl.int64)
-                    o = gl.zeros([BN], gl.float32, layout=gl.SliceLayout(1, MMA))
-                    for j in gl.static_range(TOPK):
-                        wj = gl.load(wts_ptr + tt * TOPK + j)
-                        yj = gl.load(y_ptr + (tt * TOPK + j) * H + cols, cache_modifier=".cg")
-                        for sp in gl.static_range(1, SPLIT):
-                            yj += gl.load(y_ptr + (sp * P + tt * TOPK + j) * H + cols, cache_modifier=".cg")
-                        o += wj * yj
-                    gl.store(out_ptr + tt * H + cols, o.to(gl.bfloat16))
+        _w2_tile(act_ptr, w_ptr, s_ptr, y_ptr, cnt_ptr, num_blocks_ptr, wts_ptr, out_ptr, e, pairs, pvalid,
+                 gl.program_id(1), gl.program_id(2), w0, s0, w1, s1, P, H, I, T, BT, NCH, WIDE, SPLIT, NUM_WARPS,
+                 DEPTH, FUSE, TOPK, False)
+
+
+@gluon.jit(do_not_specialize=["P", "T", "TOPK_RT", "MAX_BLOCKS"])
+def _moe_persistent_gluon_kernel(x_ptr, w13_ptr, s13_ptr, w2_ptr, s2_ptr, act_ptr, part_ptr, y_ptr, wts_ptr, out_ptr,
+                                 sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, cnt13_ptr, cnt2_ptr, done_ptr,
+                                 next_ptr, P, H, I, T, TOPK_RT, MAX_BLOCKS,
+                                 BT: gl.constexpr, NCH1: gl.constexpr, NCH2: gl.constexpr, WIDE: gl.constexpr,
+                                 SPLIT1: gl.constexpr, SPLIT2: gl.constexpr, NUM_WARPS: gl.constexpr,
+                                 DEPTH1: gl.constexpr, DEPTH2: gl.constexpr, TOPK: gl.constexpr):
+    """w13 and w2 in one launch (the card fills once per call). Programs take tiles in order from
+    a counter (next_ptr, zeroed by align): first every w13 tile (block, row tile, split), then
+    every w2 tile. A w2 tile loads its first words, then waits until done_ptr[block] counts all
+    of its block's w13 row tiles finished. No deadlock whatever the grid: a w2 tile is handed
+    out only after every w13 tile has been, to running programs that wait on nothing. The
+    split-K reduce and the top-k sum are fused (last program of a tile, same order, same bits)."""
+    MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, 8])
+    BN: gl.constexpr = 16 * NUM_WARPS
+    n13 = I // BN                           # w13 row tiles per block
+    n2 = H // BN
+    tiles13 = MAX_BLOCKS * n13 * SPLIT1
+    total = tiles13 + MAX_BLOCKS * n2 * SPLIT2
+    tile = gl.atomic_add(next_ptr, 1)
+    while tile < total:
+        if tile < tiles13:
+            b = tile // (n13 * SPLIT1)
+            nb = (tile // SPLIT1) % n13
+            sk = tile % SPLIT1
+            active, e, pairs, pvalid = _block(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, b, P, BT,
+                                              gl.SliceLayout(0, MMA))
+            if active:
+                finished = _w13_tile(x_ptr, w13_ptr, s13_ptr, act_ptr, part_ptr, cnt13_ptr, e, pairs, pvalid, b, nb,
+                                     sk, n13, P, H, I, TOPK_RT, BT, NCH1, WIDE, SPLIT1, NUM_WARPS, DEPTH1, True)
+                if finished:
+                    gl.thread_barrier()     # every warp's act stores, then one release
+                    gl.atomic_add(done_ptr + b, 1, sem="release")
+        else:
+            t2 = tile - tiles13
+            b = t2 // (n2 * SPLIT2)
+            nb = (t2 // SPLIT2) % n2
+            sk = t2 % SPLIT2
+            active, e, pairs, pvalid = _block(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, b, P, BT,
+                                              gl.SliceLayout(0, MMA))
+            if active:
+                w0, s0, w1, s1 = _w2_first_words(w2_ptr, s2_ptr, e, nb, sk, H, I, active, NCH2, SPLIT2, NUM_WARPS)
+                while gl.atomic_add(done_ptr + b, 0, sem="acquire") < n13:
+                    pass
+                _w2_tile(act_ptr, w2_ptr, s2_ptr, y_ptr, cnt2_ptr, num_blocks_ptr, wts_ptr, out_ptr, e, pairs, pvalid,
+                         nb, sk, w0, s0, w1, s1, P, H, I, T, BT, NCH2, WIDE, SPLIT2, NUM_WARPS, DEPTH2, True, TOPK,
+                         True)
+        tile = gl.atomic_add(next_ptr, 1)
