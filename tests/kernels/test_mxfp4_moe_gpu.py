@@ -232,31 +232,3 @@ def test_shipped_tables_run_as_served(variant, tokens):
                           scale_max=127)
     _assert_matches_reference(out, x, w, wts, ids, f"{name} shipped T={tokens}")
 
-
-@pytest.mark.parametrize("split1,split2,depth2", [(1, 1, 0), (3, 2, 2)])
-def test_persistent_launch_gives_the_bits_of_the_fused_launches(variant, split1, split2, depth2):
-    """persistent=True (w13 and w2 in one launch, tiles handed out by a counter, w2 tiles waiting
-    on their expert's w13 tiles): the same bits as the separate fused launches, under a CUDA
-    graph too; 64 tokens also all on one expert."""
-    from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
-    name, shape, w = variant
-    f = prepare_experts(*w)
-    g = torch.Generator(device="cuda").manual_seed(71)
-    for tokens in (1, 8, 64):
-        x, wts, ids = _routing(shape, tokens, g, all_on=6 if tokens == 64 else None)
-        fused = replace(pick(load_table(name), tokens), kernel="gluon", decoder="asm", block_n1=64, warps1=4,
-                        block_n2=64, warps2=4, block_t=8, split1=split1, split2=split2, prefetch=1, prefetch2=depth2,
-                        fuse=True, pdl=False)
-        ref = fused_moe_mxfp4(x, *f, wts, ids, config=fused, layout="frag", check_ids=False, scale_max=127)
-        _assert_matches_reference(ref, x, w, wts, ids, f"{name} fused T={tokens}")
-        cfg = replace(fused, persistent=True)
-        got = fused_moe_mxfp4(x, *f, wts, ids, config=cfg, layout="frag", check_ids=False, scale_max=127)
-        assert torch.equal(ref.view(torch.int16), got.view(torch.int16)), f"{name} T={tokens} persistent"
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            captured = fused_moe_mxfp4(x, *f, wts, ids, config=cfg, layout="frag", check_ids=False, scale_max=127)
-        for _ in range(2):
-            captured.zero_()
-            graph.replay()
-            torch.cuda.synchronize()
-            assert torch.equal(ref.view(torch.int16), captured.view(torch.int16)), f"{name} T={tokens} graph"

@@ -51,8 +51,6 @@ class LaunchConfig:
     kernel: str = "triton"  # frag layout: "triton" (wgmma, runs in the CPU interpreter too) or "gluon"
                             # (gluon_kernels.py: mma.sync, no shared memory; GPU only; one row group
                             # per warp: block_n = 16 * warps; block_t 8 or 16)
-    persistent: bool = False  # kernel gluon: w13 and w2 in one launch (programs take tiles from a counter;
-                              # a w2 tile waits for its expert's w13 tiles); fuses the reduce and top-k sum
     fuse: bool = False      # frag layout: no reduce and no top-k sum launch; the last program of a tile
                             # (atomic counter) adds the split-K partials / the top-k rows, in the same order
     decoder: str = "fp32"     # fp32: _dequant_tile (also runs in the CPU interpreter);
@@ -87,16 +85,11 @@ class LaunchConfig:
         if self.block_t < (8 if self.kernel == "gluon" else 16) or self.block_n1 < 16 or self.block_n2 < 16:
             raise ConfigError(f"{where}: block_t (8 with kernel gluon), block_n1 and block_n2 must be >= 16 "
                               "(tensor-core tile)")
-        if self.persistent and self.kernel != "gluon":
-            raise ConfigError(f"{where}: persistent needs kernel gluon")
         if self.kernel == "gluon":
             if self.block_t > 16 or self.block_n1 != 16 * self.warps1 or self.block_n2 != 16 * self.warps2:
                 raise ConfigError(f"{where}: kernel gluon takes block_t 8 or 16 and one row group per warp: "
                                   f"block_n1 = 16 * warps1, block_n2 = 16 * warps2 (got block_t={self.block_t}, "
                                   f"{self.block_n1}/{self.warps1}, {self.block_n2}/{self.warps2})")
-            if self.persistent and self.warps1 != self.warps2:
-                raise ConfigError(f"{where}: persistent runs w13 and w2 in one launch: warps1 and warps2 "
-                                  f"(and so block_n1 and block_n2) must be equal, got {self.warps1} and {self.warps2}")
             if self.decoder != "asm" or self.prefetch not in (1, 2) or self.prefetch2 not in (0, 1, 2):
                 raise ConfigError(f"{where}: kernel gluon runs decoder asm and keeps prefetch = 1 or 2 K steps "
                                   f"of words in registers, prefetch2 0..2 (got {self.decoder!r}, {self.prefetch}, "

@@ -82,12 +82,11 @@ def _decode_a(words, s, NCH: gl.constexpr, NUM_WARPS: gl.constexpr, WIDE: gl.con
 
 @gluon.jit
 def _load_b(ptr, rows, rmask, k0, stride, BT: gl.constexpr, NCH: gl.constexpr, NUM_WARPS: gl.constexpr,
-            B_LAYOUT: gl.constexpr, CG: gl.constexpr = False):
+            B_LAYOUT: gl.constexpr):
     """[128 NCH, BT] second operand, straight into its mma registers: column t is
     ptr[rows[t] * stride + k0 + real(k)], k in the fragment's logical order. Lane (g, c) needs
     columns g (and g + 8) at real K 32 c .. 32 c + 31 of each chunk: loaded as 16-byte vectors.
-    rows, rmask: [BT] from `_b_rows` (convert once, outside the K loop). CG: L2 only (rows other
-    programs of the same launch wrote)."""
+    rows, rmask: [BT] from `_b_rows` (convert once, outside the K loop)."""
     # a leading dim of 1 takes the warps: every warp holds the whole tile (its own mma operand)
     L: gl.constexpr = gl.BlockedLayout([1, 1, 1, 1, 8], [1, 8, 1, 4, 1], [NUM_WARPS, 1, 1, 1, 1], [4, 3, 2, 1, 0])
     ch = gl.arange(0, NCH, layout=gl.SliceLayout(0, gl.SliceLayout(1, gl.SliceLayout(3, gl.SliceLayout(4, L)))))
@@ -95,10 +94,7 @@ def _load_b(ptr, rows, rmask, k0, stride, BT: gl.constexpr, NCH: gl.constexpr, N
     o = gl.arange(0, 32, layout=gl.SliceLayout(0, gl.SliceLayout(1, gl.SliceLayout(2, gl.SliceLayout(3, L)))))
     offs = (rows[None, :, None, None, None].to(gl.int64) * stride + k0 + ch[None, None, :, None, None] * 128
             + c[None, None, None, :, None] * 32 + o[None, None, None, None, :])
-    if CG:
-        x = gl.load(ptr + offs, mask=rmask[None, :, None, None, None], other=0.0, cache_modifier=".cg")
-    else:
-        x = gl.load(ptr + offs, mask=rmask[None, :, None, None, None], other=0.0)  # [1, BT, chunk, c, 32 real]
+    x = gl.load(ptr + offs, mask=rmask[None, :, None, None, None], other=0.0)  # [1, BT, chunk, c, 32 real]
     x = gl.reshape(x, [BT, NCH, 4, 8, 2, 2])                                   # real = 4 j + 2 k3 + k0
     x = gl.permute(x, (1, 3, 4, 2, 5, 0))                                      # logical (chunk, j, k3, c, k0)
     return gl.convert_layout(gl.reshape(x, [NCH * 128, BT]), B_LAYOUT, assert_trivial=True)
@@ -202,8 +198,7 @@ def _w13_tile(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, cnt_ptr, e, pairs, pvalid,
               P, H, I, TOPK, BT: gl.constexpr, NCH: gl.constexpr, WIDE: gl.constexpr, SPLIT: gl.constexpr,
               NUM_WARPS: gl.constexpr, DEPTH: gl.constexpr, FUSE: gl.constexpr):
     """Rows nb * 16 NUM_WARPS .. of gate and of up for block b's pairs, split sk: act (SPLIT 1) or
-    this split's partial sums, then with FUSE the last split's reduce (cnt_ptr[b * n_tiles + nb]).
-    Returns whether this program finished the tile's act columns."""
+    this split's partial sums, then with FUSE the last split's reduce (cnt_ptr[b * n_tiles + nb])."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, 8])
     A_LAYOUT: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)
     B_LAYOUT: gl.constexpr = gl.DotOperandLayout(operand_index=1, parent=MMA, k_width=2)
@@ -255,31 +250,26 @@ def _w13_tile(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, cnt_ptr, e, pairs, pvalid,
     mask = pvalid[None, :]
     if SPLIT == 1:
         gl.store(act_ptr + pairs[None, :].to(gl.int64) * I + n[:, None], _silu_mul_bf16(acc_g, acc_u), mask=mask)
-        finished = nb >= 0
     else:
         row = pairs[None, :].to(gl.int64) * (2 * I) + n[:, None]
         stride = P * (2 * I)
         gl.store(part_ptr + sk * stride + row, acc_g, mask=mask)
         gl.store(part_ptr + sk * stride + row + I, acc_u, mask=mask)
         if FUSE:
-            finished = _last_program(cnt_ptr + b * n_tiles + nb, SPLIT)
-            if finished:
+            if _last_program(cnt_ptr + b * n_tiles + nb, SPLIT):
                 g = gl.zeros([BN, BT], gl.float32, layout=MMA)
                 u = gl.zeros([BN, BT], gl.float32, layout=MMA)
                 for sp in gl.static_range(SPLIT):      # in order: `_silu_reduce_kernel`'s sum
                     g += gl.load(part_ptr + sp * stride + row, mask=mask, other=0.0, cache_modifier=".cg")
                     u += gl.load(part_ptr + sp * stride + row + I, mask=mask, other=0.0, cache_modifier=".cg")
                 gl.store(act_ptr + pairs[None, :].to(gl.int64) * I + n[:, None], _silu_mul_bf16(g, u), mask=mask)
-        else:
-            finished = nb < 0
-    return finished
 
 
 @gluon.jit
 def _w2_first_words(w_ptr, s_ptr, e, nb, sk, H, I, ok, NCH: gl.constexpr, SPLIT: gl.constexpr,
                     NUM_WARPS: gl.constexpr):
     """The words and scales of a w2 tile's first two K steps (nothing read when not ok): loaded
-    before the tile waits for its activations."""
+    before the kernel waits for w13 (programmatic dependent launch)."""
     BK: gl.constexpr = NCH * 128
     rg = (e * H + nb * 16 * NUM_WARPS) // 16
     k_lo, k_hi = _k_steps(I, sk, BK, SPLIT)
@@ -294,7 +284,7 @@ def _w2_first_words(w_ptr, s_ptr, e, nb, sk, H, I, ok, NCH: gl.constexpr, SPLIT:
 def _w2_tile(act_ptr, w_ptr, s_ptr, y_ptr, cnt_ptr, num_blocks_ptr, wts_ptr, out_ptr, e, pairs, pvalid, nb, sk,
              w0, s0, w1, s1, P, H, I, T, BT: gl.constexpr, NCH: gl.constexpr, WIDE: gl.constexpr,
              SPLIT: gl.constexpr, NUM_WARPS: gl.constexpr, DEPTH: gl.constexpr, FUSE: gl.constexpr,
-             TOPK: gl.constexpr, CG: gl.constexpr):
+             TOPK: gl.constexpr):
     """Rows nb * 16 NUM_WARPS .. of w2 for block b's pairs, split sk, from the first words
     (`_w2_first_words`); y rows, then with FUSE the column tile's top-k sum by its last program."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, 8])
@@ -313,7 +303,7 @@ def _w2_tile(act_ptr, w_ptr, s_ptr, y_ptr, cnt_ptr, num_blocks_ptr, wts_ptr, out
         kn = gl.minimum(k0 + DEPTH * BK, k_hi - BK) // 128
         wn = _load_words(w_ptr, rg, kn, KCH, NCH, NUM_WARPS)
         sn = _load_scales(s_ptr, rg, kn, KCH, NCH, NUM_WARPS)
-        ab = _load_b(act_ptr, prow, pmask, k0, I, BT, NCH, NUM_WARPS, B_LAYOUT, CG)
+        ab = _load_b(act_ptr, prow, pmask, k0, I, BT, NCH, NUM_WARPS, B_LAYOUT)
         acc = gl.nvidia.ampere.mma_v2(_decode_a(w0, s0, NCH, NUM_WARPS, WIDE, A_LAYOUT), ab, acc)
         if DEPTH == 2:
             w0 = w1
@@ -379,54 +369,4 @@ def _w2_gluon_kernel(act_ptr, w_ptr, s_ptr, y_ptr, sorted_pairs_ptr, block_exper
     if active:
         _w2_tile(act_ptr, w_ptr, s_ptr, y_ptr, cnt_ptr, num_blocks_ptr, wts_ptr, out_ptr, e, pairs, pvalid,
                  gl.program_id(1), gl.program_id(2), w0, s0, w1, s1, P, H, I, T, BT, NCH, WIDE, SPLIT, NUM_WARPS,
-                 DEPTH, FUSE, TOPK, False)
-
-
-@gluon.jit(do_not_specialize=["P", "T", "TOPK_RT", "MAX_BLOCKS"])
-def _moe_persistent_gluon_kernel(x_ptr, w13_ptr, s13_ptr, w2_ptr, s2_ptr, act_ptr, part_ptr, y_ptr, wts_ptr, out_ptr,
-                                 sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, cnt13_ptr, cnt2_ptr, done_ptr,
-                                 next_ptr, P, H, I, T, TOPK_RT, MAX_BLOCKS,
-                                 BT: gl.constexpr, NCH1: gl.constexpr, NCH2: gl.constexpr, WIDE: gl.constexpr,
-                                 SPLIT1: gl.constexpr, SPLIT2: gl.constexpr, NUM_WARPS: gl.constexpr,
-                                 DEPTH1: gl.constexpr, DEPTH2: gl.constexpr, TOPK: gl.constexpr):
-    """w13 and w2 in one launch (the card fills once per call). Programs take tiles in order from
-    a counter (next_ptr, zeroed by align): first every w13 tile (block, row tile, split), then
-    every w2 tile. A w2 tile loads its first words, then waits until done_ptr[block] counts all
-    of its block's w13 row tiles finished. No deadlock whatever the grid: a w2 tile is handed
-    out only after every w13 tile has been, to running programs that wait on nothing. The
-    split-K reduce and the top-k sum are fused (last program of a tile, same order, same bits)."""
-    MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, 8])
-    BN: gl.constexpr = 16 * NUM_WARPS
-    n13 = I // BN                           # w13 row tiles per block
-    n2 = H // BN
-    tiles13 = MAX_BLOCKS * n13 * SPLIT1
-    total = tiles13 + MAX_BLOCKS * n2 * SPLIT2
-    tile = gl.atomic_add(next_ptr, 1)
-    while tile < total:
-        if tile < tiles13:
-            b = tile // (n13 * SPLIT1)
-            nb = (tile // SPLIT1) % n13
-            sk = tile % SPLIT1
-            active, e, pairs, pvalid = _block(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, b, P, BT,
-                                              gl.SliceLayout(0, MMA))
-            if active:
-                finished = _w13_tile(x_ptr, w13_ptr, s13_ptr, act_ptr, part_ptr, cnt13_ptr, e, pairs, pvalid, b, nb,
-                                     sk, n13, P, H, I, TOPK_RT, BT, NCH1, WIDE, SPLIT1, NUM_WARPS, DEPTH1, True)
-                if finished:
-                    gl.thread_barrier()     # every warp's act stores, then one release
-                    gl.atomic_add(done_ptr + b, 1, sem="release")
-        else:
-            t2 = tile - tiles13
-            b = t2 // (n2 * SPLIT2)
-            nb = (t2 // SPLIT2) % n2
-            sk = t2 % SPLIT2
-            active, e, pairs, pvalid = _block(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, b, P, BT,
-                                              gl.SliceLayout(0, MMA))
-            if active:
-                w0, s0, w1, s1 = _w2_first_words(w2_ptr, s2_ptr, e, nb, sk, H, I, active, NCH2, SPLIT2, NUM_WARPS)
-                while gl.atomic_add(done_ptr + b, 0, sem="acquire") < n13:
-                    pass
-                _w2_tile(act_ptr, w2_ptr, s2_ptr, y_ptr, cnt2_ptr, num_blocks_ptr, wts_ptr, out_ptr, e, pairs, pvalid,
-                         nb, sk, w0, s0, w1, s1, P, H, I, T, BT, NCH2, WIDE, SPLIT2, NUM_WARPS, DEPTH2, True, TOPK,
-                         True)
-        tile = gl.atomic_add(next_ptr, 1)
+                 DEPTH, FUSE, TOPK)

@@ -117,12 +117,10 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     split2 = min(cfg.split2, i // cfg.block_k2)
     grid1 = (max_blocks, triton_cdiv(i, cfg.block_n1), split1)
     grid2 = (max_blocks, triton_cdiv(h, cfg.block_n2), split2)
-    persistent = frag and cfg.kernel == "gluon" and cfg.persistent
-    fuse = frag and (cfg.fuse or persistent)
-    # counters, zeroed by align: w13 tiles (split-K reduce), w2 column tiles (top-k sum); persistent
-    # also: w13 row tiles finished per block, then the next tile to hand out
+    fuse = frag and cfg.fuse
+    # counters, zeroed by align: w13 tiles (split-K reduce), then w2 column tiles (top-k sum)
     n_cnt1 = grid1[0] * grid1[1] if fuse and split1 > 1 else 0
-    n_cnt = (n_cnt1 + grid2[1] + (max_blocks + 1 if persistent else 0)) if fuse else 0
+    n_cnt = n_cnt1 + grid2[1] if fuse else 0
     counters = torch.empty(max(1, n_cnt), dtype=torch.int32, device=dev)
     K._align_kernel[(1,)](ids, sorted_pairs, block_expert, num_blocks, scratch, p, max_blocks * bt,
                           counters, n_cnt,
@@ -136,9 +134,6 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     gluon = frag and cfg.kernel == "gluon"
     if gluon and interpret:
         raise MoEInputError("kernel 'gluon' needs a GPU; the CPU interpreter runs kernel 'triton'")
-    if persistent:
-        return _persistent(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weights, act, part, blocks,
-                           counters, n_cnt1, grid1, grid2, cfg, p, h, i, t, k, wide, max_blocks)
     if gluon:
         from . import gluon_kernels as GK
         gk = {"WIDE": wide, "DEPTH": cfg.prefetch, "PDL": cfg.pdl, "FUSE": fuse}
@@ -186,30 +181,6 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     if not fuse:
         block_h = min(1024, _next_pow2(h))
         K._topk_sum_kernel[(t, triton_cdiv(h, block_h))](y, wts, out, p, h, TOPK=k, BLOCK_H=block_h, SPLIT=split2)
-    return out
-
-
-def _persistent(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weights, act, part, blocks, counters, n_cnt1,
-                grid1, grid2, cfg: LaunchConfig, p, h, i, t, k, wide, max_blocks):
-    """w13 and w2 in one Gluon launch (`gluon_kernels._moe_persistent_gluon_kernel`), after align."""
-    import torch
-
-    from . import gluon_kernels as GK
-    split1, split2 = grid1[2], grid2[2]
-    y = torch.empty(split2, p, h, dtype=torch.float32, device=x.device)
-    out = torch.empty(t, h, dtype=torch.bfloat16, device=x.device)
-    cnt2 = counters[n_cnt1:n_cnt1 + grid2[1]]
-    done = counters[n_cnt1 + grid2[1]:n_cnt1 + grid2[1] + max_blocks]
-    nxt = counters[n_cnt1 + grid2[1] + max_blocks:]
-    tiles = grid1[0] * grid1[1] * split1 + grid2[0] * grid2[1] * split2
-    # tiles are handed out by a counter, so any grid works; this one fills the card
-    programs = min(tiles, torch.cuda.get_device_properties(x.device).multi_processor_count * 8)
-    GK._moe_persistent_gluon_kernel[(programs,)](
-        x, w13_packed.view(torch.int32), w13_scales, w2_packed.view(torch.int32), w2_scales, act, part, y,
-        topk_weights.to(torch.float32).contiguous(), out, *blocks, counters, cnt2, done, nxt,
-        p, h, i, t, k, max_blocks, BT=cfg.block_t, NCH1=cfg.block_k1 // 128, NCH2=cfg.block_k2 // 128, WIDE=wide,
-        SPLIT1=split1, SPLIT2=split2, NUM_WARPS=cfg.warps1, DEPTH1=cfg.prefetch, DEPTH2=cfg.prefetch2 or cfg.prefetch,
-        TOPK=k, num_warps=cfg.warps1)
     return out
 
 
