@@ -26,25 +26,29 @@ _DECODE_WIDE = gl.constexpr(_decode_ptx(True, "$6", "$8"))
 
 
 @gluon.jit
-def _load_words(w_ptr, rg0, kch, KCH_TOTAL, NCH: gl.constexpr, NUM_WARPS: gl.constexpr, ok=True):
-    """Words (int32) of row groups rg0 .. rg0+NUM_WARPS (one per warp), chunks kch .. kch+NCH:
-    [32 * NUM_WARPS, 8 * NCH], row = warp * 32 + lane, each lane its own 32 bytes per chunk.
-    ok=False: nothing read (zeros)."""
-    L: gl.constexpr = gl.BlockedLayout([1, 4], [32, 1], [NUM_WARPS, 1], [1, 0])
+def _lane_chunks(ptr, rg0, kch, KCH_TOTAL, PER_LANE: gl.constexpr, VEC: gl.constexpr, NCH: gl.constexpr,
+                 NUM_WARPS: gl.constexpr, ok):
+    """[32 * NUM_WARPS, PER_LANE * NCH] elements of row groups rg0 .. rg0+NUM_WARPS (one per warp),
+    chunks kch .. kch+NCH, where each lane owns PER_LANE contiguous elements per chunk (32 * PER_LANE
+    a chunk): row = warp * 32 + lane, loaded VEC at a time. ok=False: nothing read (zeros)."""
+    L: gl.constexpr = gl.BlockedLayout([1, VEC], [32, 1], [NUM_WARPS, 1], [1, 0])
     r = gl.arange(0, 32 * NUM_WARPS, layout=gl.SliceLayout(1, L))
-    b = gl.arange(0, 8 * NCH, layout=gl.SliceLayout(0, L))
-    chunk = ((rg0 + r // 32) * KCH_TOTAL + kch).to(gl.int64) * 256 + (r % 32) * 8
-    return gl.load(w_ptr + chunk[:, None] + ((b // 8) * 256 + b % 8)[None, :], mask=ok, other=0)
+    b = gl.arange(0, PER_LANE * NCH, layout=gl.SliceLayout(0, L))
+    chunk = ((rg0 + r // 32) * KCH_TOTAL + kch).to(gl.int64) * (32 * PER_LANE) + (r % 32) * PER_LANE
+    return gl.load(ptr + chunk[:, None] + ((b // PER_LANE) * (32 * PER_LANE) + b % PER_LANE)[None, :],
+                   mask=ok, other=0)
+
+
+@gluon.jit
+def _load_words(w_ptr, rg0, kch, KCH_TOTAL, NCH: gl.constexpr, NUM_WARPS: gl.constexpr, ok=True):
+    """The weight words (int32 view): each lane's 32 bytes per chunk, as two 16-byte loads."""
+    return _lane_chunks(w_ptr, rg0, kch, KCH_TOTAL, 8, 4, NCH, NUM_WARPS, ok)
 
 
 @gluon.jit
 def _load_scales(s_ptr, rg0, kch, KCH_TOTAL, NCH: gl.constexpr, NUM_WARPS: gl.constexpr, ok=True):
-    """Scale bytes of the same tile: [32 * NUM_WARPS, NCH * 2] (per lane and chunk: rows g, g+8)."""
-    L: gl.constexpr = gl.BlockedLayout([1, 2], [32, 1], [NUM_WARPS, 1], [1, 0])
-    r = gl.arange(0, 32 * NUM_WARPS, layout=gl.SliceLayout(1, L))
-    b = gl.arange(0, 2 * NCH, layout=gl.SliceLayout(0, L))
-    chunk = ((rg0 + r // 32) * KCH_TOTAL + kch).to(gl.int64) * 64 + (r % 32) * 2
-    return gl.load(s_ptr + chunk[:, None] + ((b // 2) * 64 + b % 2)[None, :], mask=ok, other=0)
+    """The scale bytes of the same tile: per lane and chunk, rows g and g + 8."""
+    return _lane_chunks(s_ptr, rg0, kch, KCH_TOTAL, 2, 2, NCH, NUM_WARPS, ok)
 
 
 @gluon.jit
