@@ -315,6 +315,30 @@ def test_config_flags_must_be_booleans_and_modes_known():
         LaunchConfig(prefetch_mode="tma").check("test")
 
 
+def test_gluon_kernels_say_why_they_cannot_run_here():
+    """Where the Gluon kernels cannot run (interpreter, ROCm, pre-Ampere, no Gluon), one message
+    names the reason and the way out, before anything is launched. The facts are passed in:
+    this machine has none of those GPUs."""
+    from cookbook.kernels.mxfp4_moe.moe import gluon_unsupported
+    ok = dict(interpret=False, device_type="cuda", hip=False, capability=(9, 0), has_gluon=True,
+              triton_version="3.6.0")
+    assert gluon_unsupported(**ok) is None
+    assert gluon_unsupported(**{**ok, "capability": (8, 0)}) is None
+    cases = {"interpret": (True, "CPU interpreter"), "device_type": ("cpu", "on cpu"), "hip": (True, "ROCm"),
+             "capability": ((7, 5), "this GPU has 7.5"), "has_gluon": (False, "found Triton 3.6.0")}
+    for key, (value, words) in cases.items():
+        assert words in gluon_unsupported(**{**ok, key: value})
+    rng = np.random.default_rng(34)
+    experts = _experts(rng, 4, 128, 128)
+    ids, wts = _routing(rng, 2, 4, 2)
+    tens = [a.to(DEV) for a in _frag_experts(experts)]
+    cfg = replace(FRAG_SMALL, kernel="gluon", decoder="asm", block_t=8, block_n1=64, warps1=4, block_n2=64,
+                  warps2=4, prefetch=1)
+    with pytest.raises(MoEInputError, match="kernel 'gluon' needs a GPU .* use a table entry with kernel 'triton'"):
+        fused_moe_mxfp4(torch.randn(2, 128).bfloat16().to(DEV), *tens, torch.from_numpy(wts).to(DEV),
+                        torch.from_numpy(ids).to(DEV), config=cfg, layout="frag")
+
+
 def test_frag_layout_never_reads_an_unrouted_expert():
     rng = np.random.default_rng(32)
     e, h, i, t, k = 8, 128, 128, 6, 2

@@ -93,6 +93,10 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     frag = _check_layout(layout, decode)
     if cfg.kernel == "gluon" and not frag:
         raise MoEInputError("kernel 'gluon' reads the frag layout: pass layout='frag' (prepare_experts first)")
+    if cfg.kernel == "gluon":
+        reason = gluon_unsupported(*_gluon_facts(x.device, interpret))
+        if reason:
+            raise MoEInputError(f"kernel 'gluon' {reason}: use a table entry with kernel 'triton' (block_t 16)")
     if frag:
         _check_frag_blocks(cfg, h, i)
     if decode and interpret:
@@ -132,8 +136,6 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     blocks = (sorted_pairs, block_expert, num_blocks)
     w13 = w13_packed if decode else w13_packed.view(torch.int32)   # fp32 decoder reads 32-bit words
     gluon = frag and cfg.kernel == "gluon"
-    if gluon and interpret:
-        raise MoEInputError("kernel 'gluon' needs a GPU; the CPU interpreter runs kernel 'triton'")
     if gluon:
         from . import gluon_kernels as GK
         gk = {"WIDE": wide, "DEPTH": cfg.prefetch, "PDL": cfg.pdl, "FUSE": fuse}
@@ -182,6 +184,35 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
         block_h = min(1024, _next_pow2(h))
         K._topk_sum_kernel[(t, triton_cdiv(h, block_h))](y, wts, out, p, h, TOPK=k, BLOCK_H=block_h, SPLIT=split2)
     return out
+
+
+def gluon_unsupported(interpret: bool, device_type: str, hip: bool, capability: tuple[int, int],
+                      has_gluon: bool, triton_version: str) -> str | None:
+    """Why the Gluon kernels cannot run here, or None (they use mma.sync and NVIDIA layouts)."""
+    if interpret:
+        return "needs a GPU (the CPU interpreter runs kernel 'triton')"
+    if device_type != "cuda":
+        return f"needs a CUDA GPU, the tensors are on {device_type}"
+    if hip:
+        return "runs on NVIDIA GPUs only (mma.sync and NVIDIA register layouts), not on ROCm"
+    if capability < (8, 0):
+        return f"needs compute capability 8.0 or newer (mma.sync m16n8k16), this GPU has {capability[0]}.{capability[1]}"
+    if not has_gluon:
+        return f"needs Triton with Gluon (3.6 is tested), found Triton {triton_version}"
+    return None
+
+
+def _gluon_facts(device, interpret: bool) -> tuple:
+    import torch
+    import triton
+    try:
+        import triton.experimental.gluon  # noqa: F401
+        has_gluon = True
+    except ImportError:
+        has_gluon = False
+    on_cuda = device.type == "cuda" and not interpret
+    cap = torch.cuda.get_device_capability(device) if on_cuda else (0, 0)
+    return interpret, device.type, bool(torch.version.hip), cap, has_gluon, triton.__version__
 
 
 def _check_layout(layout: str, decode: int) -> bool:
