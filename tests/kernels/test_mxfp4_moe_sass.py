@@ -60,3 +60,19 @@ def test_decode_cost_per_weight(reports):
         # 4 BF16x2 multiplies per 8 weights: exactly one per decoded pair
         w = rep["block_n"] * rep["block_k"] * (2 if rep["kernel"] == "w13" else 1) // (32 * rep["warps"])
         assert rep["opcodes"].get("HMUL2", 0) == w // 2, name
+
+
+def test_bf16x2_decoders_compile_for_sm90_only():
+    """The inline-PTX decoders multiply in BF16x2, which ptxas accepts from sm_90 on: the reason
+    `moe.bf16x2_unsupported` gives for the A100 (sm_80) and the other pre-Hopper GPUs."""
+    from cookbook.kernels.mxfp4_moe.moe import bf16x2_unsupported
+    from cookbook.kernels.mxfp4_moe.sass import compile_gluon_kernel
+    env_interp = os.environ.pop("TRITON_INTERPRET", None)
+    try:
+        compile_gluon_kernel("w2", arch=90)
+        with pytest.raises(Exception, match="mul.bf16x2.*requires .target sm_90"):
+            compile_gluon_kernel("w2", arch=80)
+    finally:
+        if env_interp is not None:
+            os.environ["TRITON_INTERPRET"] = env_interp
+    assert bf16x2_unsupported((9, 0)) is None and "8.0" in bf16x2_unsupported((8, 0))

@@ -101,6 +101,8 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
         _check_frag_blocks(cfg, h, i)
     if decode and interpret:
         raise MoEInputError(f"decoder {cfg.decoder!r} needs a GPU; the CPU interpreter runs decoder 'fp32'")
+    if cfg.decoder in BF16X2_DECODERS:
+        _check_bf16x2(f"decoder {cfg.decoder!r}", x.device)
     if check_ids:
         lo, hi = int(topk_ids.min()), int(topk_ids.max())
         if lo < 0 or hi >= e:
@@ -195,11 +197,35 @@ def gluon_unsupported(interpret: bool, device_type: str, hip: bool, capability: 
         return f"needs a CUDA GPU, the tensors are on {device_type}"
     if hip:
         return "runs on NVIDIA GPUs only (mma.sync and NVIDIA register layouts), not on ROCm"
-    if capability < (8, 0):
-        return f"needs compute capability 8.0 or newer (mma.sync m16n8k16), this GPU has {capability[0]}.{capability[1]}"
+    bf16x2 = bf16x2_unsupported(capability)
+    if bf16x2:
+        return bf16x2
     if not has_gluon:
         return f"needs Triton with Gluon (3.6 is tested), found Triton {triton_version}"
     return None
+
+
+# decoders whose inline PTX multiplies in BF16x2 (mul.rn.bf16x2: sm_90 and newer)
+BF16X2_DECODERS = ("asm", "asm_split")
+
+
+def bf16x2_unsupported(capability: tuple[int, int]) -> str | None:
+    """Why the BF16x2 decoders cannot compile for this compute capability, or None. On sm_80-89
+    ptxas rejects mul.bf16x2 ("requires .target sm_90"); fma.rn.bf16x2 with a -0.0 addend would
+    give the same bits there, but no such GPU was at hand to check it."""
+    if capability < (9, 0):
+        return (f"needs compute capability 9.0 or newer (its decoder multiplies in BF16x2, PTX mul.bf16x2), "
+                f"this GPU has {capability[0]}.{capability[1]}")
+    return None
+
+
+def _check_bf16x2(what: str, device) -> None:
+    import torch
+    if device.type != "cuda" or torch.version.hip:
+        raise MoEInputError(f"{what} is inline NVIDIA PTX: it needs a CUDA GPU; use decoder 'fp32'")
+    reason = bf16x2_unsupported(torch.cuda.get_device_capability(device))
+    if reason:
+        raise MoEInputError(f"{what} {reason}: use decoder 'fp32' with kernel 'triton'")
 
 
 def _gluon_facts(device, interpret: bool) -> tuple:
@@ -268,6 +294,9 @@ def dequantize_mxfp4(packed, scales, out_dtype=None, wide: bool | None = None, d
     if decoder == "gluon":
         if layout != "frag":
             raise MoEInputError("decoder 'gluon' reads the frag layout only")
+        reason = gluon_unsupported(*_gluon_facts(packed.device, _interpret()))
+        if reason:
+            raise MoEInputError(f"decoder 'gluon' {reason}")
         from . import gluon_kernels as GK
         from .frag_layout import check_shape
         try:
@@ -280,6 +309,8 @@ def dequantize_mxfp4(packed, scales, out_dtype=None, wide: bool | None = None, d
             num_warps=warps)
         return out.to(out_dtype)
     decode = DECODERS.index(decoder)
+    if decoder in BF16X2_DECODERS:
+        _check_bf16x2(f"decoder {decoder!r}", packed.device)
     w = packed.contiguous() if decode else packed.contiguous().view(torch.int32)
     if _check_layout(layout, decode):
         from . import frag_kernels as F

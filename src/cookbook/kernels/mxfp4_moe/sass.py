@@ -104,8 +104,8 @@ def inner_loop(cubin: bytes) -> tuple[collections.Counter, int | None]:
 
 
 def compile_gluon_kernel(kernel: str, warps: int = 4, block_t: int = 8, block_k: int = 128, depth: int = 1,
-                         wide: bool = False):
-    """The compiled `_w13_gluon_kernel` or `_w2_gluon_kernel` for sm_90 (block_n = 16 * warps)."""
+                         wide: bool = False, arch: int = 90):
+    """The compiled `_w13_gluon_kernel` or `_w2_gluon_kernel` for sm_<arch> (block_n = 16 * warps)."""
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
@@ -125,7 +125,7 @@ def compile_gluon_kernel(kernel: str, warps: int = 4, block_t: int = 8, block_k:
     sig.update({c: "constexpr" for c in consts})
     order = list(sig)
     attrs = {(order.index(n),): [["tt.divisibility", 16]] for n, t in sig.items() if t.startswith("*") or n in ("H", "I")}
-    return triton.compile(GluonASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", 90, 32),
+    return triton.compile(GluonASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", arch, 32),
                           options={"num_warps": warps, "num_stages": 1})
 
 
