@@ -11,7 +11,7 @@ the speedup over it, and the relative error against a float32 reference.
 
     python3 kernels/mxfp4-moe/bench.py                       # shipped configs
     python3 kernels/mxfp4-moe/bench.py --tune --out DIR      # sweep, write DIR/<variant>.json
-    python3 kernels/mxfp4-moe/bench.py --no-baseline --ab "fused=fuse:true,pdl:true;bulk2=prefetch_mode:bulk,prefetch:2"
+    python3 kernels/mxfp4-moe/bench.py --no-baseline --ab "fused=fuse:true,pdl:true;p2=prefetch:2"
                                       # each named change against the shipped entry, side by side, as ratios
 """
 
@@ -47,7 +47,7 @@ PREFETCH_CANDIDATES = [0, 1, 2]   # L2 prefetch distance (frag layout), tried la
 # kernel gluon (one row group per warp): coordinate sweep from GLUON_START, stage by stage
 GLUON_START = dict(kernel="gluon", decoder="asm", block_t=8, block_n1=64, warps1=4, block_k1=128, block_n2=64,
                    warps2=4, block_k2=128, split1=4, split2=1, prefetch=1, prefetch2=0, pdl=False, fuse=False,
-                   stages1=1, stages2=1, prefetch_mode="lane")
+                   stages1=1, stages2=1)
 GLUON_CANDIDATES = [
     ("w13", [dict(split1=n) for n in (1, 2, 3, 6, 8)] + [dict(block_n1=32, warps1=2), dict(block_n1=128, warps1=8)]),
     ("w2", [dict(split2=n) for n in (2, 3, 4)] + [dict(block_n2=32, warps2=2), dict(block_n2=128, warps2=8)]),

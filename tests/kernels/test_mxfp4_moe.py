@@ -311,8 +311,6 @@ def test_config_flags_must_be_booleans_and_modes_known():
         LaunchConfig(kernel="gluon", decoder="asm", block_n1=128, warps1=4).check("test")
     LaunchConfig(kernel="gluon", decoder="asm", block_t=8, prefetch=2).check("test")
 
-    with pytest.raises(ConfigError, match="prefetch_mode must be one of lane, bulk"):
-        LaunchConfig(prefetch_mode="tma").check("test")
 
 
 def test_gluon_kernels_say_why_they_cannot_run_here():

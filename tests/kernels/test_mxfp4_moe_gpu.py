@@ -147,11 +147,11 @@ def test_frag_layout_each_decoder_bit_for_bit_and_moe(variant, decoder):
 
 
 @pytest.mark.parametrize("change", [dict(fuse=True), dict(pdl=True, fuse=True),
-                                    dict(prefetch_mode="bulk", prefetch=2, pdl=True, fuse=True),
-                                    dict(prefetch_mode="bulk", prefetch=1, split1=3, split2=2, fuse=True)])
-def test_fused_epilogues_pdl_and_bulk_prefetch_change_no_bit(variant, change):
-    """Launch-level options (last-program epilogues, programmatic dependent launch, bulk L2
-    prefetch) give the same bits as the plain launches, under a CUDA graph as well."""
+                                    dict(prefetch=2, pdl=True, fuse=True),
+                                    dict(prefetch=1, split1=3, split2=2, fuse=True)])
+def test_fused_epilogues_and_pdl_change_no_bit(variant, change):
+    """Launch-level options of the Triton kernels (last-program epilogues, programmatic dependent
+    launch, L2 prefetch distance) give the same bits as the plain launches, under a CUDA graph too."""
     from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
     name, shape, w = variant
     f = prepare_experts(*w)

@@ -19,7 +19,6 @@ CONFIG_DIR = Path(__file__).with_name("configs")
 SCHEMA = "cookbook.mxfp4-moe.config/1"
 ENV_CONFIG = "COOKBOOK_MXFP4_MOE_CONFIG"  # path of a tuned table that replaces the shipped one
 DECODERS = ("fp32", "asm", "dot_scaled", "asm_split")  # index = the kernels' DECODE constexpr
-PREFETCH_MODES = ("lane", "bulk")
 KERNELS = ("triton", "gluon")
 
 
@@ -43,9 +42,6 @@ class LaunchConfig:
     prefetch: int = 0       # frag layout: ask L2 for the tile this many K steps ahead (0: off); kernel gluon:
                             # K steps of words held in registers ahead of the one decoded (1 or 2)
     prefetch2: int = 0      # kernel gluon: w2's register depth when > 0 (else prefetch's)
-    prefetch_mode: str = "lane"   # "lane": each lane hints its own 32 bytes (prefetch.global.L2);
-                                  # "bulk": one thread per row group asks for the whole contiguous range
-                                  # (cp.async.bulk.prefetch.L2), the first `prefetch` steps before the loop
     pdl: bool = False       # frag layout: programmatic dependent launch; each kernel starts while the one
                             # before finishes (w2 asks L2 for its first tiles before it waits)
     kernel: str = "triton"  # frag layout: "triton" (wgmma, runs in the CPU interpreter too) or "gluon"
@@ -69,10 +65,6 @@ class LaunchConfig:
             if f.name == "kernel":
                 if v not in KERNELS:
                     raise ConfigError(f"{where}: kernel must be one of {', '.join(KERNELS)}, got {v!r}")
-                continue
-            if f.name == "prefetch_mode":
-                if v not in PREFETCH_MODES:
-                    raise ConfigError(f"{where}: prefetch_mode must be one of {', '.join(PREFETCH_MODES)}, got {v!r}")
                 continue
             if f.type in (bool, "bool"):
                 if not isinstance(v, bool):

@@ -145,59 +145,15 @@ def _frag_prefetch(w_ptr, s_ptr, rg0, kch0, KCH_TOTAL, MW: tl.constexpr, NCH: tl
                               [s_ptr + chunk * 64 + lane * 2], dtype=tl.int32, is_pure=False, pack=1)
 
 
-# Threads first .. first+$3-1 each ask L2 for $4 bytes at $1 + (tid - first) * $2 (one row group's
-# contiguous K range); the rest do nothing. $5 = first.
-_BULK_PTX = tl.constexpr("""{
-.reg .u32 t; .reg .pred p; .reg .u64 a, o;
-mov.u32 t, %tid.x;
-sub.u32 t, t, $5;
-setp.lt.u32 p, t, $3;
-mul.wide.u32 o, t, $2;
-add.s64 a, $1, o;
-@p cp.async.bulk.prefetch.L2.global [a], $4;
-mov.u32 $0, 0;
-}""")
-
-
-@triton.jit
-def _bulk_l2(base, stride, count, nbytes, first):
-    one = tl.zeros([1], tl.int32)
-    tl.inline_asm_elementwise(_BULK_PTX, "=r,l,r,r,r,r", [base + one, stride + one, count + one, nbytes + one,
-                              first + one], dtype=tl.int32, is_pure=False, pack=1)
-
-
-@triton.jit
-def _bulk_prefetch(w_ptr, s_ptr, rg0, kch, nch, KCH_TOTAL, MW: tl.constexpr, FIRST: tl.constexpr):
-    """Ask L2 for chunks kch .. kch+nch of row groups rg0 .. rg0+MW (weights and scales): in this
-    layout one row group's K range is contiguous, so one thread per row group and array issues
-    one request, threads FIRST .. FIRST+2 MW-1 of the program."""
-    chunk = (rg0 * KCH_TOTAL + kch).to(tl.int64)
-    _bulk_l2(w_ptr + chunk * 1024, KCH_TOTAL * 1024, MW, nch * 1024, FIRST)
-    _bulk_l2(s_ptr + chunk * 64, KCH_TOTAL * 64, MW, nch * 64, FIRST + MW)
-
-
 @triton.jit
 def _prefetch_ahead(w_ptr, s_ptr, rg0, k0, k_hi, KCH_TOTAL, MW: tl.constexpr, BLOCK_K: tl.constexpr,
-                    PREFETCH: tl.constexpr, BULK: tl.constexpr, FIRST: tl.constexpr):
-    """Ask L2 for the tile PREFETCH K steps after k0: per lane (the last tile once past the end)
-    or, BULK, per row group (nothing once past the end; `_prefetch_first` covered the start)."""
+                    PREFETCH: tl.constexpr):
+    """`_frag_prefetch` of the tile PREFETCH K steps after k0 (the last tile once past the end).
+    (One bulk request per row group, cp.async.bulk.prefetch.L2, was tried instead: 0.6-0.86x,
+    results/2026-11-29-run13b-ab-launch-options.log.)"""
     if PREFETCH > 0:
-        if BULK:
-            kp = k0 + PREFETCH * BLOCK_K
-            nch = tl.where(kp < k_hi, BLOCK_K // 128, 0)         # a zero-byte request: no branch
-            _bulk_prefetch(w_ptr, s_ptr, rg0, kp // 128, nch, KCH_TOTAL, MW, FIRST)
-        else:
-            kp = tl.minimum(k0 + PREFETCH * BLOCK_K, k_hi - BLOCK_K) // 128
-            _frag_prefetch(w_ptr, s_ptr, rg0, kp, KCH_TOTAL, MW, BLOCK_K // 128)
-
-
-@triton.jit
-def _prefetch_first(w_ptr, s_ptr, rg0, k_lo, k_hi, KCH_TOTAL, MW: tl.constexpr, BLOCK_K: tl.constexpr,
-                    PREFETCH: tl.constexpr, BULK: tl.constexpr, FIRST: tl.constexpr):
-    """BULK: before the loop, ask L2 for the first PREFETCH steps (one request per row group)."""
-    if BULK and PREFETCH > 0:
-        n = tl.minimum(PREFETCH * BLOCK_K, k_hi - k_lo) // 128
-        _bulk_prefetch(w_ptr, s_ptr, rg0, k_lo // 128, n, KCH_TOTAL, MW, FIRST)
+        kp = tl.minimum(k0 + PREFETCH * BLOCK_K, k_hi - BLOCK_K) // 128
+        _frag_prefetch(w_ptr, s_ptr, rg0, kp, KCH_TOTAL, MW, BLOCK_K // 128)
 
 
 @triton.jit
@@ -243,8 +199,7 @@ def _w13_frag_kernel(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr,
                      P, H, I, TOPK,
                      BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                      ASM: tl.constexpr, INTERPRET: tl.constexpr, WIDE: tl.constexpr, SPLIT: tl.constexpr,
-                     PREFETCH: tl.constexpr = 0, BULK: tl.constexpr = False, PDL: tl.constexpr = False,
-                     FUSE: tl.constexpr = False):
+                     PREFETCH: tl.constexpr = 0, PDL: tl.constexpr = False, FUSE: tl.constexpr = False):
     """`triton_kernels._w13_silu_kernel` for frag-layout weights (same outputs, bit for bit
     the same decoded values; BLOCK_N divides I, BLOCK_K is a multiple of 128).
     FUSE with SPLIT > 1: the last split of a tile (cnt_ptr, zeroed by align) adds the partials
@@ -262,11 +217,9 @@ def _w13_frag_kernel(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr,
         acc_g = tl.zeros([BLOCK_N, BLOCK_T], tl.float32)
         acc_u = tl.zeros([BLOCK_N, BLOCK_T], tl.float32)
         k_lo, k_hi = _k_range(H, BLOCK_K, SPLIT)
-        _prefetch_first(w_ptr, s_ptr, rg_g, k_lo, k_hi, H // 128, MW, BLOCK_K, PREFETCH, BULK, 0)
-        _prefetch_first(w_ptr, s_ptr, rg_u, k_lo, k_hi, H // 128, MW, BLOCK_K, PREFETCH, BULK, 2 * MW)
         for k0 in range(k_lo, k_hi, BLOCK_K):
-            _prefetch_ahead(w_ptr, s_ptr, rg_g, k0, k_hi, H // 128, MW, BLOCK_K, PREFETCH, BULK, 0)
-            _prefetch_ahead(w_ptr, s_ptr, rg_u, k0, k_hi, H // 128, MW, BLOCK_K, PREFETCH, BULK, 2 * MW)
+            _prefetch_ahead(w_ptr, s_ptr, rg_g, k0, k_hi, H // 128, MW, BLOCK_K, PREFETCH)
+            _prefetch_ahead(w_ptr, s_ptr, rg_u, k0, k_hi, H // 128, MW, BLOCK_K, PREFETCH)
             xt = _k_permuted_tile(x_ptr, tok, pvalid, k0, H, BLOCK_T, BLOCK_K, INTERPRET)
             wg = _frag_tile(w_ptr, s_ptr, rg_g, k0 // 128, H // 128, MW, BLOCK_K // 128, ASM, WIDE, INTERPRET)
             acc_g = tl.dot(wg, xt, acc_g)
@@ -288,26 +241,23 @@ def _w2_frag_kernel(act_ptr, w_ptr, s_ptr, y_ptr,
                     P, H, I, T,
                     BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
                     ASM: tl.constexpr, INTERPRET: tl.constexpr, WIDE: tl.constexpr, SPLIT: tl.constexpr,
-                    PREFETCH: tl.constexpr = 0, BULK: tl.constexpr = False, PDL: tl.constexpr = False,
-                    FUSE: tl.constexpr = False, TOPK: tl.constexpr = 1):
+                    PREFETCH: tl.constexpr = 0, PDL: tl.constexpr = False, FUSE: tl.constexpr = False,
+                    TOPK: tl.constexpr = 1):
     """`triton_kernels._w2_kernel` for frag-layout weights (BLOCK_N divides H).
-    PDL: the blocks (align's, finished before w13 began) are read and the first tiles asked of L2
-    before waiting for w13. FUSE: the last program of a column tile (cnt_ptr[pid 1], over all
+    PDL: the blocks (align's, finished before w13 began) are read before waiting for w13. FUSE: the last program of a column tile (cnt_ptr[pid 1], over all
     blocks and splits) writes out[:, tile] as `_topk_sum_kernel` would (same order, same bits)."""
     active, e, pairs, pvalid = _block_pairs(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, P, BLOCK_T)
     n0 = tl.program_id(1) * BLOCK_N
     rg = (e * H + n0) // 16
     MW: tl.constexpr = BLOCK_N // 16
     k_lo, k_hi = _k_range(I, BLOCK_K, SPLIT)
-    if active:
-        _prefetch_first(w_ptr, s_ptr, rg, k_lo, k_hi, I // 128, MW, BLOCK_K, PREFETCH, BULK, 0)
     if PDL:
         gdc_wait()                 # act is w13's output
         gdc_launch_dependents()
     if active:
         acc = tl.zeros([BLOCK_N, BLOCK_T], tl.float32)
         for k0 in range(k_lo, k_hi, BLOCK_K):
-            _prefetch_ahead(w_ptr, s_ptr, rg, k0, k_hi, I // 128, MW, BLOCK_K, PREFETCH, BULK, 0)
+            _prefetch_ahead(w_ptr, s_ptr, rg, k0, k_hi, I // 128, MW, BLOCK_K, PREFETCH)
             at = _k_permuted_tile(act_ptr, pairs, pvalid, k0, I, BLOCK_T, BLOCK_K, INTERPRET)
             w = _frag_tile(w_ptr, s_ptr, rg, k0 // 128, I // 128, MW, BLOCK_K // 128, ASM, WIDE, INTERPRET)
             acc = tl.dot(w, at, acc)

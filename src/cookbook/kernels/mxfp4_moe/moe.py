@@ -148,7 +148,7 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     elif frag:
         from . import frag_kernels as F
         # the L2 hints and programmatic dependent launch are PTX: GPU decoders only
-        gpu = {"PREFETCH": cfg.prefetch if decode else 0, "BULK": cfg.prefetch_mode == "bulk",
+        gpu = {"PREFETCH": cfg.prefetch if decode else 0,
                "PDL": cfg.pdl and bool(decode), "FUSE": fuse}
         pdl = {"launch_pdl": True} if gpu["PDL"] else {}
         F._w13_frag_kernel[grid1](x, w13, w13_scales, act, part, *blocks, counters, p, h, i, k,

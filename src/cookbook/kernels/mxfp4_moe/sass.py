@@ -18,7 +18,7 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 
-_CONSTEXPRS = ("BLOCK_T", "BLOCK_N", "BLOCK_K", "ASM", "INTERPRET", "WIDE", "SPLIT", "PREFETCH", "BULK", "PDL",
+_CONSTEXPRS = ("BLOCK_T", "BLOCK_N", "BLOCK_K", "ASM", "INTERPRET", "WIDE", "SPLIT", "PREFETCH", "PDL",
                "FUSE", "TOPK")
 
 
@@ -72,7 +72,7 @@ def compile_frag_kernel(kernel: str, block_n: int = 64, block_k: int = 128, warp
     names = list(sig)
     attrs = {(names.index(n),): [["tt.divisibility", 16]] for n, t in sig.items() if t.startswith("*") or n in ("H", "I")}
     consts = {"BLOCK_T": 16, "BLOCK_N": block_n, "BLOCK_K": block_k, "ASM": True, "INTERPRET": False,
-              "WIDE": wide, "SPLIT": 1, "PREFETCH": prefetch, "BULK": False, "PDL": False, "FUSE": False}
+              "WIDE": wide, "SPLIT": 1, "PREFETCH": prefetch, "PDL": False, "FUSE": False}
     if kernel == "w2":
         consts["TOPK"] = 8
     return triton.compile(ASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", 90, 32),
