@@ -85,9 +85,11 @@ def serve_cmd(slug, quant, sets, run_gates, data_dir, out, ready_timeout_s, keep
                 code = code or 1
             local.step(f"gates {'passed' if code == 0 else 'FAILED'}; evidence bundle: {bundle}")
             status = verified_status(slug)
-            local.step(f"recipe status: {status}"
-                       + ("" if status == "verified" or code else
-                          f"  (to record it: cookbook gates verify {slug} {bundle})"))
+            if code:   # the recorded status stands; say so, lest "verified" read as this run's result
+                local.step(f"recipe status: {status} (as recorded before; this run's gates failed and change nothing)")
+            else:
+                local.step(f"recipe status: {status}"
+                           + ("" if status == "verified" else f"  (to record it: cookbook gates verify {slug} {bundle})"))
         if keep_running and server is not None:
             local.step(f"server left running at {server.base_url} (pid {server.process.pid}); "
                        f"stop it with: kill -TERM -{server.process.pid}")
