@@ -375,7 +375,11 @@ def main() -> int:
                 nb = len(torch.unique(ids)) * per_expert
                 row.update(base_us=tb * 1e6, base_TBps=nb / tb / 1e12, speedup=(nbytes / t) / (nb / tb))
             for name, change in ab:
-                ta = graph_time(runner(replace(cfg, **change), routs, x), ROTATIONS)
+                try:
+                    ta = graph_time(runner(replace(cfg, **change), routs, x), ROTATIONS)
+                except Exception as exc:  # a change this entry cannot take: say so, go on
+                    log(f"      {name:>12s}: not run ({type(exc).__name__}: {str(exc)[:160]})")
+                    continue
                 row.setdefault("ab", {})[name] = {"us": ta * 1e6, "copy_frac": nbytes / ta / copy_bw,
                                                   "speedup": t / ta}
                 log(f"      {name:>12s}: {ta * 1e6:9.1f} us  {100 * nbytes / ta / copy_bw:4.1f}% copy  x{t / ta:.3f}")
