@@ -91,9 +91,10 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     interpret = _interpret()
     decode = DECODERS.index(cfg.decoder)
     frag = _check_layout(layout, decode)
-    if cfg.kernel == "gluon" and not frag:
-        raise MoEInputError("kernel 'gluon' reads the frag layout: pass layout='frag' (prepare_experts first)")
-    if cfg.kernel == "gluon":
+    gluon = cfg.kernel == "gluon"
+    if gluon:   # its own check covers the BF16x2 decoder it runs
+        if not frag:
+            raise MoEInputError("kernel 'gluon' reads the frag layout: pass layout='frag' (prepare_experts first)")
         reason = gluon_unsupported(*_gluon_facts(x.device, interpret))
         if reason:
             raise MoEInputError(f"kernel 'gluon' {reason}: use a table entry with kernel 'triton' (block_t 16)")
@@ -101,7 +102,7 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
         _check_frag_blocks(cfg, h, i)
     if decode and interpret:
         raise MoEInputError(f"decoder {cfg.decoder!r} needs a GPU; the CPU interpreter runs decoder 'fp32'")
-    if cfg.decoder in BF16X2_DECODERS:
+    if cfg.decoder in BF16X2_DECODERS and not gluon:
         _check_bf16x2(f"decoder {cfg.decoder!r}", x.device)
     if check_ids:
         lo, hi = int(topk_ids.min()), int(topk_ids.max())
@@ -137,7 +138,6 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     part = torch.empty(split1, p, 2 * i, dtype=torch.float32, device=dev) if split1 > 1 else act
     blocks = (sorted_pairs, block_expert, num_blocks)
     w13 = w13_packed if decode else w13_packed.view(torch.int32)   # fp32 decoder reads 32-bit words
-    gluon = frag and cfg.kernel == "gluon"
     if gluon:
         from . import gluon_kernels as GK
         gk = {"WIDE": wide, "DEPTH": cfg.prefetch, "PDL": cfg.pdl, "FUSE": fuse}
@@ -193,13 +193,9 @@ def gluon_unsupported(interpret: bool, device_type: str, hip: bool, capability: 
     """Why the Gluon kernels cannot run here, or None (they use mma.sync and NVIDIA layouts)."""
     if interpret:
         return "needs a GPU (the CPU interpreter runs kernel 'triton')"
-    if device_type != "cuda":
-        return f"needs a CUDA GPU, the tensors are on {device_type}"
-    if hip:
-        return "runs on NVIDIA GPUs only (mma.sync and NVIDIA register layouts), not on ROCm"
-    bf16x2 = bf16x2_unsupported(capability)
-    if bf16x2:
-        return bf16x2
+    reason = nvidia_bf16x2_unsupported(device_type, hip, capability)
+    if reason:
+        return reason
     if not has_gluon:
         return f"needs Triton with Gluon (3.6 is tested), found Triton {triton_version}"
     return None
@@ -207,6 +203,15 @@ def gluon_unsupported(interpret: bool, device_type: str, hip: bool, capability: 
 
 # decoders whose inline PTX multiplies in BF16x2 (mul.rn.bf16x2: sm_90 and newer)
 BF16X2_DECODERS = ("asm", "asm_split")
+
+
+def nvidia_bf16x2_unsupported(device_type: str, hip: bool, capability: tuple[int, int]) -> str | None:
+    """Why inline NVIDIA PTX that multiplies in BF16x2 cannot run on this device, or None."""
+    if device_type != "cuda":
+        return f"needs a CUDA GPU, the tensors are on {device_type}"
+    if hip:
+        return "runs on NVIDIA GPUs only (inline NVIDIA PTX and register layouts), not on ROCm"
+    return bf16x2_unsupported(capability)
 
 
 def bf16x2_unsupported(capability: tuple[int, int]) -> str | None:
@@ -221,9 +226,9 @@ def bf16x2_unsupported(capability: tuple[int, int]) -> str | None:
 
 def _check_bf16x2(what: str, device) -> None:
     import torch
-    if device.type != "cuda" or torch.version.hip:
-        raise MoEInputError(f"{what} is inline NVIDIA PTX: it needs a CUDA GPU; use decoder 'fp32'")
-    reason = bf16x2_unsupported(torch.cuda.get_device_capability(device))
+    on_nvidia = device.type == "cuda" and not torch.version.hip
+    cap = torch.cuda.get_device_capability(device) if on_nvidia else (0, 0)
+    reason = nvidia_bf16x2_unsupported(device.type, bool(torch.version.hip), cap)
     if reason:
         raise MoEInputError(f"{what} {reason}: use decoder 'fp32' with kernel 'triton'")
 
