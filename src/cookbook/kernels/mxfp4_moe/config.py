@@ -43,7 +43,7 @@ class LaunchConfig:
                             # K steps of words held in registers ahead of the one decoded (1 or 2)
     prefetch2: int = 0      # kernel gluon: w2's register depth when > 0 (else prefetch's)
     pdl: bool = False       # frag layout: programmatic dependent launch; each kernel starts while the one
-                            # before finishes (w2 asks L2 for its first tiles before it waits)
+                            # before finishes (Gluon w2 loads its first words before it waits)
     kernel: str = "triton"  # frag layout: "triton" (wgmma, runs in the CPU interpreter too) or "gluon"
                             # (gluon_kernels.py: mma.sync, no shared memory; GPU only; one row group
                             # per warp: block_n = 16 * warps; block_t 8 or 16)

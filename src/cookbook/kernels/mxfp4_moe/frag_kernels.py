@@ -244,8 +244,9 @@ def _w2_frag_kernel(act_ptr, w_ptr, s_ptr, y_ptr,
                     PREFETCH: tl.constexpr = 0, PDL: tl.constexpr = False, FUSE: tl.constexpr = False,
                     TOPK: tl.constexpr = 1):
     """`triton_kernels._w2_kernel` for frag-layout weights (BLOCK_N divides H).
-    PDL: the blocks (align's, finished before w13 began) are read before waiting for w13. FUSE: the last program of a column tile (cnt_ptr[pid 1], over all
-    blocks and splits) writes out[:, tile] as `_topk_sum_kernel` would (same order, same bits)."""
+    PDL: the blocks (align's, finished before w13 began) are read before waiting for w13.
+    FUSE: the last program of a column tile (cnt_ptr[pid 1], over all blocks and splits) writes
+    out[:, tile] as `_topk_sum_kernel` would (same order, same bits)."""
     active, e, pairs, pvalid = _block_pairs(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, P, BLOCK_T)
     n0 = tl.program_id(1) * BLOCK_N
     rg = (e * H + n0) // 16

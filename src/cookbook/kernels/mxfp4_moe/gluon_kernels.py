@@ -53,6 +53,13 @@ def _load_scales(s_ptr, rg0, kch, KCH_TOTAL, NCH: gl.constexpr, NUM_WARPS: gl.co
 
 
 @gluon.jit
+def _load_step(w_ptr, s_ptr, rg0, kch, KCH_TOTAL, NCH: gl.constexpr, NUM_WARPS: gl.constexpr, ok=True):
+    """One K step of a tile: its words and their scales."""
+    return (_load_words(w_ptr, rg0, kch, KCH_TOTAL, NCH, NUM_WARPS, ok),
+            _load_scales(s_ptr, rg0, kch, KCH_TOTAL, NCH, NUM_WARPS, ok))
+
+
+@gluon.jit
 def _decode_a(words, s, NCH: gl.constexpr, NUM_WARPS: gl.constexpr, WIDE: gl.constexpr, A_LAYOUT: gl.constexpr):
     """`frag_kernels._frag_tile` (ASM) on loaded words: [16 * NUM_WARPS, 128 * NCH] BF16 in the
     mma A-operand layout, columns in the fragment's logical K order."""
@@ -191,21 +198,15 @@ def _w13_tile(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, cnt_ptr, e, pairs, pvalid,
     acc_g = gl.zeros([BN, BT], gl.float32, layout=MMA)
     acc_u = gl.zeros([BN, BT], gl.float32, layout=MMA)
     # words in flight: step k (w*0) and, DEPTH 2, step k + 1 (w*1); the last steps reload the last
-    wg0 = _load_words(w_ptr, rg_g, k_lo // 128, KCH, NCH, NUM_WARPS)
-    sg0 = _load_scales(s_ptr, rg_g, k_lo // 128, KCH, NCH, NUM_WARPS)
-    wu0 = _load_words(w_ptr, rg_u, k_lo // 128, KCH, NCH, NUM_WARPS)
-    su0 = _load_scales(s_ptr, rg_u, k_lo // 128, KCH, NCH, NUM_WARPS)
+    wg0, sg0 = _load_step(w_ptr, s_ptr, rg_g, k_lo // 128, KCH, NCH, NUM_WARPS)
+    wu0, su0 = _load_step(w_ptr, s_ptr, rg_u, k_lo // 128, KCH, NCH, NUM_WARPS)
     k1 = gl.minimum(k_lo + BK, k_hi - BK) // 128
-    wg1 = _load_words(w_ptr, rg_g, k1, KCH, NCH, NUM_WARPS)
-    sg1 = _load_scales(s_ptr, rg_g, k1, KCH, NCH, NUM_WARPS)
-    wu1 = _load_words(w_ptr, rg_u, k1, KCH, NCH, NUM_WARPS)
-    su1 = _load_scales(s_ptr, rg_u, k1, KCH, NCH, NUM_WARPS)
+    wg1, sg1 = _load_step(w_ptr, s_ptr, rg_g, k1, KCH, NCH, NUM_WARPS)
+    wu1, su1 = _load_step(w_ptr, s_ptr, rg_u, k1, KCH, NCH, NUM_WARPS)
     for k0 in range(k_lo, k_hi, BK):
         kn = gl.minimum(k0 + DEPTH * BK, k_hi - BK) // 128
-        wgn = _load_words(w_ptr, rg_g, kn, KCH, NCH, NUM_WARPS)
-        sgn = _load_scales(s_ptr, rg_g, kn, KCH, NCH, NUM_WARPS)
-        wun = _load_words(w_ptr, rg_u, kn, KCH, NCH, NUM_WARPS)
-        sun = _load_scales(s_ptr, rg_u, kn, KCH, NCH, NUM_WARPS)
+        wgn, sgn = _load_step(w_ptr, s_ptr, rg_g, kn, KCH, NCH, NUM_WARPS)
+        wun, sun = _load_step(w_ptr, s_ptr, rg_u, kn, KCH, NCH, NUM_WARPS)
         xb = _load_b(x_ptr, tok, tmask, k0, H, BT, NCH, NUM_WARPS, B_LAYOUT)
         acc_g = gl.nvidia.ampere.mma_v2(_decode_a(wg0, sg0, NCH, NUM_WARPS, WIDE, A_LAYOUT), xb, acc_g)
         acc_u = gl.nvidia.ampere.mma_v2(_decode_a(wu0, su0, NCH, NUM_WARPS, WIDE, A_LAYOUT), xb, acc_u)
@@ -251,10 +252,9 @@ def _w2_first_words(w_ptr, s_ptr, e, nb, sk, H, I, ok, NCH: gl.constexpr, SPLIT:
     rg = (e * H + nb * 16 * NUM_WARPS) // 16
     k_lo, k_hi = _k_steps(I, sk, BK, SPLIT)
     k1 = gl.minimum(k_lo + BK, k_hi - BK) // 128
-    return (_load_words(w_ptr, rg, k_lo // 128, I // 128, NCH, NUM_WARPS, ok),
-            _load_scales(s_ptr, rg, k_lo // 128, I // 128, NCH, NUM_WARPS, ok),
-            _load_words(w_ptr, rg, k1, I // 128, NCH, NUM_WARPS, ok),
-            _load_scales(s_ptr, rg, k1, I // 128, NCH, NUM_WARPS, ok))
+    w0, s0 = _load_step(w_ptr, s_ptr, rg, k_lo // 128, I // 128, NCH, NUM_WARPS, ok)
+    w1, s1 = _load_step(w_ptr, s_ptr, rg, k1, I // 128, NCH, NUM_WARPS, ok)
+    return w0, s0, w1, s1
 
 
 @gluon.jit
@@ -278,8 +278,7 @@ def _w2_tile(act_ptr, w_ptr, s_ptr, y_ptr, cnt_ptr, num_blocks_ptr, wts_ptr, out
     acc = gl.zeros([BN, BT], gl.float32, layout=MMA)
     for k0 in range(k_lo, k_hi, BK):
         kn = gl.minimum(k0 + DEPTH * BK, k_hi - BK) // 128
-        wn = _load_words(w_ptr, rg, kn, KCH, NCH, NUM_WARPS)
-        sn = _load_scales(s_ptr, rg, kn, KCH, NCH, NUM_WARPS)
+        wn, sn = _load_step(w_ptr, s_ptr, rg, kn, KCH, NCH, NUM_WARPS)
         ab = _load_b(act_ptr, prow, pmask, k0, I, BT, NCH, NUM_WARPS, B_LAYOUT)
         acc = gl.nvidia.ampere.mma_v2(_decode_a(w0, s0, NCH, NUM_WARPS, WIDE, A_LAYOUT), ab, acc)
         if DEPTH == 2:

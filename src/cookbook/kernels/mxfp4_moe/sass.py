@@ -18,10 +18,6 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 
-_CONSTEXPRS = ("BLOCK_T", "BLOCK_N", "BLOCK_K", "ASM", "INTERPRET", "WIDE", "SPLIT", "PREFETCH", "PDL",
-               "FUSE", "TOPK")
-
-
 @dataclass
 class LoopReport:
     kernel: str
@@ -36,22 +32,29 @@ class LoopReport:
 
 
 def _signature(kernel: str) -> dict[str, str]:
+    """The runtime arguments of the w13 / w2 kernels (both families take the same ones)."""
     blocks = {"sorted_pairs_ptr": "*i32", "block_expert_ptr": "*i32", "num_blocks_ptr": "*i32", "cnt_ptr": "*i32"}
     if kernel == "w13":
         head = {"x_ptr": "*bf16", "w_ptr": "*u8", "s_ptr": "*u8", "act_ptr": "*bf16", "part_ptr": "*fp32"}
-        sig = {**head, **blocks, "P": "i32", "H": "i32", "I": "i32", "TOPK": "i32"}
-    else:
-        head = {"act_ptr": "*bf16", "w_ptr": "*u8", "s_ptr": "*u8", "y_ptr": "*fp32"}
-        sig = {**head, **blocks, "wts_ptr": "*fp32", "out_ptr": "*bf16", "P": "i32", "H": "i32", "I": "i32", "T": "i32"}
-    names = set(inspect.signature(_kernel(kernel).fn).parameters)
-    if not set(sig) <= names:
-        raise RuntimeError(f"sass.py: the {kernel} kernel's parameters changed ({sorted(names)}); update _signature")
-    return {**sig, **{c: "constexpr" for c in _CONSTEXPRS if c in names and c not in sig}}
+        return {**head, **blocks, "P": "i32", "H": "i32", "I": "i32", "TOPK": "i32"}
+    head = {"act_ptr": "*bf16", "w_ptr": "*u8", "s_ptr": "*u8", "y_ptr": "*fp32"}
+    return {**head, **blocks, "wts_ptr": "*fp32", "out_ptr": "*bf16", "P": "i32", "H": "i32", "I": "i32", "T": "i32"}
 
 
-def _kernel(kernel: str):
-    from . import frag_kernels as F
-    return F._w13_frag_kernel if kernel == "w13" else F._w2_frag_kernel
+def _compile(source, fn, sig: dict[str, str], consts: dict, warps: int, arch: int):
+    """Compile fn (its runtime arguments sig, constexprs consts) for sm_<arch> as a real launch is
+    specialized: pointers and H, I divisible by 16."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+
+    names = set(inspect.signature(fn.fn).parameters)
+    if not set(sig) | set(consts) <= names:
+        raise RuntimeError(f"sass.py: {fn.fn.__name__}'s parameters changed ({sorted(names)}); update _signature")
+    sig = {**sig, **{c: "constexpr" for c in consts}}
+    order = list(sig)
+    attrs = {(order.index(n),): [["tt.divisibility", 16]] for n, t in sig.items() if t.startswith("*") or n in ("H", "I")}
+    return triton.compile(source(fn, sig, consts, attrs), target=GPUTarget("cuda", arch, 32),
+                          options={"num_warps": warps, "num_stages": 1})
 
 
 def _tool(name: str) -> str:
@@ -63,20 +66,16 @@ def compile_frag_kernel(kernel: str, block_n: int = 64, block_k: int = 128, warp
                         prefetch: int = 1, wide: bool = False):
     """The compiled `_w13_frag_kernel` or `_w2_frag_kernel` (kernel "w13" or "w2") for sm_90,
     specialized as a real launch is (pointers and H, I divisible by 16)."""
-    import triton
-    from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
 
-    fn = _kernel(kernel)
-    sig = _signature(kernel)
-    names = list(sig)
-    attrs = {(names.index(n),): [["tt.divisibility", 16]] for n, t in sig.items() if t.startswith("*") or n in ("H", "I")}
+    from . import frag_kernels as F
+
+    fn = F._w13_frag_kernel if kernel == "w13" else F._w2_frag_kernel
     consts = {"BLOCK_T": 16, "BLOCK_N": block_n, "BLOCK_K": block_k, "ASM": True, "INTERPRET": False,
               "WIDE": wide, "SPLIT": 1, "PREFETCH": prefetch, "PDL": False, "FUSE": False}
     if kernel == "w2":
         consts["TOPK"] = 8
-    return triton.compile(ASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", 90, 32),
-                          options={"num_warps": warps, "num_stages": 1})
+    return _compile(ASTSource, fn, _signature(kernel), consts, warps, 90)
 
 
 def inner_loop(cubin: bytes) -> tuple[collections.Counter, int | None]:
@@ -106,27 +105,16 @@ def inner_loop(cubin: bytes) -> tuple[collections.Counter, int | None]:
 def compile_gluon_kernel(kernel: str, warps: int = 4, block_t: int = 8, block_k: int = 128, depth: int = 1,
                          wide: bool = False, arch: int = 90):
     """The compiled `_w13_gluon_kernel` or `_w2_gluon_kernel` for sm_<arch> (block_n = 16 * warps)."""
-    import triton
-    from triton.backends.compiler import GPUTarget
     from triton.experimental.gluon._runtime import GluonASTSource
 
     from . import gluon_kernels as G
 
     fn = G._w13_gluon_kernel if kernel == "w13" else G._w2_gluon_kernel
-    sig = _signature(kernel)
-    sig = {**{k: ("*i32" if k == "w_ptr" else v) for k, v in sig.items() if v != "constexpr"}}
     consts = {"BT": block_t, "NCH": block_k // 128, "WIDE": wide, "SPLIT": 1, "NUM_WARPS": warps, "DEPTH": depth,
               "PDL": False, "FUSE": False}
     if kernel == "w2":
         consts["TOPK"] = 8
-    names = set(inspect.signature(fn.fn).parameters)
-    if not set(sig) | set(consts) <= names:
-        raise RuntimeError(f"sass.py: the gluon {kernel} kernel's parameters changed ({sorted(names)})")
-    sig.update({c: "constexpr" for c in consts})
-    order = list(sig)
-    attrs = {(order.index(n),): [["tt.divisibility", 16]] for n, t in sig.items() if t.startswith("*") or n in ("H", "I")}
-    return triton.compile(GluonASTSource(fn, sig, consts, attrs), target=GPUTarget("cuda", arch, 32),
-                          options={"num_warps": warps, "num_stages": 1})
+    return _compile(GluonASTSource, fn, {**_signature(kernel), "w_ptr": "*i32"}, consts, warps, arch)
 
 
 def loop_report(kernel: str, block_n: int = 64, block_k: int = 128, warps: int = 4, prefetch: int = 1,
