@@ -5,7 +5,8 @@
 #   kernels/mxfp4-moe/h200_run.sh tune [BUDGET_S] sweep block sizes (frag), then the vLLM comparison
 #   kernels/mxfp4-moe/h200_run.sh confirm        shipped tables with the PyTorch baseline, then vLLM comparison
 #   kernels/mxfp4-moe/h200_run.sh tune-gluon [BATCHES] [BUDGET_S]  breakdown, then sweep the Gluon kernels' settings
-#   kernels/mxfp4-moe/h200_run.sh ab "SPEC"      real-shape tests, then bench.py --ab SPEC at 1-8 tokens
+#   kernels/mxfp4-moe/h200_run.sh ab "SPEC" [BATCHES] [TESTS]  real-shape tests (pytest -k TESTS, default all),
+#                                                then bench.py --ab SPEC at BATCHES (1-8 tokens)
 # The vLLM comparison needs .carry/tk (triton_kernels from the vllm==0.26.0 wheel) carried.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -45,7 +46,7 @@ case "$mode" in
       --budget-s "${3:-300}" --batches 1,2,4,8,16,32,64 --out "$out/tuned" 2>&1 | tee "$out/bench-tune.log"
     ;;
   ab)
-    timeout 240 python3 -m pytest -q -p no:cacheprovider tests/kernels 2>&1 | tail -15 | tee "$out/pytest-h200.log"
+    timeout 240 python3 -m pytest -q -p no:cacheprovider tests/kernels ${4:+-k "$4"} 2>&1 | tail -15 | tee "$out/pytest-h200.log"
     timeout 300 python3 kernels/mxfp4-moe/bench.py --no-baseline --batches "${3:-1,2,4,8}" --ab "$2" \
       --out "$out/ab" 2>&1 | tee "$out/bench-ab.log"
     ;;

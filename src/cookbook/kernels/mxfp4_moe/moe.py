@@ -125,9 +125,13 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     grid1 = (max_blocks, triton_cdiv(i, cfg.block_n1), split1)
     grid2 = (max_blocks, triton_cdiv(h, cfg.block_n2), split2)
     fuse = frag and cfg.fuse
-    # counters, zeroed by align: w13 tiles (split-K reduce), then w2 column tiles (top-k sum)
-    n_cnt1 = grid1[0] * grid1[1] if fuse and split1 > 1 else 0
+    stream = gluon and cfg.stream > 0
+    # counters, zeroed by align: w13 tiles (split-K reduce), then w2 column tiles (top-k sum);
+    # stream-K: w13 tiles, w2 tiles, w2 column tiles
+    n_cnt1 = grid1[0] * grid1[1] if stream or fuse and split1 > 1 else 0
     n_cnt = n_cnt1 + grid2[1] if fuse else 0
+    if stream:
+        n_cnt = n_cnt1 + grid2[0] * grid2[1] + grid2[1]
     counters = torch.empty(max(1, n_cnt), dtype=torch.int32, device=dev)
     K._align_kernel[(1,)](ids, sorted_pairs, block_expert, num_blocks, scratch, p, max_blocks * bt,
                           counters, n_cnt,
@@ -135,6 +139,9 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
                           SLOTS_PAD=_next_pow2(max_blocks * bt))
 
     act = torch.empty(p, i, dtype=torch.bfloat16, device=dev)
+    if stream:
+        return _stream_launch(cfg, x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weights,
+                              (sorted_pairs, block_expert, num_blocks), counters, n_cnt1, grid2, act, t, h, i, k, wide)
     part = torch.empty(split1, p, 2 * i, dtype=torch.float32, device=dev) if split1 > 1 else act
     blocks = (sorted_pairs, block_expert, num_blocks)
     w13 = w13_packed if decode else w13_packed.view(torch.int32)   # fp32 decoder reads 32-bit words
@@ -185,6 +192,33 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     if not fuse:
         block_h = min(1024, _next_pow2(h))
         K._topk_sum_kernel[(t, triton_cdiv(h, block_h))](y, wts, out, p, h, TOPK=k, BLOCK_H=block_h, SPLIT=split2)
+    return out
+
+
+def _stream_launch(cfg, x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weights, blocks, counters, n_cnt1,
+                   grid2, act, t, h, i, k, wide):
+    """The stream-K Gluon kernels (`gluon_streamk.py`): one wave of cfg.stream programs per SM each."""
+    import torch
+
+    from . import gluon_streamk as GS
+    dev = x.device
+    p = t * k
+    bt = cfg.block_t
+    programs = cfg.stream * torch.cuda.get_device_properties(dev).multi_processor_count
+    part = torch.empty(programs * 4 * max(cfg.block_n1, cfg.block_n2) * bt, dtype=torch.float32, device=dev)
+    pdl = {"launch_pdl": True} if cfg.pdl else {}
+    GS._w13_stream_kernel[(programs,)](
+        x, w13_packed.view(torch.int32), w13_scales, act, part, *blocks, counters, p, h, i, k, BT=bt,
+        NCH=cfg.block_k1 // 128, WIDE=wide, KS=h // cfg.block_k1, NT=i // cfg.block_n1, NUM_WARPS=cfg.warps1,
+        PDL=cfg.pdl, num_warps=cfg.warps1, **pdl)
+    y = torch.empty(p, h, dtype=torch.float32, device=dev)
+    out = torch.empty(t, h, dtype=torch.bfloat16, device=dev)
+    n_tiles2 = grid2[0] * grid2[1]
+    GS._w2_stream_kernel[(programs,)](
+        act, w2_packed.view(torch.int32), w2_scales, y, part, *blocks, counters[n_cnt1:],
+        counters[n_cnt1 + n_tiles2:], topk_weights.to(torch.float32).contiguous(), out, p, h, i, t, BT=bt,
+        NCH=cfg.block_k2 // 128, WIDE=wide, KS=i // cfg.block_k2, NT=h // cfg.block_n2, NUM_WARPS=cfg.warps2,
+        PDL=cfg.pdl, TOPK=k, num_warps=cfg.warps2, **pdl)
     return out
 
 
