@@ -40,14 +40,21 @@ def _owner(u, W, G):
 
 
 @gluon.jit
-def _unit_rows(block_expert_ptr, u, ROWS_PER_E, KS: gl.constexpr, NT: gl.constexpr, NCH: gl.constexpr,
-               NUM_WARPS: gl.constexpr):
-    """First row group and first chunk of unit u (tile u // KS, K step u % KS); ROWS_PER_E: rows
-    of one expert's matrix."""
-    t = u // KS
-    b = t // NT
-    e = gl.load(block_expert_ptr + b).to(gl.int64)
-    return (e * ROWS_PER_E + (t - b * NT) * (16 * NUM_WARPS)) // 16, (u - t * KS) * NCH
+def _tile_row_group(block_expert_ptr, t, ROWS_PER_E, NT: gl.constexpr, NUM_WARPS: gl.constexpr):
+    """First row group of tile t (block t // NT's expert, row tile t % NT); ROWS_PER_E: rows of one
+    expert's matrix."""
+    e = gl.load(block_expert_ptr + t // NT).to(gl.int64)
+    return (e * ROWS_PER_E + (t % NT) * (16 * NUM_WARPS)) // 16
+
+
+@gluon.jit
+def _next_unit(u, u_end, hi, rg, rg_next, t, KS: gl.constexpr, NCH: gl.constexpr):
+    """Row group and chunk of the unit after u (u's own again at the span's end): the next K step of
+    this tile, else the next tile's first (a later tile of a span starts at its K step 0). No load
+    here: an address that waits on a load puts the next words behind this step's wait."""
+    un = gl.minimum(u + 1, hi - 1)
+    in_tile = un < u_end                    # selects, not branches: the loop stays one basic block
+    return gl.where(in_tile, rg, rg_next), gl.where(in_tile, (un - t * KS) * NCH, 0)
 
 
 @gluon.jit
@@ -123,41 +130,44 @@ def _w13_stream_kernel(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, sorted_pairs_ptr,
     if PDL:
         _pdl_wait_and_release()             # align's blocks are read below
     p = gl.program_id(0)
-    G = gl.num_programs(0)
     W = gl.load(num_blocks_ptr) * (NT * KS)
+    G = gl.minimum(gl.num_programs(0), W)   # programs past W units get none, the others >= 1
     lo, hi = _span(p, W, G)
     KCH = H // 128
     UP = I // 16                            # row groups from a gate row to its up row
     if lo < hi:
-        rg, kch = _unit_rows(block_expert_ptr, lo, 2 * I, KS, NT, NCH, NUM_WARPS)
-        wg, sg = _load_step(w_ptr, s_ptr, rg, kch, KCH, NCH, NUM_WARPS)
-        wu, su = _load_step(w_ptr, s_ptr, rg + UP, kch, KCH, NCH, NUM_WARPS)
-        pairs, pvalid, tok, tmask = _tile_pairs(sorted_pairs_ptr, lo // KS, P, TOPK, BT, NT, NUM_WARPS, MMA)
-        acc_g = gl.zeros([BN, BT], gl.float32, layout=MMA)
-        acc_u = gl.zeros([BN, BT], gl.float32, layout=MMA)
-        for u in range(lo, hi):
-            rg, kch = _unit_rows(block_expert_ptr, gl.minimum(u + 1, hi - 1), 2 * I, KS, NT, NCH, NUM_WARPS)
-            wgn, sgn = _load_step(w_ptr, s_ptr, rg, kch, KCH, NCH, NUM_WARPS)
-            wun, sun = _load_step(w_ptr, s_ptr, rg + UP, kch, KCH, NCH, NUM_WARPS)
-            t = u // KS
-            xb = _load_b(x_ptr, tok, tmask, (u - t * KS) * BK, H, BT, NCH, NUM_WARPS, B_LAYOUT)
-            acc_g = gl.nvidia.ampere.mma_v2(_decode_a(wg, sg, NCH, NUM_WARPS, WIDE, A_LAYOUT), xb, acc_g)
-            acc_u = gl.nvidia.ampere.mma_v2(_decode_a(wu, su, NCH, NUM_WARPS, WIDE, A_LAYOUT), xb, acc_u)
-            if (u == t * KS + KS - 1) | (u == hi - 1):
-                done, g, up = _segment_end(part_ptr, cnt_ptr, acc_g, acc_u, p, lo, u, t, W, G, True, KS, BN, BT,
-                                           MMA)
-                if done:
-                    n = (t % NT) * BN + gl.arange(0, BN, layout=gl.SliceLayout(1, MMA))
-                    gl.store(act_ptr + pairs[None, :].to(gl.int64) * I + n[:, None], _silu_mul_bf16(g, up),
-                             mask=pvalid[None, :])
-                acc_g = gl.zeros([BN, BT], gl.float32, layout=MMA)
-                acc_u = gl.zeros([BN, BT], gl.float32, layout=MMA)
-                pairs, pvalid, tok, tmask = _tile_pairs(sorted_pairs_ptr, gl.minimum(u + 1, hi - 1) // KS, P, TOPK,
-                                                        BT, NT, NUM_WARPS, MMA)
-            wg = wgn
-            sg = sgn
-            wu = wun
-            su = sun
+        t_lo = lo // KS
+        rg = _tile_row_group(block_expert_ptr, t_lo, 2 * I, NT, NUM_WARPS)
+        wg, sg = _load_step(w_ptr, s_ptr, rg, (lo - t_lo * KS) * NCH, KCH, NCH, NUM_WARPS)
+        wu, su = _load_step(w_ptr, s_ptr, rg + UP, (lo - t_lo * KS) * NCH, KCH, NCH, NUM_WARPS)
+        rg_next = _tile_row_group(block_expert_ptr, gl.minimum(t_lo + 1, (hi - 1) // KS), 2 * I, NT, NUM_WARPS)
+        # tiles in an outer loop, K steps in an inner one without branches: a branch in the loop
+        # makes the compiler copy the prefetched words each step, which waits for them to arrive
+        for t in range(t_lo, (hi - 1) // KS + 1):
+            pairs, pvalid, tok, tmask = _tile_pairs(sorted_pairs_ptr, t, P, TOPK, BT, NT, NUM_WARPS, MMA)
+            rg_t = rg
+            rg = rg_next
+            rg_next = _tile_row_group(block_expert_ptr, gl.minimum(t + 2, (hi - 1) // KS), 2 * I, NT, NUM_WARPS)
+            acc_g = gl.zeros([BN, BT], gl.float32, layout=MMA)
+            acc_u = gl.zeros([BN, BT], gl.float32, layout=MMA)
+            u_end = gl.minimum(hi, t * KS + KS)
+            for u in range(gl.maximum(lo, t * KS), u_end):
+                rgn, kch = _next_unit(u, u_end, hi, rg_t, rg, t, KS, NCH)
+                wgn, sgn = _load_step(w_ptr, s_ptr, rgn, kch, KCH, NCH, NUM_WARPS)
+                wun, sun = _load_step(w_ptr, s_ptr, rgn + UP, kch, KCH, NCH, NUM_WARPS)
+                xb = _load_b(x_ptr, tok, tmask, (u - t * KS) * BK, H, BT, NCH, NUM_WARPS, B_LAYOUT)
+                acc_g = gl.nvidia.ampere.mma_v2(_decode_a(wg, sg, NCH, NUM_WARPS, WIDE, A_LAYOUT), xb, acc_g)
+                acc_u = gl.nvidia.ampere.mma_v2(_decode_a(wu, su, NCH, NUM_WARPS, WIDE, A_LAYOUT), xb, acc_u)
+                wg = wgn
+                sg = sgn
+                wu = wun
+                su = sun
+            done, g, up = _segment_end(part_ptr, cnt_ptr, acc_g, acc_u, p, lo, u_end - 1, t, W, G, True, KS, BN, BT,
+                                       MMA)
+            if done:
+                n = (t % NT) * BN + gl.arange(0, BN, layout=gl.SliceLayout(1, MMA))
+                gl.store(act_ptr + pairs[None, :].to(gl.int64) * I + n[:, None], _silu_mul_bf16(g, up),
+                         mask=pvalid[None, :])
 
 
 @gluon.jit(do_not_specialize=["P", "T"])
@@ -175,37 +185,39 @@ def _w2_stream_kernel(act_ptr, w_ptr, s_ptr, y_ptr, part_ptr, sorted_pairs_ptr, 
     BN: gl.constexpr = 16 * NUM_WARPS
     BK: gl.constexpr = NCH * 128
     p = gl.program_id(0)
-    G = gl.num_programs(0)
     nblocks = gl.load(num_blocks_ptr)
     W = nblocks * (NT * KS)
+    G = gl.minimum(gl.num_programs(0), W)   # programs past W units get none, the others >= 1
     lo, hi = _span(p, W, G)
     KCH = I // 128
     if lo < hi:
-        rg, kch = _unit_rows(block_expert_ptr, lo, H, KS, NT, NCH, NUM_WARPS)
-        w, s = _load_step(w_ptr, s_ptr, rg, kch, KCH, NCH, NUM_WARPS)
-        pairs, pvalid, prow, pmask = _tile_pairs(sorted_pairs_ptr, lo // KS, P, 1, BT, NT, NUM_WARPS, MMA)
+        t_lo = lo // KS
+        rg = _tile_row_group(block_expert_ptr, t_lo, H, NT, NUM_WARPS)
+        w, s = _load_step(w_ptr, s_ptr, rg, (lo - t_lo * KS) * NCH, KCH, NCH, NUM_WARPS)
+        rg_next = _tile_row_group(block_expert_ptr, gl.minimum(t_lo + 1, (hi - 1) // KS), H, NT, NUM_WARPS)
         if PDL:
             _pdl_wait_and_release()         # act is w13's output
-        acc = gl.zeros([BN, BT], gl.float32, layout=MMA)
-        for u in range(lo, hi):
-            rg, kch = _unit_rows(block_expert_ptr, gl.minimum(u + 1, hi - 1), H, KS, NT, NCH, NUM_WARPS)
-            wn, sn = _load_step(w_ptr, s_ptr, rg, kch, KCH, NCH, NUM_WARPS)
-            t = u // KS
-            ab = _load_b(act_ptr, prow, pmask, (u - t * KS) * BK, I, BT, NCH, NUM_WARPS, B_LAYOUT)
-            acc = gl.nvidia.ampere.mma_v2(_decode_a(w, s, NCH, NUM_WARPS, WIDE, A_LAYOUT), ab, acc)
-            if (u == t * KS + KS - 1) | (u == hi - 1):
-                done, yt, unused = _segment_end(part_ptr, cnt_ptr, acc, acc, p, lo, u, t, W, G, False, KS, BN,
-                                                BT, MMA)
-                if done:
-                    nb = t % NT
-                    n = nb * BN + gl.arange(0, BN, layout=gl.SliceLayout(1, MMA))
-                    gl.store(y_ptr + pairs[None, :].to(gl.int64) * H + n[:, None], yt, mask=pvalid[None, :])
-                    _column_sum(y_ptr, wts_ptr, out_ptr, col_cnt_ptr + nb, nblocks, nb, H, T, BN, TOPK, MMA)
-                acc = gl.zeros([BN, BT], gl.float32, layout=MMA)
-                pairs, pvalid, prow, pmask = _tile_pairs(sorted_pairs_ptr, gl.minimum(u + 1, hi - 1) // KS, P, 1,
-                                                         BT, NT, NUM_WARPS, MMA)
-            w = wn
-            s = sn
+        for t in range(t_lo, (hi - 1) // KS + 1):     # as in _w13_stream_kernel
+            pairs, pvalid, prow, pmask = _tile_pairs(sorted_pairs_ptr, t, P, 1, BT, NT, NUM_WARPS, MMA)
+            rg_t = rg
+            rg = rg_next
+            rg_next = _tile_row_group(block_expert_ptr, gl.minimum(t + 2, (hi - 1) // KS), H, NT, NUM_WARPS)
+            acc = gl.zeros([BN, BT], gl.float32, layout=MMA)
+            u_end = gl.minimum(hi, t * KS + KS)
+            for u in range(gl.maximum(lo, t * KS), u_end):
+                rgn, kch = _next_unit(u, u_end, hi, rg_t, rg, t, KS, NCH)
+                wn, sn = _load_step(w_ptr, s_ptr, rgn, kch, KCH, NCH, NUM_WARPS)
+                ab = _load_b(act_ptr, prow, pmask, (u - t * KS) * BK, I, BT, NCH, NUM_WARPS, B_LAYOUT)
+                acc = gl.nvidia.ampere.mma_v2(_decode_a(w, s, NCH, NUM_WARPS, WIDE, A_LAYOUT), ab, acc)
+                w = wn
+                s = sn
+            done, yt, unused = _segment_end(part_ptr, cnt_ptr, acc, acc, p, lo, u_end - 1, t, W, G, False, KS, BN,
+                                            BT, MMA)
+            if done:
+                nb = t % NT
+                n = nb * BN + gl.arange(0, BN, layout=gl.SliceLayout(1, MMA))
+                gl.store(y_ptr + pairs[None, :].to(gl.int64) * H + n[:, None], yt, mask=pvalid[None, :])
+                _column_sum(y_ptr, wts_ptr, out_ptr, col_cnt_ptr + nb, nblocks, nb, H, T, BN, TOPK, MMA)
 
 
 @gluon.jit

@@ -149,6 +149,8 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
         from . import gluon_kernels as GK
         gk = {"WIDE": wide, "DEPTH": cfg.prefetch, "PDL": cfg.pdl, "FUSE": fuse}
         pdl = {"launch_pdl": True} if cfg.pdl else {}
+        if cfg.regs:
+            pdl["maxnreg"] = cfg.regs       # launch options of both Gluon kernels
         GK._w13_gluon_kernel[grid1](x, w13_packed.view(torch.int32), w13_scales, act, part, *blocks, counters,
                                     p, h, i, k, BT=bt, NCH=cfg.block_k1 // 128, SPLIT=split1, NUM_WARPS=cfg.warps1,
                                     **gk, num_warps=cfg.warps1, **pdl)
@@ -206,11 +208,11 @@ def _stream_launch(cfg, x, w13_packed, w13_scales, w2_packed, w2_scales, topk_we
     bt = cfg.block_t
     programs = cfg.stream * torch.cuda.get_device_properties(dev).multi_processor_count
     part = torch.empty(programs * 4 * max(cfg.block_n1, cfg.block_n2) * bt, dtype=torch.float32, device=dev)
-    pdl = {"launch_pdl": True} if cfg.pdl else {}
+    launch = {"launch_pdl": True} if cfg.pdl else {}
     GS._w13_stream_kernel[(programs,)](
         x, w13_packed.view(torch.int32), w13_scales, act, part, *blocks, counters, p, h, i, k, BT=bt,
         NCH=cfg.block_k1 // 128, WIDE=wide, KS=h // cfg.block_k1, NT=i // cfg.block_n1, NUM_WARPS=cfg.warps1,
-        PDL=cfg.pdl, num_warps=cfg.warps1, **pdl)
+        PDL=cfg.pdl, num_warps=cfg.warps1, maxnreg=stream_regs(cfg, cfg.warps1), **launch)
     y = torch.empty(p, h, dtype=torch.float32, device=dev)
     out = torch.empty(t, h, dtype=torch.bfloat16, device=dev)
     n_tiles2 = grid2[0] * grid2[1]
@@ -218,8 +220,14 @@ def _stream_launch(cfg, x, w13_packed, w13_scales, w2_packed, w2_scales, topk_we
         act, w2_packed.view(torch.int32), w2_scales, y, part, *blocks, counters[n_cnt1:],
         counters[n_cnt1 + n_tiles2:], topk_weights.to(torch.float32).contiguous(), out, p, h, i, t, BT=bt,
         NCH=cfg.block_k2 // 128, WIDE=wide, KS=i // cfg.block_k2, NT=h // cfg.block_n2, NUM_WARPS=cfg.warps2,
-        PDL=cfg.pdl, TOPK=k, num_warps=cfg.warps2, **pdl)
+        PDL=cfg.pdl, TOPK=k, num_warps=cfg.warps2, maxnreg=stream_regs(cfg, cfg.warps2), **launch)
     return out
+
+
+def stream_regs(cfg: LaunchConfig, warps: int) -> int:
+    """Registers per thread for stream-K: cfg.regs, else the most that lets cfg.stream programs of
+    `warps` warps share an SM's 64K registers (whole multiples of 8, at most 255)."""
+    return cfg.regs or min(255, 65536 // (cfg.stream * warps * 32) // 8 * 8)
 
 
 def gluon_unsupported(interpret: bool, device_type: str, hip: bool, capability: tuple[int, int],
