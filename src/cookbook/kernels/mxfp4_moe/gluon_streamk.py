@@ -29,8 +29,10 @@ from .gluon_kernels import (_b_rows, _decode_a, _last_program, _load_b, _load_st
 
 @gluon.jit
 def _span(p, W, G):
-    """Units [lo, hi) of program p of G over W units (as even as integer division allows)."""
-    return (p.to(gl.int64) * W // G).to(gl.int32), ((p + 1).to(gl.int64) * W // G).to(gl.int32)
+    """Units [lo, hi) of program p of G over W units (as even as integer division allows); empty
+    for p >= G (G may be below the launch's program count when W is)."""
+    lo = gl.minimum(p.to(gl.int64) * W // G, W).to(gl.int32)
+    return lo, gl.minimum((p + 1).to(gl.int64) * W // G, W).to(gl.int32)
 
 
 @gluon.jit
