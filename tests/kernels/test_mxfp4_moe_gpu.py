@@ -283,3 +283,22 @@ def test_gluon_stream_k_small_shapes_fewer_units_than_programs(tokens, stream):
                        kernel="gluon", decoder="asm", stream=stream)
     out = fused_moe_mxfp4(x, *f, wts, ids, config=cfg, layout="frag", check_ids=False, scale_max=127)
     _assert_matches_reference(out, x, w, wts, ids, f"small stream={stream} T={tokens}")
+
+
+@pytest.mark.parametrize("stages,split", [(2, 1), (3, 4), (4, 2)])
+def test_gluon_async_ring_matches_the_reference_and_the_register_kernels(variant, stages, split):
+    """stages > 1 (gluon_async.py: words and scales through a per-thread cp.async ring): the float32
+    reference, and the same bits as the register kernels (the same decode, the same K order)."""
+    from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
+    name, shape, w = variant
+    f = prepare_experts(*w)
+    g = torch.Generator(device="cuda").manual_seed(55)
+    grid = LaunchConfig(block_t=8, block_n1=64, warps1=4, block_n2=64, warps2=4, stages1=1, stages2=1, prefetch=1,
+                        split1=split, split2=min(split, 2), kernel="gluon", decoder="asm")
+    ring = replace(grid, stages1=stages, stages2=stages)
+    for tokens in (1, 8, 64):
+        x, wts, ids = _routing(shape, tokens, g, all_on=4 if tokens == 64 else None)
+        out = fused_moe_mxfp4(x, *f, wts, ids, config=ring, layout="frag", check_ids=False, scale_max=127)
+        _assert_matches_reference(out, x, w, wts, ids, f"{name} stages={stages} T={tokens}")
+        ref = fused_moe_mxfp4(x, *f, wts, ids, config=grid, layout="frag", check_ids=False, scale_max=127)
+        assert torch.equal(out.view(torch.int16), ref.view(torch.int16)), f"{name} T={tokens}: ring vs registers"

@@ -90,6 +90,10 @@ class LaunchConfig:
                 raise ConfigError(f"{where}: kernel gluon runs decoder asm and keeps prefetch = 1 or 2 K steps "
                                   f"of words in registers, prefetch2 0..2 (got {self.decoder!r}, {self.prefetch}, "
                                   f"{self.prefetch2})")
+        if self.kernel == "gluon" and max(self.stages1, self.stages2) > 1 and (
+                self.fuse or self.pdl or self.block_k1 != 128 or self.block_k2 != 128 or self.stream):
+            raise ConfigError(f"{where}: kernel gluon with stages > 1 (gluon_async.py: words through a cp.async "
+                              "ring) takes block_k 128, no fuse, no pdl, no stream")
         if not 0 <= self.stream <= 16 or self.stream and (self.kernel != "gluon" or self.prefetch != 1):
             raise ConfigError(f"{where}: stream (programs per SM, 0..16) needs kernel gluon with prefetch 1 "
                               f"(got stream={self.stream}, kernel {self.kernel!r}, prefetch {self.prefetch})")

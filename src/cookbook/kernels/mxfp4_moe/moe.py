@@ -146,14 +146,20 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     blocks = (sorted_pairs, block_expert, num_blocks)
     w13 = w13_packed if decode else w13_packed.view(torch.int32)   # fp32 decoder reads 32-bit words
     if gluon:
+        from . import gluon_async as GA
         from . import gluon_kernels as GK
         gk = {"WIDE": wide, "DEPTH": cfg.prefetch, "PDL": cfg.pdl, "FUSE": fuse}
         pdl = {"launch_pdl": True} if cfg.pdl else {}
         if cfg.regs:
             pdl["maxnreg"] = cfg.regs       # launch options of both Gluon kernels
-        GK._w13_gluon_kernel[grid1](x, w13_packed.view(torch.int32), w13_scales, act, part, *blocks, counters,
-                                    p, h, i, k, BT=bt, NCH=cfg.block_k1 // 128, SPLIT=split1, NUM_WARPS=cfg.warps1,
-                                    **gk, num_warps=cfg.warps1, **pdl)
+        if cfg.stages1 > 1:
+            GA._w13_async_kernel[grid1](x, w13_packed.view(torch.int32), w13_scales, act, part, *blocks, p, h, i, k,
+                                        BT=bt, WIDE=wide, SPLIT=split1, NUM_WARPS=cfg.warps1, STAGES=cfg.stages1,
+                                        num_warps=cfg.warps1)
+        else:
+            GK._w13_gluon_kernel[grid1](x, w13_packed.view(torch.int32), w13_scales, act, part, *blocks, counters,
+                                        p, h, i, k, BT=bt, NCH=cfg.block_k1 // 128, SPLIT=split1,
+                                        NUM_WARPS=cfg.warps1, **gk, num_warps=cfg.warps1, **pdl)
     elif frag:
         from . import frag_kernels as F
         # the L2 hints and programmatic dependent launch are PTX: GPU decoders only
@@ -176,7 +182,10 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     out = torch.empty(t, h, dtype=torch.bfloat16, device=dev)
     wts = topk_weights.to(torch.float32).contiguous()
     w2 = w2_packed if decode else w2_packed.view(torch.int32)
-    if gluon:
+    if gluon and cfg.stages2 > 1:
+        GA._w2_async_kernel[grid2](act, w2_packed.view(torch.int32), w2_scales, y, *blocks, p, h, i, BT=bt, WIDE=wide,
+                                   SPLIT=split2, NUM_WARPS=cfg.warps2, STAGES=cfg.stages2, num_warps=cfg.warps2)
+    elif gluon:
         GK._w2_gluon_kernel[grid2](act, w2_packed.view(torch.int32), w2_scales, y, *blocks, counters[n_cnt1:], wts,
                                    out, p, h, i, t, BT=bt, NCH=cfg.block_k2 // 128, SPLIT=split2, NUM_WARPS=cfg.warps2,
                                    TOPK=k, **{**gk, "DEPTH": cfg.prefetch2 or cfg.prefetch}, num_warps=cfg.warps2,
