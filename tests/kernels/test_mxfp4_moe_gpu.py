@@ -189,7 +189,7 @@ def test_gluon_decoder_bit_for_bit_all_codes_all_scales(wide):
 
 
 GLUON_CASES = [(16, 1, {}), (8, 1, {}), (16, 4, {}), (8, 3, {"prefetch": 2}), (8, 4, {"prefetch": 2, "pdl": True}),
-               (8, 3, {"fuse": True, "pdl": True})]
+               (8, 3, {"fuse": True, "pdl": True}), (8, 3, {"expert_major": True, "fuse": True})]
 
 
 @pytest.mark.parametrize("block_t,split,extra", GLUON_CASES)

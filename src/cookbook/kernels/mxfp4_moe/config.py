@@ -53,6 +53,8 @@ class LaunchConfig:
                             # (gluon_streamk.py): n programs per SM share all (tile, K step) units evenly
     regs: int = 0           # kernel gluon: registers per thread at most (ptxas maxnreg; 0 = its choice, or with
                             # stream what lets `stream` programs share an SM's 64K registers)
+    expert_major: bool = False  # kernel gluon: grid (split, row tile, block), started split-first: programs
+                                # running at once read one expert's tiles together (else one tile of each)
     decoder: str = "fp32"     # fp32: _dequant_tile (also runs in the CPU interpreter);
                               # asm: inline-PTX BF16 decoder; asm_split: the same, even/odd K in two dots;
                               # dot_scaled: Triton's tl.dot_scaled (all three GPU only)

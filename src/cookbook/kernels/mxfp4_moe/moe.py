@@ -157,7 +157,8 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
                                         BT=bt, WIDE=wide, SPLIT=split1, NUM_WARPS=cfg.warps1, STAGES=cfg.stages1,
                                         num_warps=cfg.warps1)
         else:
-            GK._w13_gluon_kernel[grid1](x, w13_packed.view(torch.int32), w13_scales, act, part, *blocks, counters,
+            gk["EXPERT_MAJOR"] = cfg.expert_major
+        GK._w13_gluon_kernel[grid1[::-1] if cfg.expert_major else grid1](x, w13_packed.view(torch.int32), w13_scales, act, part, *blocks, counters,
                                         p, h, i, k, BT=bt, NCH=cfg.block_k1 // 128, SPLIT=split1,
                                         NUM_WARPS=cfg.warps1, **gk, num_warps=cfg.warps1, **pdl)
     elif frag:
@@ -186,7 +187,7 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
         GA._w2_async_kernel[grid2](act, w2_packed.view(torch.int32), w2_scales, y, *blocks, p, h, i, BT=bt, WIDE=wide,
                                    SPLIT=split2, NUM_WARPS=cfg.warps2, STAGES=cfg.stages2, num_warps=cfg.warps2)
     elif gluon:
-        GK._w2_gluon_kernel[grid2](act, w2_packed.view(torch.int32), w2_scales, y, *blocks, counters[n_cnt1:], wts,
+        GK._w2_gluon_kernel[grid2[::-1] if cfg.expert_major else grid2](act, w2_packed.view(torch.int32), w2_scales, y, *blocks, counters[n_cnt1:], wts,
                                    out, p, h, i, t, BT=bt, NCH=cfg.block_k2 // 128, SPLIT=split2, NUM_WARPS=cfg.warps2,
                                    TOPK=k, **{**gk, "DEPTH": cfg.prefetch2 or cfg.prefetch}, num_warps=cfg.warps2,
                                    **pdl)
