@@ -18,7 +18,6 @@ if not torch.cuda.is_available():
 
 from cookbook import mxfp4  # noqa: E402
 from cookbook.kernels.mxfp4_moe import VARIANTS, dequantize_mxfp4, fused_moe_mxfp4, load_table, pick  # noqa: E402
-from cookbook.kernels.mxfp4_moe.config import LaunchConfig  # noqa: E402
 from cookbook.kernels.mxfp4_moe.reference import moe_torch, rel_error  # noqa: E402
 from mxfp4_moe_helpers import all_codes_all_scales, frag_codes_all_scales, same_bits  # noqa: E402
 
@@ -189,7 +188,7 @@ def test_gluon_decoder_bit_for_bit_all_codes_all_scales(wide):
 
 
 GLUON_CASES = [(16, 1, {}), (8, 1, {}), (16, 4, {}), (8, 3, {"prefetch": 2}), (8, 4, {"prefetch": 2, "pdl": True}),
-               (8, 3, {"fuse": True, "pdl": True}), (8, 3, {"expert_major": True, "fuse": True})]
+               (8, 3, {"fuse": True, "pdl": True})]
 
 
 @pytest.mark.parametrize("block_t,split,extra", GLUON_CASES)
@@ -233,72 +232,3 @@ def test_shipped_tables_run_as_served(variant, tokens):
                           scale_max=127)
     _assert_matches_reference(out, x, w, wts, ids, f"{name} shipped T={tokens}")
 
-
-
-STREAM_CASES = [(1, {}), (4, {"pdl": True}), (16, {})]
-
-
-@pytest.mark.parametrize("stream,extra", STREAM_CASES)
-def test_gluon_stream_k_matches_the_reference_and_the_grid_kernels(variant, stream, extra):
-    """stream > 0 (gluon_streamk.py: one wave of programs, tiles cut between programs and finished
-    by the last to arrive): the float32 reference and the grid Gluon kernels at 1, 3, 8 and 64
-    tokens (64 all on one expert); the same bits on a second call and under CUDA-graph replay
-    (the segments are added in program order, whatever the arrival order)."""
-    from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
-    name, shape, w = variant
-    f = prepare_experts(*w)
-    g = torch.Generator(device="cuda").manual_seed(44)
-    grid = LaunchConfig(block_t=8, block_n1=64, warps1=4, block_n2=64, warps2=4, stages1=1, stages2=1, prefetch=1,
-                        kernel="gluon", decoder="asm")
-    cfg = replace(grid, stream=stream, **extra)
-    for tokens in (1, 3, 8, 64):
-        x, wts, ids = _routing(shape, tokens, g, all_on=4 if tokens == 64 else None)
-        out = fused_moe_mxfp4(x, *f, wts, ids, config=cfg, layout="frag", check_ids=False, scale_max=127)
-        _assert_matches_reference(out, x, w, wts, ids, f"{name} stream={stream} T={tokens}")
-        ref = fused_moe_mxfp4(x, *f, wts, ids, config=grid, layout="frag").float()
-        diff = (out.float() - ref).norm() / ref.norm()
-        assert diff <= 2e-3, f"{name} T={tokens}: stream-K vs grid kernels {diff:.1e}"
-        again = fused_moe_mxfp4(x, *f, wts, ids, config=cfg, layout="frag", check_ids=False, scale_max=127)
-        assert torch.equal(out.view(torch.int16), again.view(torch.int16)), f"{name} T={tokens}: not repeatable"
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        captured = fused_moe_mxfp4(x, *f, wts, ids, config=cfg, layout="frag", check_ids=False, scale_max=127)
-    for _ in range(3):
-        graph.replay()
-        torch.cuda.synchronize()
-        assert torch.equal(out.view(torch.int16), captured.view(torch.int16)), f"{name}: graph replay differs"
-
-
-@pytest.mark.parametrize("tokens,stream", [(1, 1), (1, 16), (5, 2), (40, 1)])
-def test_gluon_stream_k_small_shapes_fewer_units_than_programs(tokens, stream):
-    """Small experts (H 256, I 128: 2 K steps per w13 tile) where most programs get no unit or one,
-    every tile is cut between programs, or one program runs many tiles."""
-    from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
-    from cookbook.kernels.mxfp4_moe.shapes import MoEShape
-    shape = MoEShape("small", experts=6, hidden=256, intermediate=128, top_k=3, source="test")
-    w = _experts(shape, seed=5)
-    f = prepare_experts(*w)
-    x, wts, ids = _routing(shape, tokens, torch.Generator(device="cuda").manual_seed(tokens))
-    cfg = LaunchConfig(block_t=8, block_n1=32, warps1=2, block_n2=64, warps2=4, stages1=1, stages2=1, prefetch=1,
-                       kernel="gluon", decoder="asm", stream=stream)
-    out = fused_moe_mxfp4(x, *f, wts, ids, config=cfg, layout="frag", check_ids=False, scale_max=127)
-    _assert_matches_reference(out, x, w, wts, ids, f"small stream={stream} T={tokens}")
-
-
-@pytest.mark.parametrize("stages,split", [(2, 1), (3, 4), (4, 2)])
-def test_gluon_async_ring_matches_the_reference_and_the_register_kernels(variant, stages, split):
-    """stages > 1 (gluon_async.py: words and scales through a per-thread cp.async ring): the float32
-    reference, and the same bits as the register kernels (the same decode, the same K order)."""
-    from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
-    name, shape, w = variant
-    f = prepare_experts(*w)
-    g = torch.Generator(device="cuda").manual_seed(55)
-    grid = LaunchConfig(block_t=8, block_n1=64, warps1=4, block_n2=64, warps2=4, stages1=1, stages2=1, prefetch=1,
-                        split1=split, split2=min(split, 2), kernel="gluon", decoder="asm")
-    ring = replace(grid, stages1=stages, stages2=stages)
-    for tokens in (1, 8, 64):
-        x, wts, ids = _routing(shape, tokens, g, all_on=4 if tokens == 64 else None)
-        out = fused_moe_mxfp4(x, *f, wts, ids, config=ring, layout="frag", check_ids=False, scale_max=127)
-        _assert_matches_reference(out, x, w, wts, ids, f"{name} stages={stages} T={tokens}")
-        ref = fused_moe_mxfp4(x, *f, wts, ids, config=grid, layout="frag", check_ids=False, scale_max=127)
-        assert torch.equal(out.view(torch.int16), ref.view(torch.int16)), f"{name} T={tokens}: ring vs registers"

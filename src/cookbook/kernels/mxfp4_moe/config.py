@@ -49,12 +49,6 @@ class LaunchConfig:
                             # per warp: block_n = 16 * warps; block_t 8 or 16)
     fuse: bool = False      # frag layout: no reduce and no top-k sum launch; the last program of a tile
                             # (atomic counter) adds the split-K partials / the top-k rows, in the same order
-    stream: int = 0         # kernel gluon: 0 = a program per (block, row tile, split); n > 0 = stream-K
-                            # (gluon_streamk.py): n programs per SM share all (tile, K step) units evenly
-    regs: int = 0           # kernel gluon: registers per thread at most (ptxas maxnreg; 0 = its choice, or with
-                            # stream what lets `stream` programs share an SM's 64K registers)
-    expert_major: bool = False  # kernel gluon: grid (split, row tile, block), started split-first: programs
-                                # running at once read one expert's tiles together (else one tile of each)
     decoder: str = "fp32"     # fp32: _dequant_tile (also runs in the CPU interpreter);
                               # asm: inline-PTX BF16 decoder; asm_split: the same, even/odd K in two dots;
                               # dot_scaled: Triton's tl.dot_scaled (all three GPU only)
@@ -78,7 +72,7 @@ class LaunchConfig:
                 continue
             # split counts need not be powers of two: any count fills the card in whole waves better
             if not isinstance(v, int) or isinstance(v, bool) or not pow2(v) and f.name not in (
-                    "stages1", "stages2", "prefetch", "prefetch2", "split1", "split2", "stream", "regs"):
+                    "stages1", "stages2", "prefetch", "prefetch2", "split1", "split2"):
                 raise ConfigError(f"{where}: {f.name} must be a power of two, got {v!r}")
         if self.block_t < (8 if self.kernel == "gluon" else 16) or self.block_n1 < 16 or self.block_n2 < 16:
             raise ConfigError(f"{where}: block_t (8 with kernel gluon), block_n1 and block_n2 must be >= 16 "
@@ -92,16 +86,6 @@ class LaunchConfig:
                 raise ConfigError(f"{where}: kernel gluon runs decoder asm and keeps prefetch = 1 or 2 K steps "
                                   f"of words in registers, prefetch2 0..2 (got {self.decoder!r}, {self.prefetch}, "
                                   f"{self.prefetch2})")
-        if self.kernel == "gluon" and max(self.stages1, self.stages2) > 1 and (
-                self.fuse or self.pdl or self.block_k1 != 128 or self.block_k2 != 128 or self.stream):
-            raise ConfigError(f"{where}: kernel gluon with stages > 1 (gluon_async.py: words through a cp.async "
-                              "ring) takes block_k 128, no fuse, no pdl, no stream")
-        if not 0 <= self.stream <= 16 or self.stream and (self.kernel != "gluon" or self.prefetch != 1):
-            raise ConfigError(f"{where}: stream (programs per SM, 0..16) needs kernel gluon with prefetch 1 "
-                              f"(got stream={self.stream}, kernel {self.kernel!r}, prefetch {self.prefetch})")
-        if self.regs and (self.kernel != "gluon" or not 24 <= self.regs <= 255 or self.regs % 8):
-            raise ConfigError(f"{where}: regs (a multiple of 8 in 24..255, 0 = the compiler's choice) needs kernel "
-                              f"gluon (got regs={self.regs}, kernel {self.kernel!r})")
         if self.block_k1 < 32 or self.block_k2 < 32:
             raise ConfigError(f"{where}: block_k1 and block_k2 must be >= 32 (one MXFP4 scale block)")
         if not 1 <= self.split1 <= 64 or not 1 <= self.split2 <= 64:

@@ -147,16 +147,6 @@ def _block(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, b, P, BT: gl.cons
 
 
 @gluon.jit
-def _block_and_split(EXPERT_MAJOR: gl.constexpr):
-    """Block and split of this program: grid (block, row tile, split), or with EXPERT_MAJOR (split,
-    row tile, block), which the GPU starts split-first: the programs running at once read one
-    expert's tiles and splits together instead of the same tile of every expert."""
-    if EXPERT_MAJOR:
-        return gl.program_id(2), gl.program_id(0)
-    return gl.program_id(0), gl.program_id(2)
-
-
-@gluon.jit
 def _k_steps(K, sk, BK: gl.constexpr, SPLIT: gl.constexpr):
     """[k_lo, k_hi) of split sk: the K steps shared out as evenly as possible."""
     steps = K // BK
@@ -321,7 +311,7 @@ def _w2_tile(act_ptr, w_ptr, s_ptr, y_ptr, cnt_ptr, num_blocks_ptr, wts_ptr, out
 def _w13_gluon_kernel(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr,
                       cnt_ptr, P, H, I, TOPK, BT: gl.constexpr, NCH: gl.constexpr, WIDE: gl.constexpr,
                       SPLIT: gl.constexpr, NUM_WARPS: gl.constexpr, DEPTH: gl.constexpr, PDL: gl.constexpr,
-                      FUSE: gl.constexpr, EXPERT_MAJOR: gl.constexpr = False):
+                      FUSE: gl.constexpr):
     """`frag_kernels._w13_frag_kernel`: grid (block, row tile, split), one row group of gate and
     one of up per warp. w_ptr: the frag-layout words (int32 view). DEPTH: K steps whose words are
     in registers ahead of the one being decoded (1 or 2). FUSE with SPLIT > 1: the last split of
@@ -329,30 +319,30 @@ def _w13_gluon_kernel(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, sorted_pairs_ptr, 
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, 8])
     if PDL:
         _pdl_wait_and_release()             # align's blocks are read below
-    b, sk = _block_and_split(EXPERT_MAJOR)
+    b = gl.program_id(0)
     active, e, pairs, pvalid = _block(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, b, P, BT,
                                       gl.SliceLayout(0, MMA))
     if active:
         _w13_tile(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, cnt_ptr, e, pairs, pvalid, b, gl.program_id(1),
-                  sk, gl.num_programs(1), P, H, I, TOPK, BT, NCH, WIDE, SPLIT, NUM_WARPS, DEPTH, FUSE)
+                  gl.program_id(2), gl.num_programs(1), P, H, I, TOPK, BT, NCH, WIDE, SPLIT, NUM_WARPS, DEPTH, FUSE)
 
 
 @gluon.jit(do_not_specialize=["P", "T"])
 def _w2_gluon_kernel(act_ptr, w_ptr, s_ptr, y_ptr, sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr,
                      cnt_ptr, wts_ptr, out_ptr, P, H, I, T, BT: gl.constexpr, NCH: gl.constexpr, WIDE: gl.constexpr,
                      SPLIT: gl.constexpr, NUM_WARPS: gl.constexpr, DEPTH: gl.constexpr, PDL: gl.constexpr,
-                     FUSE: gl.constexpr, TOPK: gl.constexpr, EXPERT_MAJOR: gl.constexpr = False):
+                     FUSE: gl.constexpr, TOPK: gl.constexpr):
     """`frag_kernels._w2_frag_kernel`: grid (block, row tile, split). PDL: the blocks (align's,
     done before w13 began) are read and the first words loaded before waiting for w13's act.
     FUSE: the last program of a column tile writes out[:, tile] as `_topk_sum_kernel` does."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, 8])
-    b, sk = _block_and_split(EXPERT_MAJOR)
-    active, e, pairs, pvalid = _block(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, b, P, BT,
+    active, e, pairs, pvalid = _block(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, gl.program_id(0), P, BT,
                                       gl.SliceLayout(0, MMA))
-    w0, s0, w1, s1 = _w2_first_words(w_ptr, s_ptr, e, gl.program_id(1), sk, H, I, active, NCH, SPLIT, NUM_WARPS)
+    w0, s0, w1, s1 = _w2_first_words(w_ptr, s_ptr, e, gl.program_id(1), gl.program_id(2), H, I, active, NCH, SPLIT,
+                                     NUM_WARPS)
     if PDL:
         _pdl_wait_and_release()             # act is w13's output
     if active:
         _w2_tile(act_ptr, w_ptr, s_ptr, y_ptr, cnt_ptr, num_blocks_ptr, wts_ptr, out_ptr, e, pairs, pvalid,
-                 gl.program_id(1), sk, w0, s0, w1, s1, P, H, I, T, BT, NCH, WIDE, SPLIT, NUM_WARPS,
+                 gl.program_id(1), gl.program_id(2), w0, s0, w1, s1, P, H, I, T, BT, NCH, WIDE, SPLIT, NUM_WARPS,
                  DEPTH, FUSE, TOPK)

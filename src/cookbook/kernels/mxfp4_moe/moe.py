@@ -125,13 +125,9 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     grid1 = (max_blocks, triton_cdiv(i, cfg.block_n1), split1)
     grid2 = (max_blocks, triton_cdiv(h, cfg.block_n2), split2)
     fuse = frag and cfg.fuse
-    stream = gluon and cfg.stream > 0
-    # counters, zeroed by align: w13 tiles (split-K reduce), then w2 column tiles (top-k sum);
-    # stream-K: w13 tiles, w2 tiles, w2 column tiles
-    n_cnt1 = grid1[0] * grid1[1] if stream or fuse and split1 > 1 else 0
+    # counters, zeroed by align: w13 tiles (split-K reduce), then w2 column tiles (top-k sum)
+    n_cnt1 = grid1[0] * grid1[1] if fuse and split1 > 1 else 0
     n_cnt = n_cnt1 + grid2[1] if fuse else 0
-    if stream:
-        n_cnt = n_cnt1 + grid2[0] * grid2[1] + grid2[1]
     counters = torch.empty(max(1, n_cnt), dtype=torch.int32, device=dev)
     K._align_kernel[(1,)](ids, sorted_pairs, block_expert, num_blocks, scratch, p, max_blocks * bt,
                           counters, n_cnt,
@@ -139,28 +135,16 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
                           SLOTS_PAD=_next_pow2(max_blocks * bt))
 
     act = torch.empty(p, i, dtype=torch.bfloat16, device=dev)
-    if stream:
-        return _stream_launch(cfg, x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weights,
-                              (sorted_pairs, block_expert, num_blocks), counters, n_cnt1, grid2, act, t, h, i, k, wide)
     part = torch.empty(split1, p, 2 * i, dtype=torch.float32, device=dev) if split1 > 1 else act
     blocks = (sorted_pairs, block_expert, num_blocks)
     w13 = w13_packed if decode else w13_packed.view(torch.int32)   # fp32 decoder reads 32-bit words
     if gluon:
-        from . import gluon_async as GA
         from . import gluon_kernels as GK
         gk = {"WIDE": wide, "DEPTH": cfg.prefetch, "PDL": cfg.pdl, "FUSE": fuse}
         pdl = {"launch_pdl": True} if cfg.pdl else {}
-        if cfg.regs:
-            pdl["maxnreg"] = cfg.regs       # launch options of both Gluon kernels
-        if cfg.stages1 > 1:
-            GA._w13_async_kernel[grid1](x, w13_packed.view(torch.int32), w13_scales, act, part, *blocks, p, h, i, k,
-                                        BT=bt, WIDE=wide, SPLIT=split1, NUM_WARPS=cfg.warps1, STAGES=cfg.stages1,
-                                        num_warps=cfg.warps1)
-        else:
-            gk["EXPERT_MAJOR"] = cfg.expert_major
-        GK._w13_gluon_kernel[grid1[::-1] if cfg.expert_major else grid1](x, w13_packed.view(torch.int32), w13_scales, act, part, *blocks, counters,
-                                        p, h, i, k, BT=bt, NCH=cfg.block_k1 // 128, SPLIT=split1,
-                                        NUM_WARPS=cfg.warps1, **gk, num_warps=cfg.warps1, **pdl)
+        GK._w13_gluon_kernel[grid1](x, w13_packed.view(torch.int32), w13_scales, act, part, *blocks, counters,
+                                    p, h, i, k, BT=bt, NCH=cfg.block_k1 // 128, SPLIT=split1, NUM_WARPS=cfg.warps1,
+                                    **gk, num_warps=cfg.warps1, **pdl)
     elif frag:
         from . import frag_kernels as F
         # the L2 hints and programmatic dependent launch are PTX: GPU decoders only
@@ -183,11 +167,8 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     out = torch.empty(t, h, dtype=torch.bfloat16, device=dev)
     wts = topk_weights.to(torch.float32).contiguous()
     w2 = w2_packed if decode else w2_packed.view(torch.int32)
-    if gluon and cfg.stages2 > 1:
-        GA._w2_async_kernel[grid2](act, w2_packed.view(torch.int32), w2_scales, y, *blocks, p, h, i, BT=bt, WIDE=wide,
-                                   SPLIT=split2, NUM_WARPS=cfg.warps2, STAGES=cfg.stages2, num_warps=cfg.warps2)
-    elif gluon:
-        GK._w2_gluon_kernel[grid2[::-1] if cfg.expert_major else grid2](act, w2_packed.view(torch.int32), w2_scales, y, *blocks, counters[n_cnt1:], wts,
+    if gluon:
+        GK._w2_gluon_kernel[grid2](act, w2_packed.view(torch.int32), w2_scales, y, *blocks, counters[n_cnt1:], wts,
                                    out, p, h, i, t, BT=bt, NCH=cfg.block_k2 // 128, SPLIT=split2, NUM_WARPS=cfg.warps2,
                                    TOPK=k, **{**gk, "DEPTH": cfg.prefetch2 or cfg.prefetch}, num_warps=cfg.warps2,
                                    **pdl)
@@ -205,39 +186,6 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
         block_h = min(1024, _next_pow2(h))
         K._topk_sum_kernel[(t, triton_cdiv(h, block_h))](y, wts, out, p, h, TOPK=k, BLOCK_H=block_h, SPLIT=split2)
     return out
-
-
-def _stream_launch(cfg, x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weights, blocks, counters, n_cnt1,
-                   grid2, act, t, h, i, k, wide):
-    """The stream-K Gluon kernels (`gluon_streamk.py`): one wave of cfg.stream programs per SM each."""
-    import torch
-
-    from . import gluon_streamk as GS
-    dev = x.device
-    p = t * k
-    bt = cfg.block_t
-    programs = cfg.stream * torch.cuda.get_device_properties(dev).multi_processor_count
-    part = torch.empty(programs * 4 * max(cfg.block_n1, cfg.block_n2) * bt, dtype=torch.float32, device=dev)
-    launch = {"launch_pdl": True} if cfg.pdl else {}
-    GS._w13_stream_kernel[(programs,)](
-        x, w13_packed.view(torch.int32), w13_scales, act, part, *blocks, counters, p, h, i, k, BT=bt,
-        NCH=cfg.block_k1 // 128, WIDE=wide, KS=h // cfg.block_k1, NT=i // cfg.block_n1, NUM_WARPS=cfg.warps1,
-        PDL=cfg.pdl, num_warps=cfg.warps1, maxnreg=stream_regs(cfg, cfg.warps1), **launch)
-    y = torch.empty(p, h, dtype=torch.float32, device=dev)
-    out = torch.empty(t, h, dtype=torch.bfloat16, device=dev)
-    n_tiles2 = grid2[0] * grid2[1]
-    GS._w2_stream_kernel[(programs,)](
-        act, w2_packed.view(torch.int32), w2_scales, y, part, *blocks, counters[n_cnt1:],
-        counters[n_cnt1 + n_tiles2:], topk_weights.to(torch.float32).contiguous(), out, p, h, i, t, BT=bt,
-        NCH=cfg.block_k2 // 128, WIDE=wide, KS=i // cfg.block_k2, NT=h // cfg.block_n2, NUM_WARPS=cfg.warps2,
-        PDL=cfg.pdl, TOPK=k, num_warps=cfg.warps2, maxnreg=stream_regs(cfg, cfg.warps2), **launch)
-    return out
-
-
-def stream_regs(cfg: LaunchConfig, warps: int) -> int:
-    """Registers per thread for stream-K: cfg.regs, else the most that lets cfg.stream programs of
-    `warps` warps share an SM's 64K registers (whole multiples of 8, at most 255)."""
-    return cfg.regs or min(255, 65536 // (cfg.stream * warps * 32) // 8 * 8)
 
 
 def gluon_unsupported(interpret: bool, device_type: str, hip: bool, capability: tuple[int, int],
