@@ -232,3 +232,23 @@ def test_shipped_tables_run_as_served(variant, tokens):
                           scale_max=127)
     _assert_matches_reference(out, x, w, wts, ids, f"{name} shipped T={tokens}")
 
+
+
+@pytest.mark.parametrize("split", [3, 6])
+def test_gluon_tapered_split_matches_the_reference_and_even_splits(variant, split):
+    """taper (earlier splits longer, each >= 1 K step): the float32 reference and the even split
+    within 2e-3 (another K partition: the partial sums round differently), fused or not."""
+    from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
+    name, shape, w = variant
+    f = prepare_experts(*w)
+    g = torch.Generator(device="cuda").manual_seed(66)
+    even = replace(pick(load_table(name), 1), split1=split, split2=split, taper=False)
+    for tokens in (1, 8, 64):
+        x, wts, ids = _routing(shape, tokens, g, all_on=4 if tokens == 64 else None)
+        ref = fused_moe_mxfp4(x, *f, wts, ids, config=even, layout="frag", check_ids=False, scale_max=127).float()
+        for fuse in (False, True):
+            out = fused_moe_mxfp4(x, *f, wts, ids, config=replace(even, taper=True, fuse=fuse), layout="frag",
+                                  check_ids=False, scale_max=127)
+            _assert_matches_reference(out, x, w, wts, ids, f"{name} taper split={split} T={tokens}")
+            diff = (out.float() - ref).norm() / ref.norm()
+            assert diff <= 2e-3, f"{name} T={tokens}: tapered vs even split {diff:.1e}"

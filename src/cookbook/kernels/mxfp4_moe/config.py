@@ -49,6 +49,8 @@ class LaunchConfig:
                             # per warp: block_n = 16 * warps; block_t 8 or 16)
     fuse: bool = False      # frag layout: no reduce and no top-k sum launch; the last program of a tile
                             # (atomic counter) adds the split-K partials / the top-k rows, in the same order
+    taper: bool = False     # kernel gluon with split-K: earlier splits longer (the GPU starts split 0 first),
+                            # so the programs that start last, and end the launch, are short
     decoder: str = "fp32"     # fp32: _dequant_tile (also runs in the CPU interpreter);
                               # asm: inline-PTX BF16 decoder; asm_split: the same, even/odd K in two dots;
                               # dot_scaled: Triton's tl.dot_scaled (all three GPU only)
@@ -86,6 +88,8 @@ class LaunchConfig:
                 raise ConfigError(f"{where}: kernel gluon runs decoder asm and keeps prefetch = 1 or 2 K steps "
                                   f"of words in registers, prefetch2 0..2 (got {self.decoder!r}, {self.prefetch}, "
                                   f"{self.prefetch2})")
+        if self.taper and self.kernel != "gluon":
+            raise ConfigError(f"{where}: taper (uneven split-K) needs kernel gluon, got {self.kernel!r}")
         if self.block_k1 < 32 or self.block_k2 < 32:
             raise ConfigError(f"{where}: block_k1 and block_k2 must be >= 32 (one MXFP4 scale block)")
         if not 1 <= self.split1 <= 64 or not 1 <= self.split2 <= 64:

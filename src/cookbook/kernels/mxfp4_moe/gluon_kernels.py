@@ -147,9 +147,17 @@ def _block(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, b, P, BT: gl.cons
 
 
 @gluon.jit
-def _k_steps(K, sk, BK: gl.constexpr, SPLIT: gl.constexpr):
-    """[k_lo, k_hi) of split sk: the K steps shared out as evenly as possible."""
+def _k_steps(K, sk, BK: gl.constexpr, SPLIT: gl.constexpr, TAPER: gl.constexpr = False):
+    """[k_lo, k_hi) of split sk: the K steps shared out as evenly as possible, or with TAPER the
+    earlier splits longer (each >= 1 step, the rest shared by 1 - (1 - sk / SPLIT)^2): the GPU
+    starts split 0's programs first, so the programs that start last, and end the launch, are short."""
     steps = K // BK
+    if TAPER:
+        rest = steps - SPLIT
+        q = SPLIT * SPLIT
+        lo = sk + rest * (q - (SPLIT - sk) * (SPLIT - sk)) // q
+        hi = sk + 1 + rest * (q - (SPLIT - sk - 1) * (SPLIT - sk - 1)) // q
+        return lo * BK, hi * BK
     return (sk * steps // SPLIT) * BK, ((sk + 1) * steps // SPLIT) * BK
 
 
@@ -180,7 +188,7 @@ def _silu_mul_bf16(g, u):
 @gluon.jit
 def _w13_tile(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, cnt_ptr, e, pairs, pvalid, b, nb, sk, n_tiles,
               P, H, I, TOPK, BT: gl.constexpr, NCH: gl.constexpr, WIDE: gl.constexpr, SPLIT: gl.constexpr,
-              NUM_WARPS: gl.constexpr, DEPTH: gl.constexpr, FUSE: gl.constexpr):
+              NUM_WARPS: gl.constexpr, DEPTH: gl.constexpr, FUSE: gl.constexpr, TAPER: gl.constexpr):
     """Rows nb * 16 NUM_WARPS .. of gate and of up for block b's pairs, split sk: act (SPLIT 1) or
     this split's partial sums, then with FUSE the last split's reduce (cnt_ptr[b * n_tiles + nb])."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, 8])
@@ -194,7 +202,7 @@ def _w13_tile(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, cnt_ptr, e, pairs, pvalid,
     rg_g = (e * (2 * I) + n0) // 16
     rg_u = rg_g + I // 16
     KCH = H // 128
-    k_lo, k_hi = _k_steps(H, sk, BK, SPLIT)
+    k_lo, k_hi = _k_steps(H, sk, BK, SPLIT, TAPER)
     acc_g = gl.zeros([BN, BT], gl.float32, layout=MMA)
     acc_u = gl.zeros([BN, BT], gl.float32, layout=MMA)
     # words in flight: step k (w*0) and, DEPTH 2, step k + 1 (w*1); the last steps reload the last
@@ -245,12 +253,12 @@ def _w13_tile(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, cnt_ptr, e, pairs, pvalid,
 
 @gluon.jit
 def _w2_first_words(w_ptr, s_ptr, e, nb, sk, H, I, ok, NCH: gl.constexpr, SPLIT: gl.constexpr,
-                    NUM_WARPS: gl.constexpr):
+                    NUM_WARPS: gl.constexpr, TAPER: gl.constexpr):
     """The words and scales of a w2 tile's first two K steps (nothing read when not ok): loaded
     before the kernel waits for w13 (programmatic dependent launch)."""
     BK: gl.constexpr = NCH * 128
     rg = (e * H + nb * 16 * NUM_WARPS) // 16
-    k_lo, k_hi = _k_steps(I, sk, BK, SPLIT)
+    k_lo, k_hi = _k_steps(I, sk, BK, SPLIT, TAPER)
     k1 = gl.minimum(k_lo + BK, k_hi - BK) // 128
     w0, s0 = _load_step(w_ptr, s_ptr, rg, k_lo // 128, I // 128, NCH, NUM_WARPS, ok)
     w1, s1 = _load_step(w_ptr, s_ptr, rg, k1, I // 128, NCH, NUM_WARPS, ok)
@@ -261,7 +269,7 @@ def _w2_first_words(w_ptr, s_ptr, e, nb, sk, H, I, ok, NCH: gl.constexpr, SPLIT:
 def _w2_tile(act_ptr, w_ptr, s_ptr, y_ptr, cnt_ptr, num_blocks_ptr, wts_ptr, out_ptr, e, pairs, pvalid, nb, sk,
              w0, s0, w1, s1, P, H, I, T, BT: gl.constexpr, NCH: gl.constexpr, WIDE: gl.constexpr,
              SPLIT: gl.constexpr, NUM_WARPS: gl.constexpr, DEPTH: gl.constexpr, FUSE: gl.constexpr,
-             TOPK: gl.constexpr):
+             TOPK: gl.constexpr, TAPER: gl.constexpr):
     """Rows nb * 16 NUM_WARPS .. of w2 for block b's pairs, split sk, from the first words
     (`_w2_first_words`); y rows, then with FUSE the column tile's top-k sum by its last program."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, 8])
@@ -274,7 +282,7 @@ def _w2_tile(act_ptr, w_ptr, s_ptr, y_ptr, cnt_ptr, num_blocks_ptr, wts_ptr, out
     n0 = nb * BN
     rg = (e * H + n0) // 16
     KCH = I // 128
-    k_lo, k_hi = _k_steps(I, sk, BK, SPLIT)
+    k_lo, k_hi = _k_steps(I, sk, BK, SPLIT, TAPER)
     acc = gl.zeros([BN, BT], gl.float32, layout=MMA)
     for k0 in range(k_lo, k_hi, BK):
         kn = gl.minimum(k0 + DEPTH * BK, k_hi - BK) // 128
@@ -311,7 +319,7 @@ def _w2_tile(act_ptr, w_ptr, s_ptr, y_ptr, cnt_ptr, num_blocks_ptr, wts_ptr, out
 def _w13_gluon_kernel(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr,
                       cnt_ptr, P, H, I, TOPK, BT: gl.constexpr, NCH: gl.constexpr, WIDE: gl.constexpr,
                       SPLIT: gl.constexpr, NUM_WARPS: gl.constexpr, DEPTH: gl.constexpr, PDL: gl.constexpr,
-                      FUSE: gl.constexpr):
+                      FUSE: gl.constexpr, TAPER: gl.constexpr = False):
     """`frag_kernels._w13_frag_kernel`: grid (block, row tile, split), one row group of gate and
     one of up per warp. w_ptr: the frag-layout words (int32 view). DEPTH: K steps whose words are
     in registers ahead of the one being decoded (1 or 2). FUSE with SPLIT > 1: the last split of
@@ -324,14 +332,14 @@ def _w13_gluon_kernel(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, sorted_pairs_ptr, 
                                       gl.SliceLayout(0, MMA))
     if active:
         _w13_tile(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, cnt_ptr, e, pairs, pvalid, b, gl.program_id(1),
-                  gl.program_id(2), gl.num_programs(1), P, H, I, TOPK, BT, NCH, WIDE, SPLIT, NUM_WARPS, DEPTH, FUSE)
+                  gl.program_id(2), gl.num_programs(1), P, H, I, TOPK, BT, NCH, WIDE, SPLIT, NUM_WARPS, DEPTH, FUSE, TAPER)
 
 
 @gluon.jit(do_not_specialize=["P", "T"])
 def _w2_gluon_kernel(act_ptr, w_ptr, s_ptr, y_ptr, sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr,
                      cnt_ptr, wts_ptr, out_ptr, P, H, I, T, BT: gl.constexpr, NCH: gl.constexpr, WIDE: gl.constexpr,
                      SPLIT: gl.constexpr, NUM_WARPS: gl.constexpr, DEPTH: gl.constexpr, PDL: gl.constexpr,
-                     FUSE: gl.constexpr, TOPK: gl.constexpr):
+                     FUSE: gl.constexpr, TOPK: gl.constexpr, TAPER: gl.constexpr = False):
     """`frag_kernels._w2_frag_kernel`: grid (block, row tile, split). PDL: the blocks (align's,
     done before w13 began) are read and the first words loaded before waiting for w13's act.
     FUSE: the last program of a column tile writes out[:, tile] as `_topk_sum_kernel` does."""
@@ -339,10 +347,10 @@ def _w2_gluon_kernel(act_ptr, w_ptr, s_ptr, y_ptr, sorted_pairs_ptr, block_exper
     active, e, pairs, pvalid = _block(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, gl.program_id(0), P, BT,
                                       gl.SliceLayout(0, MMA))
     w0, s0, w1, s1 = _w2_first_words(w_ptr, s_ptr, e, gl.program_id(1), gl.program_id(2), H, I, active, NCH, SPLIT,
-                                     NUM_WARPS)
+                                     NUM_WARPS, TAPER)
     if PDL:
         _pdl_wait_and_release()             # act is w13's output
     if active:
         _w2_tile(act_ptr, w_ptr, s_ptr, y_ptr, cnt_ptr, num_blocks_ptr, wts_ptr, out_ptr, e, pairs, pvalid,
                  gl.program_id(1), gl.program_id(2), w0, s0, w1, s1, P, H, I, T, BT, NCH, WIDE, SPLIT, NUM_WARPS,
-                 DEPTH, FUSE, TOPK)
+                 DEPTH, FUSE, TOPK, TAPER)

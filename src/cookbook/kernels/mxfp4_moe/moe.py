@@ -140,7 +140,7 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     w13 = w13_packed if decode else w13_packed.view(torch.int32)   # fp32 decoder reads 32-bit words
     if gluon:
         from . import gluon_kernels as GK
-        gk = {"WIDE": wide, "DEPTH": cfg.prefetch, "PDL": cfg.pdl, "FUSE": fuse}
+        gk = {"WIDE": wide, "DEPTH": cfg.prefetch, "PDL": cfg.pdl, "FUSE": fuse, "TAPER": cfg.taper}
         pdl = {"launch_pdl": True} if cfg.pdl else {}
         GK._w13_gluon_kernel[grid1](x, w13_packed.view(torch.int32), w13_scales, act, part, *blocks, counters,
                                     p, h, i, k, BT=bt, NCH=cfg.block_k1 // 128, SPLIT=split1, NUM_WARPS=cfg.warps1,
