@@ -51,6 +51,8 @@ GLUON_START = dict(kernel="gluon", decoder="asm", block_t=8, block_n1=64, warps1
 GLUON_CANDIDATES = [
     ("w13", [dict(split1=n) for n in (1, 2, 3, 6, 8)] + [dict(block_n1=32, warps1=2), dict(block_n1=128, warps1=8)]),
     ("w2", [dict(split2=n) for n in (2, 3, 4)] + [dict(block_n2=32, warps2=2), dict(block_n2=128, warps2=8)]),
+    ("taper", [dict(taper=True)] + [dict(taper=True, split1=n) for n in (3, 4, 6, 8)]
+              + [dict(taper=True, split2=n) for n in (2, 3)]),
     ("depth", [dict(prefetch2=2), dict(prefetch=2, prefetch2=1), dict(prefetch=2)]),
     ("block_t", [dict(block_t=16)]),
     ("launch", [dict(pdl=True, fuse=True), dict(pdl=True), dict(fuse=True)]),
