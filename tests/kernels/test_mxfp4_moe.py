@@ -11,6 +11,7 @@ from the GPU's BF16 tensor-core products. Measured here: about 2e-3.
 """
 
 import json
+import os
 from dataclasses import replace
 
 import numpy as np
@@ -327,6 +328,11 @@ def test_gluon_kernels_say_why_they_cannot_run_here():
              "capability": ((8, 0), "mul.bf16x2), this GPU has 8.0"), "has_gluon": (False, "found Triton 3.6.0")}
     for key, (value, words) in cases.items():
         assert words in gluon_unsupported(**{**ok, key: value})
+
+
+@pytest.mark.skipif(os.environ.get("TRITON_INTERPRET", "0") in ("", "0"),
+                    reason="the refusal is the CPU interpreter's (on a GPU the Gluon kernels run)")
+def test_gluon_kernels_refuse_the_interpreter_before_launching():
     rng = np.random.default_rng(34)
     experts = _experts(rng, 4, 128, 128)
     ids, wts = _routing(rng, 2, 4, 2)

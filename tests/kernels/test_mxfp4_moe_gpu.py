@@ -54,7 +54,8 @@ def _experts(shape, seed):
 def _triton_entry(name, tokens, **change):
     """The shipped entry as the Triton kernels run it (the tables may name kernel gluon, which reads
     the frag layout only): the converter-layout and decoder tests go through these kernels."""
-    return replace(pick(load_table(name), tokens), kernel="triton", block_t=16, pdl=False, fuse=False, **change)
+    return replace(pick(load_table(name), tokens), kernel="triton", block_t=16, pdl=False, fuse=False, taper=False,
+                   **change)
 
 
 @pytest.fixture(scope="module", params=sorted(VARIANTS))
