@@ -11,7 +11,6 @@ from the GPU's BF16 tensor-core products. Measured here: about 2e-3.
 """
 
 import json
-import os
 from dataclasses import replace
 
 import numpy as np
@@ -24,7 +23,7 @@ from cookbook import mxfp4  # noqa: E402
 from cookbook.kernels.mxfp4_moe import (  # noqa: E402
     VARIANTS, ConfigError, LaunchConfig, dequantize_mxfp4, fused_moe_mxfp4, load_table, pick)
 from cookbook.kernels.mxfp4_moe.config import _parse_table  # noqa: E402
-from cookbook.kernels.mxfp4_moe.moe import MoEInputError  # noqa: E402
+from cookbook.kernels.mxfp4_moe.moe import MoEInputError, _interpret  # noqa: E402
 from cookbook.kernels.mxfp4_moe.reference import dequant_torch, moe_reference, rel_error  # noqa: E402
 from mxfp4_moe_helpers import all_codes_all_scales, frag_codes_all_scales, same_bits  # noqa: E402
 
@@ -330,7 +329,7 @@ def test_gluon_kernels_say_why_they_cannot_run_here():
         assert words in gluon_unsupported(**{**ok, key: value})
 
 
-@pytest.mark.skipif(os.environ.get("TRITON_INTERPRET", "0") in ("", "0"),
+@pytest.mark.skipif(not _interpret(),
                     reason="the refusal is the CPU interpreter's (on a GPU the Gluon kernels run)")
 def test_gluon_kernels_refuse_the_interpreter_before_launching():
     rng = np.random.default_rng(34)

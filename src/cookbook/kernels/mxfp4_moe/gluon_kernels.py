@@ -147,18 +147,20 @@ def _block(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, b, P, BT: gl.cons
 
 
 @gluon.jit
-def _k_steps(K, sk, BK: gl.constexpr, SPLIT: gl.constexpr, TAPER: gl.constexpr = False):
-    """[k_lo, k_hi) of split sk: the K steps shared out as evenly as possible, or with TAPER the
-    earlier splits longer (each >= 1 step, the rest shared by 1 - (1 - sk / SPLIT)^2): the GPU
-    starts split 0's programs first, so the programs that start last, and end the launch, are short."""
-    steps = K // BK
+def _split_start(steps, j, SPLIT: gl.constexpr, TAPER: gl.constexpr):
+    """First K step of split j (j = SPLIT: steps). Even: steps shared out as evenly as possible.
+    TAPER: each split >= 1 step, the rest shared by 1 - (1 - j / SPLIT)^2, earlier splits longer."""
     if TAPER:
-        rest = steps - SPLIT
-        q = SPLIT * SPLIT
-        lo = sk + rest * (q - (SPLIT - sk) * (SPLIT - sk)) // q
-        hi = sk + 1 + rest * (q - (SPLIT - sk - 1) * (SPLIT - sk - 1)) // q
-        return lo * BK, hi * BK
-    return (sk * steps // SPLIT) * BK, ((sk + 1) * steps // SPLIT) * BK
+        return j + (steps - SPLIT) * (SPLIT * SPLIT - (SPLIT - j) * (SPLIT - j)) // (SPLIT * SPLIT)
+    return j * steps // SPLIT
+
+
+@gluon.jit
+def _k_steps(K, sk, BK: gl.constexpr, SPLIT: gl.constexpr, TAPER: gl.constexpr = False):
+    """[k_lo, k_hi) of split sk (`_split_start`). TAPER: the GPU starts split 0's programs first,
+    so the programs that start last, and end the launch, are short."""
+    steps = K // BK
+    return _split_start(steps, sk, SPLIT, TAPER) * BK, _split_start(steps, sk + 1, SPLIT, TAPER) * BK
 
 
 _GDC_WAIT = gl.constexpr("griddepcontrol.wait; // $0")
