@@ -189,7 +189,8 @@ def test_gluon_decoder_bit_for_bit_all_codes_all_scales(wide):
 
 
 GLUON_CASES = [(16, 1, {}), (8, 1, {}), (16, 4, {}), (8, 3, {"prefetch": 2}), (8, 4, {"prefetch": 2, "pdl": True}),
-               (8, 3, {"fuse": True, "pdl": True})]
+               (8, 3, {"fuse": True, "pdl": True}), (8, 3, {"evict_first": True, "l2_w2": 8, "fuse": True}),
+               (16, 1, {"l2_w2": 3, "l2_w2_after": True, "pdl": True})]
 
 
 @pytest.mark.parametrize("block_t,split,extra", GLUON_CASES)
@@ -197,7 +198,8 @@ def test_gluon_kernels_match_the_reference_and_the_triton_kernels(variant, block
     """kernel="gluon" (mma.sync, no shared memory) at real shapes: one expert decodes bit for bit,
     the MoE matches the float32 reference and the Triton frag kernels (1, 8 and 64 tokens, 64 all
     on one expert), with split-K on both products or without; register depth 2, programmatic
-    dependent launch and the fused epilogues give the same bits as depth 1 and plain launches."""
+    dependent launch, the fused epilogues and the L2 hints (evict_first, w13 asking L2 for w2's rows)
+    give the same bits as depth 1 and plain launches."""
     from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
     name, shape, w = variant
     f = prepare_experts(*w)
@@ -253,3 +255,32 @@ def test_gluon_tapered_split_matches_the_reference_and_even_splits(variant, spli
             _assert_matches_reference(out, x, w, wts, ids, f"{name} taper split={split} T={tokens}")
             diff = (out.float() - ref).norm() / ref.norm()
             assert diff <= 2e-3, f"{name} T={tokens}: tapered vs even split {diff:.1e}"
+
+
+@pytest.mark.parametrize("fuse", [False, True])
+def test_gluon_direct_one_token_gives_the_bits_of_align(variant, fuse):
+    """direct (one token: no align launch, block b = pair b, its expert read from topk_ids): the same
+    bits as the aligned launch, with an expert named twice in the top-k too, replayed from a CUDA
+    graph; at 2 tokens the flag changes nothing (align runs)."""
+    from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
+    name, shape, w = variant
+    f = prepare_experts(*w)
+    g = torch.Generator(device="cuda").manual_seed(77)
+    base = replace(pick(load_table(name), 1), fuse=fuse)
+    for tokens, twice in ((1, False), (1, True), (2, False)):
+        x, wts, ids = _routing(shape, tokens, g)
+        if twice:
+            ids[0, 1] = ids[0, 0]
+        call = dict(layout="frag", check_ids=False, scale_max=127)
+        plain = fused_moe_mxfp4(x, *f, wts, ids, config=replace(base, direct=False), **call)
+        _assert_matches_reference(plain, x, w, wts, ids, f"{name} T={tokens}")
+        direct = fused_moe_mxfp4(x, *f, wts, ids, config=replace(base, direct=True), **call)
+        assert torch.equal(plain.view(torch.int16), direct.view(torch.int16)), f"{name} T={tokens} twice={twice}"
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            captured = fused_moe_mxfp4(x, *f, wts, ids, config=replace(base, direct=True), **call)
+        for _ in range(2):
+            captured.zero_()
+            graph.replay()
+            torch.cuda.synchronize()
+            assert torch.equal(plain.view(torch.int16), captured.view(torch.int16)), f"{name} T={tokens} graph"

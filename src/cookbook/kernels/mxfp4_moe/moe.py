@@ -114,7 +114,8 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     dev = x.device
     p = t * k
     bt = cfg.block_t
-    max_blocks = min(p, p // bt + min(p, e))
+    direct = gluon and cfg.direct and t == 1     # one token: its k pairs are k blocks, no align
+    max_blocks = p if direct else min(p, p // bt + min(p, e))
     ids = topk_ids.reshape(-1).to(torch.int32)
     sorted_pairs = torch.empty(max_blocks * bt, dtype=torch.int32, device=dev)
     block_expert = torch.empty(max_blocks, dtype=torch.int32, device=dev)
@@ -129,22 +130,28 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     n_cnt1 = grid1[0] * grid1[1] if fuse and split1 > 1 else 0
     n_cnt = n_cnt1 + grid2[1] if fuse else 0
     counters = torch.empty(max(1, n_cnt), dtype=torch.int32, device=dev)
-    K._align_kernel[(1,)](ids, sorted_pairs, block_expert, num_blocks, scratch, p, max_blocks * bt,
-                          counters, n_cnt,
-                          BLOCK_T=bt, P_PAD=_next_pow2(p), E_PAD=_next_pow2(e),
-                          SLOTS_PAD=_next_pow2(max_blocks * bt))
+    if direct:
+        if n_cnt:
+            counters.zero_()
+    else:
+        K._align_kernel[(1,)](ids, sorted_pairs, block_expert, num_blocks, scratch, p, max_blocks * bt,
+                              counters, n_cnt,
+                              BLOCK_T=bt, P_PAD=_next_pow2(p), E_PAD=_next_pow2(e),
+                              SLOTS_PAD=_next_pow2(max_blocks * bt))
 
     act = torch.empty(p, i, dtype=torch.bfloat16, device=dev)
     part = torch.empty(split1, p, 2 * i, dtype=torch.float32, device=dev) if split1 > 1 else act
-    blocks = (sorted_pairs, block_expert, num_blocks)
+    blocks = (sorted_pairs, ids if direct else block_expert, num_blocks)
     w13 = w13_packed if decode else w13_packed.view(torch.int32)   # fp32 decoder reads 32-bit words
     if gluon:
         from . import gluon_kernels as GK
-        gk = {"WIDE": wide, "DEPTH": cfg.prefetch, "PDL": cfg.pdl, "FUSE": fuse, "TAPER": cfg.taper}
+        gk = {"WIDE": wide, "DEPTH": cfg.prefetch, "PDL": cfg.pdl, "FUSE": fuse, "TAPER": cfg.taper,
+              "EVICT": "evict_first" if cfg.evict_first else "", "DIRECT": direct}
         pdl = {"launch_pdl": True} if cfg.pdl else {}
         GK._w13_gluon_kernel[grid1](x, w13_packed.view(torch.int32), w13_scales, act, part, *blocks, counters,
-                                    p, h, i, k, BT=bt, NCH=cfg.block_k1 // 128, SPLIT=split1, NUM_WARPS=cfg.warps1,
-                                    **gk, num_warps=cfg.warps1, **pdl)
+                                    w2_packed.view(torch.int32), w2_scales, p, h, i, k, BT=bt,
+                                    NCH=cfg.block_k1 // 128, SPLIT=split1, NUM_WARPS=cfg.warps1, **gk,
+                                    L2W2=cfg.l2_w2, L2W2_AFTER=cfg.l2_w2_after, num_warps=cfg.warps1, **pdl)
     elif frag:
         from . import frag_kernels as F
         # the L2 hints and programmatic dependent launch are PTX: GPU decoders only
