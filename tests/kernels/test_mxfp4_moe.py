@@ -310,14 +310,8 @@ def test_config_flags_must_be_booleans_and_modes_known():
     with pytest.raises(ConfigError, match="one row group per warp: block_n1 = 16 \\* warps1"):
         LaunchConfig(kernel="gluon", decoder="asm", block_n1=128, warps1=4).check("test")
     LaunchConfig(kernel="gluon", decoder="asm", block_t=8, prefetch=2).check("test")
-    with pytest.raises(ConfigError, match="taper, l2_w2 need kernel gluon"):
-        LaunchConfig(taper=True, l2_w2=2).check("test")
-    gluon = dict(kernel="gluon", decoder="asm", block_t=8, prefetch=1)
-    with pytest.raises(ConfigError, match=r"l2_w2 is 0..8 \(eighths of w2 asked of L2\).*got 9"):
-        LaunchConfig(**gluon, l2_w2=9).check("test")
-    with pytest.raises(ConfigError, match="l2_w2_after needs l2_w2 > 0"):
-        LaunchConfig(**gluon, l2_w2_after=True).check("test")
-    LaunchConfig(**gluon, l2_w2=3, l2_w2_after=True, evict_first=True).check("test")
+    with pytest.raises(ConfigError, match="taper, direct need kernel gluon, got 'triton'"):
+        LaunchConfig(taper=True, direct=True).check("test")
 
 
 

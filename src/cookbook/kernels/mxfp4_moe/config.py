@@ -51,12 +51,6 @@ class LaunchConfig:
                             # (atomic counter) adds the split-K partials / the top-k rows, in the same order
     taper: bool = False     # kernel gluon with split-K: earlier splits longer (the GPU starts split 0 first),
                             # so the programs that start last, and end the launch, are short
-    evict_first: bool = False   # kernel gluon: expert words and scales are loaded with L2 policy evict_first (each
-                                # is read once per call: L2 keeps the rest, e.g. rows asked for by l2_w2)
-    l2_w2: int = 0          # kernel gluon: the last split's w13 programs ask L2 (bulk prefetch) for this many
-                            # eighths of their expert's w2 rows, so DRAM stays busy through the w13 launch's
-                            # tail and the gap, and w2 finds those rows in L2 (0: off)
-    l2_w2_after: bool = False   # with l2_w2: ask after the program's own tile instead of before it
     direct: bool = False    # kernel gluon, one token: no align launch; each of the k pairs is its own block and
                             # the kernels read its expert from topk_ids (fused counters: one memset)
     decoder: str = "fp32"     # fp32: _dequant_tile (also runs in the CPU interpreter);
@@ -82,7 +76,7 @@ class LaunchConfig:
                 continue
             # split counts need not be powers of two: any count fills the card in whole waves better
             if not isinstance(v, int) or isinstance(v, bool) or not pow2(v) and f.name not in (
-                    "stages1", "stages2", "prefetch", "prefetch2", "split1", "split2", "l2_w2"):
+                    "stages1", "stages2", "prefetch", "prefetch2", "split1", "split2"):
                 raise ConfigError(f"{where}: {f.name} must be a power of two, got {v!r}")
         if self.block_t < (8 if self.kernel == "gluon" else 16) or self.block_n1 < 16 or self.block_n2 < 16:
             raise ConfigError(f"{where}: block_t (8 with kernel gluon), block_n1 and block_n2 must be >= 16 "
@@ -96,12 +90,9 @@ class LaunchConfig:
                 raise ConfigError(f"{where}: kernel gluon runs decoder asm and keeps prefetch = 1 or 2 K steps "
                                   f"of words in registers, prefetch2 0..2 (got {self.decoder!r}, {self.prefetch}, "
                                   f"{self.prefetch2})")
-        gluon_only = [n for n in ("taper", "evict_first", "l2_w2", "l2_w2_after", "direct") if getattr(self, n)]
+        gluon_only = [n for n in ("taper", "direct") if getattr(self, n)]
         if gluon_only and self.kernel != "gluon":
             raise ConfigError(f"{where}: {', '.join(gluon_only)} need kernel gluon, got {self.kernel!r}")
-        if not 0 <= self.l2_w2 <= 8 or self.l2_w2_after and not self.l2_w2:
-            raise ConfigError(f"{where}: l2_w2 is 0..8 (eighths of w2 asked of L2), l2_w2_after needs l2_w2 > 0 "
-                              f"(got {self.l2_w2}, {self.l2_w2_after})")
         if self.block_k1 < 32 or self.block_k2 < 32:
             raise ConfigError(f"{where}: block_k1 and block_k2 must be >= 32 (one MXFP4 scale block)")
         if not 1 <= self.split1 <= 64 or not 1 <= self.split2 <= 64:

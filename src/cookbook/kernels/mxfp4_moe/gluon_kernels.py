@@ -28,71 +28,35 @@ _DECODE_WIDE = gl.constexpr(_decode_ptx(True, "$6", "$8"))
 
 @gluon.jit
 def _lane_chunks(ptr, rg0, kch, KCH_TOTAL, PER_LANE: gl.constexpr, VEC: gl.constexpr, NCH: gl.constexpr,
-                 NUM_WARPS: gl.constexpr, ok, EVICT: gl.constexpr):
+                 NUM_WARPS: gl.constexpr, ok):
     """[32 * NUM_WARPS, PER_LANE * NCH] elements of row groups rg0 .. rg0+NUM_WARPS (one per warp),
     chunks kch .. kch+NCH, where each lane owns PER_LANE contiguous elements per chunk (32 * PER_LANE
-    a chunk): row = warp * 32 + lane, loaded VEC at a time. ok=False: nothing read (zeros). EVICT: the
-    L2 eviction policy of the loads ("" or "evict_first": streamed once, they leave L2 to the rest)."""
+    a chunk): row = warp * 32 + lane, loaded VEC at a time. ok=False: nothing read (zeros)."""
     L: gl.constexpr = gl.BlockedLayout([1, VEC], [32, 1], [NUM_WARPS, 1], [1, 0])
     r = gl.arange(0, 32 * NUM_WARPS, layout=gl.SliceLayout(1, L))
     b = gl.arange(0, PER_LANE * NCH, layout=gl.SliceLayout(0, L))
     chunk = ((rg0 + r // 32) * KCH_TOTAL + kch).to(gl.int64) * (32 * PER_LANE) + (r % 32) * PER_LANE
     return gl.load(ptr + chunk[:, None] + ((b // PER_LANE) * (32 * PER_LANE) + b % PER_LANE)[None, :],
-                   mask=ok, other=0, eviction_policy=EVICT)
+                   mask=ok, other=0)
 
 
 @gluon.jit
-def _load_words(w_ptr, rg0, kch, KCH_TOTAL, NCH: gl.constexpr, NUM_WARPS: gl.constexpr, ok=True,
-                EVICT: gl.constexpr = ""):
+def _load_words(w_ptr, rg0, kch, KCH_TOTAL, NCH: gl.constexpr, NUM_WARPS: gl.constexpr, ok=True):
     """The weight words (int32 view): each lane's 32 bytes per chunk, as two 16-byte loads."""
-    return _lane_chunks(w_ptr, rg0, kch, KCH_TOTAL, 8, 4, NCH, NUM_WARPS, ok, EVICT)
+    return _lane_chunks(w_ptr, rg0, kch, KCH_TOTAL, 8, 4, NCH, NUM_WARPS, ok)
 
 
 @gluon.jit
-def _load_scales(s_ptr, rg0, kch, KCH_TOTAL, NCH: gl.constexpr, NUM_WARPS: gl.constexpr, ok=True,
-                 EVICT: gl.constexpr = ""):
+def _load_scales(s_ptr, rg0, kch, KCH_TOTAL, NCH: gl.constexpr, NUM_WARPS: gl.constexpr, ok=True):
     """The scale bytes of the same tile: per lane and chunk, rows g and g + 8."""
-    return _lane_chunks(s_ptr, rg0, kch, KCH_TOTAL, 2, 2, NCH, NUM_WARPS, ok, EVICT)
+    return _lane_chunks(s_ptr, rg0, kch, KCH_TOTAL, 2, 2, NCH, NUM_WARPS, ok)
 
 
 @gluon.jit
-def _load_step(w_ptr, s_ptr, rg0, kch, KCH_TOTAL, NCH: gl.constexpr, NUM_WARPS: gl.constexpr, ok=True,
-               EVICT: gl.constexpr = ""):
+def _load_step(w_ptr, s_ptr, rg0, kch, KCH_TOTAL, NCH: gl.constexpr, NUM_WARPS: gl.constexpr, ok=True):
     """One K step of a tile: its words and their scales."""
-    return (_load_words(w_ptr, rg0, kch, KCH_TOTAL, NCH, NUM_WARPS, ok, EVICT),
-            _load_scales(s_ptr, rg0, kch, KCH_TOTAL, NCH, NUM_WARPS, ok, EVICT))
-
-
-_L2_PREFETCH = gl.constexpr("""{
-.reg .pred p;
-setp.ne.u32 p, $2, 0;
-@p cp.async.bulk.prefetch.L2.global [$1], $2;
-mov.u32 $0, 0;
-}""")
-
-
-@gluon.jit
-def _l2_prefetch(ptr, first, count, UNIT: gl.constexpr, UNIT_BYTES: gl.constexpr, NT: gl.constexpr):
-    """Ask L2 for units first .. first+count of ptr (UNIT elements, UNIT_BYTES bytes each), one
-    contiguous bulk request per thread of the program's NT (a thread with no share asks nothing)."""
-    L: gl.constexpr = gl.BlockedLayout([1], [32], [NT // 32], [0])
-    t = gl.arange(0, NT, layout=L)
-    lo = first + t * count // NT
-    n = first + (t + 1) * count // NT - lo
-    gl.inline_asm_elementwise(_L2_PREFETCH, "=r,l,r", [ptr + lo.to(gl.int64) * UNIT, (n * UNIT_BYTES).to(gl.int32)],
-                              dtype=gl.int32, is_pure=False, pack=1)
-
-
-@gluon.jit
-def _w2_l2_prefetch(w2_ptr, s2_ptr, e, nb, n_tiles, H, I, EIGHTHS: gl.constexpr, NT: gl.constexpr):
-    """Row tile nb of n_tiles asks L2 for its share of the first EIGHTHS/8 of expert e's w2 (words
-    and scales; in the frag layout an expert's first rows are one contiguous run of chunks)."""
-    per_expert = (H // 16) * (I // 128)             # chunks: 1024 bytes of words, 64 of scales
-    n = per_expert * EIGHTHS // 8
-    lo = nb * n // n_tiles
-    count = (nb + 1) * n // n_tiles - lo
-    _l2_prefetch(w2_ptr, e * per_expert + lo, count, 256, 1024, NT)
-    _l2_prefetch(s2_ptr, e * per_expert + lo, count, 64, 64, NT)
+    return (_load_words(w_ptr, rg0, kch, KCH_TOTAL, NCH, NUM_WARPS, ok),
+            _load_scales(s_ptr, rg0, kch, KCH_TOTAL, NCH, NUM_WARPS, ok))
 
 
 @gluon.jit
@@ -242,8 +206,7 @@ def _silu_mul_bf16(g, u):
 @gluon.jit
 def _w13_tile(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, cnt_ptr, e, pairs, pvalid, b, nb, sk, n_tiles,
               P, H, I, TOPK, BT: gl.constexpr, NCH: gl.constexpr, WIDE: gl.constexpr, SPLIT: gl.constexpr,
-              NUM_WARPS: gl.constexpr, DEPTH: gl.constexpr, FUSE: gl.constexpr, TAPER: gl.constexpr,
-              EVICT: gl.constexpr):
+              NUM_WARPS: gl.constexpr, DEPTH: gl.constexpr, FUSE: gl.constexpr, TAPER: gl.constexpr):
     """Rows nb * 16 NUM_WARPS .. of gate and of up for block b's pairs, split sk: act (SPLIT 1) or
     this split's partial sums, then with FUSE the last split's reduce (cnt_ptr[b * n_tiles + nb])."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, 8])
@@ -261,15 +224,15 @@ def _w13_tile(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, cnt_ptr, e, pairs, pvalid,
     acc_g = gl.zeros([BN, BT], gl.float32, layout=MMA)
     acc_u = gl.zeros([BN, BT], gl.float32, layout=MMA)
     # words in flight: step k (w*0) and, DEPTH 2, step k + 1 (w*1); the last steps reload the last
-    wg0, sg0 = _load_step(w_ptr, s_ptr, rg_g, k_lo // 128, KCH, NCH, NUM_WARPS, True, EVICT)
-    wu0, su0 = _load_step(w_ptr, s_ptr, rg_u, k_lo // 128, KCH, NCH, NUM_WARPS, True, EVICT)
+    wg0, sg0 = _load_step(w_ptr, s_ptr, rg_g, k_lo // 128, KCH, NCH, NUM_WARPS)
+    wu0, su0 = _load_step(w_ptr, s_ptr, rg_u, k_lo // 128, KCH, NCH, NUM_WARPS)
     k1 = gl.minimum(k_lo + BK, k_hi - BK) // 128
-    wg1, sg1 = _load_step(w_ptr, s_ptr, rg_g, k1, KCH, NCH, NUM_WARPS, True, EVICT)
-    wu1, su1 = _load_step(w_ptr, s_ptr, rg_u, k1, KCH, NCH, NUM_WARPS, True, EVICT)
+    wg1, sg1 = _load_step(w_ptr, s_ptr, rg_g, k1, KCH, NCH, NUM_WARPS)
+    wu1, su1 = _load_step(w_ptr, s_ptr, rg_u, k1, KCH, NCH, NUM_WARPS)
     for k0 in range(k_lo, k_hi, BK):
         kn = gl.minimum(k0 + DEPTH * BK, k_hi - BK) // 128
-        wgn, sgn = _load_step(w_ptr, s_ptr, rg_g, kn, KCH, NCH, NUM_WARPS, True, EVICT)
-        wun, sun = _load_step(w_ptr, s_ptr, rg_u, kn, KCH, NCH, NUM_WARPS, True, EVICT)
+        wgn, sgn = _load_step(w_ptr, s_ptr, rg_g, kn, KCH, NCH, NUM_WARPS)
+        wun, sun = _load_step(w_ptr, s_ptr, rg_u, kn, KCH, NCH, NUM_WARPS)
         xb = _load_b(x_ptr, tok, tmask, k0, H, BT, NCH, NUM_WARPS, B_LAYOUT)
         acc_g = gl.nvidia.ampere.mma_v2(_decode_a(wg0, sg0, NCH, NUM_WARPS, WIDE, A_LAYOUT), xb, acc_g)
         acc_u = gl.nvidia.ampere.mma_v2(_decode_a(wu0, su0, NCH, NUM_WARPS, WIDE, A_LAYOUT), xb, acc_u)
@@ -308,15 +271,15 @@ def _w13_tile(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, cnt_ptr, e, pairs, pvalid,
 
 @gluon.jit
 def _w2_first_words(w_ptr, s_ptr, e, nb, sk, H, I, ok, NCH: gl.constexpr, SPLIT: gl.constexpr,
-                    NUM_WARPS: gl.constexpr, TAPER: gl.constexpr, EVICT: gl.constexpr):
+                    NUM_WARPS: gl.constexpr, TAPER: gl.constexpr):
     """The words and scales of a w2 tile's first two K steps (nothing read when not ok): loaded
     before the kernel waits for w13 (programmatic dependent launch)."""
     BK: gl.constexpr = NCH * 128
     rg = (e * H + nb * 16 * NUM_WARPS) // 16
     k_lo, k_hi = _k_steps(I, sk, BK, SPLIT, TAPER)
     k1 = gl.minimum(k_lo + BK, k_hi - BK) // 128
-    w0, s0 = _load_step(w_ptr, s_ptr, rg, k_lo // 128, I // 128, NCH, NUM_WARPS, ok, EVICT)
-    w1, s1 = _load_step(w_ptr, s_ptr, rg, k1, I // 128, NCH, NUM_WARPS, ok, EVICT)
+    w0, s0 = _load_step(w_ptr, s_ptr, rg, k_lo // 128, I // 128, NCH, NUM_WARPS, ok)
+    w1, s1 = _load_step(w_ptr, s_ptr, rg, k1, I // 128, NCH, NUM_WARPS, ok)
     return w0, s0, w1, s1
 
 
@@ -324,7 +287,7 @@ def _w2_first_words(w_ptr, s_ptr, e, nb, sk, H, I, ok, NCH: gl.constexpr, SPLIT:
 def _w2_tile(act_ptr, w_ptr, s_ptr, y_ptr, cnt_ptr, num_blocks_ptr, wts_ptr, out_ptr, e, pairs, pvalid, nb, sk,
              w0, s0, w1, s1, P, H, I, T, BT: gl.constexpr, NCH: gl.constexpr, WIDE: gl.constexpr,
              SPLIT: gl.constexpr, NUM_WARPS: gl.constexpr, DEPTH: gl.constexpr, FUSE: gl.constexpr,
-             TOPK: gl.constexpr, TAPER: gl.constexpr, EVICT: gl.constexpr, DIRECT: gl.constexpr):
+             TOPK: gl.constexpr, TAPER: gl.constexpr, DIRECT: gl.constexpr):
     """Rows nb * 16 NUM_WARPS .. of w2 for block b's pairs, split sk, from the first words
     (`_w2_first_words`); y rows, then with FUSE the column tile's top-k sum by its last program."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, 8])
@@ -341,7 +304,7 @@ def _w2_tile(act_ptr, w_ptr, s_ptr, y_ptr, cnt_ptr, num_blocks_ptr, wts_ptr, out
     acc = gl.zeros([BN, BT], gl.float32, layout=MMA)
     for k0 in range(k_lo, k_hi, BK):
         kn = gl.minimum(k0 + DEPTH * BK, k_hi - BK) // 128
-        wn, sn = _load_step(w_ptr, s_ptr, rg, kn, KCH, NCH, NUM_WARPS, True, EVICT)
+        wn, sn = _load_step(w_ptr, s_ptr, rg, kn, KCH, NCH, NUM_WARPS)
         ab = _load_b(act_ptr, prow, pmask, k0, I, BT, NCH, NUM_WARPS, B_LAYOUT)
         acc = gl.nvidia.ampere.mma_v2(_decode_a(w0, s0, NCH, NUM_WARPS, WIDE, A_LAYOUT), ab, acc)
         if DEPTH == 2:
@@ -371,17 +334,14 @@ def _w2_tile(act_ptr, w_ptr, s_ptr, y_ptr, cnt_ptr, num_blocks_ptr, wts_ptr, out
 
 @gluon.jit(do_not_specialize=["P", "TOPK"])
 def _w13_gluon_kernel(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr,
-                      cnt_ptr, w2_ptr, s2_ptr, P, H, I, TOPK, BT: gl.constexpr, NCH: gl.constexpr, WIDE: gl.constexpr,
+                      cnt_ptr, P, H, I, TOPK, BT: gl.constexpr, NCH: gl.constexpr, WIDE: gl.constexpr,
                       SPLIT: gl.constexpr, NUM_WARPS: gl.constexpr, DEPTH: gl.constexpr, PDL: gl.constexpr,
-                      FUSE: gl.constexpr, TAPER: gl.constexpr = False, EVICT: gl.constexpr = "",
-                      L2W2: gl.constexpr = 0, L2W2_AFTER: gl.constexpr = False, DIRECT: gl.constexpr = False):
+                      FUSE: gl.constexpr, TAPER: gl.constexpr = False, DIRECT: gl.constexpr = False):
     """`frag_kernels._w13_frag_kernel`: grid (block, row tile, split), one row group of gate and
     one of up per warp. w_ptr: the frag-layout words (int32 view). DEPTH: K steps whose words are
     in registers ahead of the one being decoded (1 or 2). FUSE with SPLIT > 1: the last split of
-    a tile adds the partials in order and writes act (cnt_ptr zeroed by align). L2W2 > 0: the last
-    split's programs ask L2 for their share of the first L2W2/8 of their expert's w2 (w2_ptr, s2_ptr),
-    before their tile or, L2W2_AFTER, after it: DRAM stays busy through this launch's tail and the
-    w2 launch finds those rows in L2. DIRECT: one token, no align (`_block`)."""
+    a tile adds the partials in order and writes act (cnt_ptr zeroed by align). DIRECT: one
+    token, no align (`_block`)."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, 8])
     if PDL:
         _pdl_wait_and_release()             # align's blocks are read below
@@ -389,23 +349,15 @@ def _w13_gluon_kernel(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, sorted_pairs_ptr, 
     active, e, pairs, pvalid = _block(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, b, P, BT,
                                       gl.SliceLayout(0, MMA), DIRECT)
     if active:
-        prefetcher = gl.program_id(2) == SPLIT - 1
-        if L2W2 > 0 and not L2W2_AFTER:
-            if prefetcher:
-                _w2_l2_prefetch(w2_ptr, s2_ptr, e, gl.program_id(1), gl.num_programs(1), H, I, L2W2, 32 * NUM_WARPS)
         _w13_tile(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, cnt_ptr, e, pairs, pvalid, b, gl.program_id(1),
-                  gl.program_id(2), gl.num_programs(1), P, H, I, TOPK, BT, NCH, WIDE, SPLIT, NUM_WARPS, DEPTH, FUSE, TAPER,
-                  EVICT)
-        if L2W2 > 0 and L2W2_AFTER:
-            if prefetcher:
-                _w2_l2_prefetch(w2_ptr, s2_ptr, e, gl.program_id(1), gl.num_programs(1), H, I, L2W2, 32 * NUM_WARPS)
+                  gl.program_id(2), gl.num_programs(1), P, H, I, TOPK, BT, NCH, WIDE, SPLIT, NUM_WARPS, DEPTH, FUSE, TAPER)
 
 
 @gluon.jit(do_not_specialize=["P", "T"])
 def _w2_gluon_kernel(act_ptr, w_ptr, s_ptr, y_ptr, sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr,
                      cnt_ptr, wts_ptr, out_ptr, P, H, I, T, BT: gl.constexpr, NCH: gl.constexpr, WIDE: gl.constexpr,
                      SPLIT: gl.constexpr, NUM_WARPS: gl.constexpr, DEPTH: gl.constexpr, PDL: gl.constexpr,
-                     FUSE: gl.constexpr, TOPK: gl.constexpr, TAPER: gl.constexpr = False, EVICT: gl.constexpr = "",
+                     FUSE: gl.constexpr, TOPK: gl.constexpr, TAPER: gl.constexpr = False,
                      DIRECT: gl.constexpr = False):
     """`frag_kernels._w2_frag_kernel`: grid (block, row tile, split). PDL: the blocks (align's,
     done before w13 began) are read and the first words loaded before waiting for w13's act.
@@ -414,10 +366,10 @@ def _w2_gluon_kernel(act_ptr, w_ptr, s_ptr, y_ptr, sorted_pairs_ptr, block_exper
     active, e, pairs, pvalid = _block(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, gl.program_id(0), P, BT,
                                       gl.SliceLayout(0, MMA), DIRECT)
     w0, s0, w1, s1 = _w2_first_words(w_ptr, s_ptr, e, gl.program_id(1), gl.program_id(2), H, I, active, NCH, SPLIT,
-                                     NUM_WARPS, TAPER, EVICT)
+                                     NUM_WARPS, TAPER)
     if PDL:
         _pdl_wait_and_release()             # act is w13's output
     if active:
         _w2_tile(act_ptr, w_ptr, s_ptr, y_ptr, cnt_ptr, num_blocks_ptr, wts_ptr, out_ptr, e, pairs, pvalid,
                  gl.program_id(1), gl.program_id(2), w0, s0, w1, s1, P, H, I, T, BT, NCH, WIDE, SPLIT, NUM_WARPS,
-                 DEPTH, FUSE, TOPK, TAPER, EVICT, DIRECT)
+                 DEPTH, FUSE, TOPK, TAPER, DIRECT)

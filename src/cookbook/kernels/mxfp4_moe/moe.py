@@ -145,13 +145,11 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     w13 = w13_packed if decode else w13_packed.view(torch.int32)   # fp32 decoder reads 32-bit words
     if gluon:
         from . import gluon_kernels as GK
-        gk = {"WIDE": wide, "DEPTH": cfg.prefetch, "PDL": cfg.pdl, "FUSE": fuse, "TAPER": cfg.taper,
-              "EVICT": "evict_first" if cfg.evict_first else "", "DIRECT": direct}
+        gk = {"WIDE": wide, "DEPTH": cfg.prefetch, "PDL": cfg.pdl, "FUSE": fuse, "TAPER": cfg.taper, "DIRECT": direct}
         pdl = {"launch_pdl": True} if cfg.pdl else {}
         GK._w13_gluon_kernel[grid1](x, w13_packed.view(torch.int32), w13_scales, act, part, *blocks, counters,
-                                    w2_packed.view(torch.int32), w2_scales, p, h, i, k, BT=bt,
-                                    NCH=cfg.block_k1 // 128, SPLIT=split1, NUM_WARPS=cfg.warps1, **gk,
-                                    L2W2=cfg.l2_w2, L2W2_AFTER=cfg.l2_w2_after, num_warps=cfg.warps1, **pdl)
+                                    p, h, i, k, BT=bt, NCH=cfg.block_k1 // 128, SPLIT=split1, NUM_WARPS=cfg.warps1,
+                                    **gk, num_warps=cfg.warps1, **pdl)
     elif frag:
         from . import frag_kernels as F
         # the L2 hints and programmatic dependent launch are PTX: GPU decoders only

@@ -105,22 +105,17 @@ def inner_loop(cubin: bytes) -> tuple[collections.Counter, int | None]:
 def compile_gluon_kernel(kernel: str, warps: int = 4, block_t: int = 8, block_k: int = 128, depth: int = 1,
                          wide: bool = False, arch: int = 90, **options):
     """The compiled `_w13_gluon_kernel` or `_w2_gluon_kernel` for sm_<arch> (block_n = 16 * warps);
-    options: more of its constexprs (EVICT, L2W2, ...)."""
+    options: more of its constexprs (TAPER, DIRECT, ...)."""
     from triton.experimental.gluon._runtime import GluonASTSource
 
     from . import gluon_kernels as G
 
     fn = G._w13_gluon_kernel if kernel == "w13" else G._w2_gluon_kernel
     consts = {"BT": block_t, "NCH": block_k // 128, "WIDE": wide, "SPLIT": 1, "NUM_WARPS": warps, "DEPTH": depth,
-              "PDL": False, "FUSE": False, "TAPER": False, "EVICT": "", "DIRECT": False}   # no defaults in a source compile
-    if kernel == "w13":
-        consts |= {"L2W2": 0, "L2W2_AFTER": False}
+              "PDL": False, "FUSE": False, "TAPER": False, "DIRECT": False}   # no defaults in a source compile
     if kernel == "w2":
         consts["TOPK"] = 8
-    sig = {**_signature(kernel), "w_ptr": "*i32"}
-    if kernel == "w13":     # w13 also takes w2's words and scales (the l2_w2 prefetch)
-        sig = {n: sig[n] for n in list(sig)[:list(sig).index("cnt_ptr") + 1]} | {"w2_ptr": "*i32", "s2_ptr": "*u8"} | sig
-    return _compile(GluonASTSource, fn, sig, {**consts, **options}, warps, arch)
+    return _compile(GluonASTSource, fn, {**_signature(kernel), "w_ptr": "*i32"}, {**consts, **options}, warps, arch)
 
 
 def loop_report(kernel: str, block_n: int = 64, block_k: int = 128, warps: int = 4, prefetch: int = 1,
