@@ -126,20 +126,6 @@ def scales_from_frag(scales, r: int, k: int):
     return v.permute(*range(n), n, n + 4, n + 2, n + 1, n + 3).reshape(scales.shape).contiguous()
 
 
-def interleave(t, r: int, k: int, g: int, unit: int):
-    """Chunks of frag-layout t ([..., R, K/2] words, unit 1024; or [..., R, K/32] scales, unit 64)
-    from (row group, K chunk) order to (row group // g, K chunk, row group % g): the chunks of g
-    row groups at one K step become adjacent, so warps that run together read one contiguous run."""
-    if g == 1:
-        return t
-    lead = t.shape[:-2]
-    n = len(lead)
-    if (r // CHUNK_ROWS) % g:
-        raise ValueError(f"frag layout: {r // CHUNK_ROWS} row groups do not split into groups of {g}")
-    v = t.reshape(*lead, r // CHUNK_ROWS // g, g, k // CHUNK_K, unit)
-    return v.permute(*range(n), n, n + 2, n + 1, n + 3).reshape(t.shape).contiguous()
-
-
 def prepare(packed, scales):
     """(packed, scales) of one expert tensor in the frag layout; run once at load time."""
     r, k = check_shape(packed, scales)

@@ -28,38 +28,35 @@ _DECODE_WIDE = gl.constexpr(_decode_ptx(True, "$6", "$8"))
 
 @gluon.jit
 def _lane_chunks(ptr, rg0, kch, KCH_TOTAL, PER_LANE: gl.constexpr, VEC: gl.constexpr, NCH: gl.constexpr,
-                 NUM_WARPS: gl.constexpr, ok, G: gl.constexpr):
+                 NUM_WARPS: gl.constexpr, ok):
     """[32 * NUM_WARPS, PER_LANE * NCH] elements of row groups rg0 .. rg0+NUM_WARPS (one per warp),
     chunks kch .. kch+NCH, where each lane owns PER_LANE contiguous elements per chunk (32 * PER_LANE
-    a chunk): row = warp * 32 + lane, loaded VEC at a time. ok=False: nothing read (zeros).
-    G > 1: chunks stored row-group interleaved (`frag_layout.interleave`): chunk (rg, kch) at
-    ((rg // G) * KCH_TOTAL + kch) * G + rg % G, so G row groups' chunks of one K step are adjacent."""
+    a chunk): row = warp * 32 + lane, loaded VEC at a time. ok=False: nothing read (zeros)."""
     L: gl.constexpr = gl.BlockedLayout([1, VEC], [32, 1], [NUM_WARPS, 1], [1, 0])
     r = gl.arange(0, 32 * NUM_WARPS, layout=gl.SliceLayout(1, L))
     b = gl.arange(0, PER_LANE * NCH, layout=gl.SliceLayout(0, L))
-    rg = rg0 + r // 32
-    chunk = (((rg // G) * KCH_TOTAL + kch) * G + rg % G).to(gl.int64) * (32 * PER_LANE) + (r % 32) * PER_LANE
-    return gl.load(ptr + chunk[:, None] + ((b // PER_LANE) * (G * 32 * PER_LANE) + b % PER_LANE)[None, :],
+    chunk = ((rg0 + r // 32) * KCH_TOTAL + kch).to(gl.int64) * (32 * PER_LANE) + (r % 32) * PER_LANE
+    return gl.load(ptr + chunk[:, None] + ((b // PER_LANE) * (32 * PER_LANE) + b % PER_LANE)[None, :],
                    mask=ok, other=0)
 
 
 @gluon.jit
-def _load_words(w_ptr, rg0, kch, KCH_TOTAL, NCH: gl.constexpr, NUM_WARPS: gl.constexpr, ok, G: gl.constexpr):
+def _load_words(w_ptr, rg0, kch, KCH_TOTAL, NCH: gl.constexpr, NUM_WARPS: gl.constexpr, ok=True):
     """The weight words (int32 view): each lane's 32 bytes per chunk, as two 16-byte loads."""
-    return _lane_chunks(w_ptr, rg0, kch, KCH_TOTAL, 8, 4, NCH, NUM_WARPS, ok, G)
+    return _lane_chunks(w_ptr, rg0, kch, KCH_TOTAL, 8, 4, NCH, NUM_WARPS, ok)
 
 
 @gluon.jit
-def _load_scales(s_ptr, rg0, kch, KCH_TOTAL, NCH: gl.constexpr, NUM_WARPS: gl.constexpr, ok, G: gl.constexpr):
+def _load_scales(s_ptr, rg0, kch, KCH_TOTAL, NCH: gl.constexpr, NUM_WARPS: gl.constexpr, ok=True):
     """The scale bytes of the same tile: per lane and chunk, rows g and g + 8."""
-    return _lane_chunks(s_ptr, rg0, kch, KCH_TOTAL, 2, 2, NCH, NUM_WARPS, ok, G)
+    return _lane_chunks(s_ptr, rg0, kch, KCH_TOTAL, 2, 2, NCH, NUM_WARPS, ok)
 
 
 @gluon.jit
-def _load_step(w_ptr, s_ptr, rg0, kch, KCH_TOTAL, NCH: gl.constexpr, NUM_WARPS: gl.constexpr, ok, G: gl.constexpr):
+def _load_step(w_ptr, s_ptr, rg0, kch, KCH_TOTAL, NCH: gl.constexpr, NUM_WARPS: gl.constexpr, ok=True):
     """One K step of a tile: its words and their scales."""
-    return (_load_words(w_ptr, rg0, kch, KCH_TOTAL, NCH, NUM_WARPS, ok, G),
-            _load_scales(s_ptr, rg0, kch, KCH_TOTAL, NCH, NUM_WARPS, ok, G))
+    return (_load_words(w_ptr, rg0, kch, KCH_TOTAL, NCH, NUM_WARPS, ok),
+            _load_scales(s_ptr, rg0, kch, KCH_TOTAL, NCH, NUM_WARPS, ok))
 
 
 @gluon.jit
@@ -130,8 +127,8 @@ def _dequant_gluon_kernel(w_ptr, s_ptr, out_ptr, K, NCH: gl.constexpr, WIDE: gl.
     A_LAYOUT: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)
     rg0 = gl.program_id(0) * NUM_WARPS
     kch = gl.program_id(1) * NCH
-    a = _decode_a(_load_words(w_ptr, rg0, kch, K // 128, NCH, NUM_WARPS, True, 1),
-                  _load_scales(s_ptr, rg0, kch, K // 128, NCH, NUM_WARPS, True, 1), NCH, NUM_WARPS, WIDE, A_LAYOUT)
+    a = _decode_a(_load_words(w_ptr, rg0, kch, K // 128, NCH, NUM_WARPS),
+                  _load_scales(s_ptr, rg0, kch, K // 128, NCH, NUM_WARPS), NCH, NUM_WARPS, WIDE, A_LAYOUT)
     r = rg0 * 16 + gl.arange(0, 16 * NUM_WARPS, layout=gl.SliceLayout(1, A_LAYOUT))
     lk = gl.arange(0, 128 * NCH, layout=gl.SliceLayout(0, A_LAYOUT))
     real = kch * 128 + (lk // 128) * 128 + ((lk // 2) % 4) * 32 + ((lk // 16) % 8) * 4 + ((lk // 8) % 2) * 2 + lk % 2
@@ -209,8 +206,7 @@ def _silu_mul_bf16(g, u):
 @gluon.jit
 def _w13_tile(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, cnt_ptr, e, pairs, pvalid, b, nb, sk, n_tiles,
               P, H, I, TOPK, BT: gl.constexpr, NCH: gl.constexpr, WIDE: gl.constexpr, SPLIT: gl.constexpr,
-              NUM_WARPS: gl.constexpr, DEPTH: gl.constexpr, FUSE: gl.constexpr, TAPER: gl.constexpr,
-              G: gl.constexpr):
+              NUM_WARPS: gl.constexpr, DEPTH: gl.constexpr, FUSE: gl.constexpr, TAPER: gl.constexpr):
     """Rows nb * 16 NUM_WARPS .. of gate and of up for block b's pairs, split sk: act (SPLIT 1) or
     this split's partial sums, then with FUSE the last split's reduce (cnt_ptr[b * n_tiles + nb])."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, 8])
@@ -228,15 +224,15 @@ def _w13_tile(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, cnt_ptr, e, pairs, pvalid,
     acc_g = gl.zeros([BN, BT], gl.float32, layout=MMA)
     acc_u = gl.zeros([BN, BT], gl.float32, layout=MMA)
     # words in flight: step k (w*0) and, DEPTH 2, step k + 1 (w*1); the last steps reload the last
-    wg0, sg0 = _load_step(w_ptr, s_ptr, rg_g, k_lo // 128, KCH, NCH, NUM_WARPS, True, G)
-    wu0, su0 = _load_step(w_ptr, s_ptr, rg_u, k_lo // 128, KCH, NCH, NUM_WARPS, True, G)
+    wg0, sg0 = _load_step(w_ptr, s_ptr, rg_g, k_lo // 128, KCH, NCH, NUM_WARPS)
+    wu0, su0 = _load_step(w_ptr, s_ptr, rg_u, k_lo // 128, KCH, NCH, NUM_WARPS)
     k1 = gl.minimum(k_lo + BK, k_hi - BK) // 128
-    wg1, sg1 = _load_step(w_ptr, s_ptr, rg_g, k1, KCH, NCH, NUM_WARPS, True, G)
-    wu1, su1 = _load_step(w_ptr, s_ptr, rg_u, k1, KCH, NCH, NUM_WARPS, True, G)
+    wg1, sg1 = _load_step(w_ptr, s_ptr, rg_g, k1, KCH, NCH, NUM_WARPS)
+    wu1, su1 = _load_step(w_ptr, s_ptr, rg_u, k1, KCH, NCH, NUM_WARPS)
     for k0 in range(k_lo, k_hi, BK):
         kn = gl.minimum(k0 + DEPTH * BK, k_hi - BK) // 128
-        wgn, sgn = _load_step(w_ptr, s_ptr, rg_g, kn, KCH, NCH, NUM_WARPS, True, G)
-        wun, sun = _load_step(w_ptr, s_ptr, rg_u, kn, KCH, NCH, NUM_WARPS, True, G)
+        wgn, sgn = _load_step(w_ptr, s_ptr, rg_g, kn, KCH, NCH, NUM_WARPS)
+        wun, sun = _load_step(w_ptr, s_ptr, rg_u, kn, KCH, NCH, NUM_WARPS)
         xb = _load_b(x_ptr, tok, tmask, k0, H, BT, NCH, NUM_WARPS, B_LAYOUT)
         acc_g = gl.nvidia.ampere.mma_v2(_decode_a(wg0, sg0, NCH, NUM_WARPS, WIDE, A_LAYOUT), xb, acc_g)
         acc_u = gl.nvidia.ampere.mma_v2(_decode_a(wu0, su0, NCH, NUM_WARPS, WIDE, A_LAYOUT), xb, acc_u)
@@ -275,15 +271,15 @@ def _w13_tile(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, cnt_ptr, e, pairs, pvalid,
 
 @gluon.jit
 def _w2_first_words(w_ptr, s_ptr, e, nb, sk, H, I, ok, NCH: gl.constexpr, SPLIT: gl.constexpr,
-                    NUM_WARPS: gl.constexpr, TAPER: gl.constexpr, G: gl.constexpr):
+                    NUM_WARPS: gl.constexpr, TAPER: gl.constexpr):
     """The words and scales of a w2 tile's first two K steps (nothing read when not ok): loaded
     before the kernel waits for w13 (programmatic dependent launch)."""
     BK: gl.constexpr = NCH * 128
     rg = (e * H + nb * 16 * NUM_WARPS) // 16
     k_lo, k_hi = _k_steps(I, sk, BK, SPLIT, TAPER)
     k1 = gl.minimum(k_lo + BK, k_hi - BK) // 128
-    w0, s0 = _load_step(w_ptr, s_ptr, rg, k_lo // 128, I // 128, NCH, NUM_WARPS, ok, G)
-    w1, s1 = _load_step(w_ptr, s_ptr, rg, k1, I // 128, NCH, NUM_WARPS, ok, G)
+    w0, s0 = _load_step(w_ptr, s_ptr, rg, k_lo // 128, I // 128, NCH, NUM_WARPS, ok)
+    w1, s1 = _load_step(w_ptr, s_ptr, rg, k1, I // 128, NCH, NUM_WARPS, ok)
     return w0, s0, w1, s1
 
 
@@ -291,7 +287,7 @@ def _w2_first_words(w_ptr, s_ptr, e, nb, sk, H, I, ok, NCH: gl.constexpr, SPLIT:
 def _w2_tile(act_ptr, w_ptr, s_ptr, y_ptr, cnt_ptr, num_blocks_ptr, wts_ptr, out_ptr, e, pairs, pvalid, nb, sk,
              w0, s0, w1, s1, P, H, I, T, BT: gl.constexpr, NCH: gl.constexpr, WIDE: gl.constexpr,
              SPLIT: gl.constexpr, NUM_WARPS: gl.constexpr, DEPTH: gl.constexpr, FUSE: gl.constexpr,
-             TOPK: gl.constexpr, TAPER: gl.constexpr, DIRECT: gl.constexpr, G: gl.constexpr):
+             TOPK: gl.constexpr, TAPER: gl.constexpr, DIRECT: gl.constexpr):
     """Rows nb * 16 NUM_WARPS .. of w2 for block b's pairs, split sk, from the first words
     (`_w2_first_words`); y rows, then with FUSE the column tile's top-k sum by its last program."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, 8])
@@ -308,7 +304,7 @@ def _w2_tile(act_ptr, w_ptr, s_ptr, y_ptr, cnt_ptr, num_blocks_ptr, wts_ptr, out
     acc = gl.zeros([BN, BT], gl.float32, layout=MMA)
     for k0 in range(k_lo, k_hi, BK):
         kn = gl.minimum(k0 + DEPTH * BK, k_hi - BK) // 128
-        wn, sn = _load_step(w_ptr, s_ptr, rg, kn, KCH, NCH, NUM_WARPS, True, G)
+        wn, sn = _load_step(w_ptr, s_ptr, rg, kn, KCH, NCH, NUM_WARPS)
         ab = _load_b(act_ptr, prow, pmask, k0, I, BT, NCH, NUM_WARPS, B_LAYOUT)
         acc = gl.nvidia.ampere.mma_v2(_decode_a(w0, s0, NCH, NUM_WARPS, WIDE, A_LAYOUT), ab, acc)
         if DEPTH == 2:
@@ -340,8 +336,7 @@ def _w2_tile(act_ptr, w_ptr, s_ptr, y_ptr, cnt_ptr, num_blocks_ptr, wts_ptr, out
 def _w13_gluon_kernel(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr,
                       cnt_ptr, P, H, I, TOPK, BT: gl.constexpr, NCH: gl.constexpr, WIDE: gl.constexpr,
                       SPLIT: gl.constexpr, NUM_WARPS: gl.constexpr, DEPTH: gl.constexpr, PDL: gl.constexpr,
-                      FUSE: gl.constexpr, TAPER: gl.constexpr = False, DIRECT: gl.constexpr = False,
-                      G: gl.constexpr = 1):
+                      FUSE: gl.constexpr, TAPER: gl.constexpr = False, DIRECT: gl.constexpr = False):
     """`frag_kernels._w13_frag_kernel`: grid (block, row tile, split), one row group of gate and
     one of up per warp. w_ptr: the frag-layout words (int32 view). DEPTH: K steps whose words are
     in registers ahead of the one being decoded (1 or 2). FUSE with SPLIT > 1: the last split of
@@ -355,7 +350,7 @@ def _w13_gluon_kernel(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, sorted_pairs_ptr, 
                                       gl.SliceLayout(0, MMA), DIRECT)
     if active:
         _w13_tile(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, cnt_ptr, e, pairs, pvalid, b, gl.program_id(1),
-                  gl.program_id(2), gl.num_programs(1), P, H, I, TOPK, BT, NCH, WIDE, SPLIT, NUM_WARPS, DEPTH, FUSE, TAPER, G)
+                  gl.program_id(2), gl.num_programs(1), P, H, I, TOPK, BT, NCH, WIDE, SPLIT, NUM_WARPS, DEPTH, FUSE, TAPER)
 
 
 @gluon.jit(do_not_specialize=["P", "T"])
@@ -363,7 +358,7 @@ def _w2_gluon_kernel(act_ptr, w_ptr, s_ptr, y_ptr, sorted_pairs_ptr, block_exper
                      cnt_ptr, wts_ptr, out_ptr, P, H, I, T, BT: gl.constexpr, NCH: gl.constexpr, WIDE: gl.constexpr,
                      SPLIT: gl.constexpr, NUM_WARPS: gl.constexpr, DEPTH: gl.constexpr, PDL: gl.constexpr,
                      FUSE: gl.constexpr, TOPK: gl.constexpr, TAPER: gl.constexpr = False,
-                     DIRECT: gl.constexpr = False, G: gl.constexpr = 1):
+                     DIRECT: gl.constexpr = False):
     """`frag_kernels._w2_frag_kernel`: grid (block, row tile, split). PDL: the blocks (align's,
     done before w13 began) are read and the first words loaded before waiting for w13's act.
     FUSE: the last program of a column tile writes out[:, tile] as `_topk_sum_kernel` does."""
@@ -371,10 +366,10 @@ def _w2_gluon_kernel(act_ptr, w_ptr, s_ptr, y_ptr, sorted_pairs_ptr, block_exper
     active, e, pairs, pvalid = _block(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, gl.program_id(0), P, BT,
                                       gl.SliceLayout(0, MMA), DIRECT)
     w0, s0, w1, s1 = _w2_first_words(w_ptr, s_ptr, e, gl.program_id(1), gl.program_id(2), H, I, active, NCH, SPLIT,
-                                     NUM_WARPS, TAPER, G)
+                                     NUM_WARPS, TAPER)
     if PDL:
         _pdl_wait_and_release()             # act is w13's output
     if active:
         _w2_tile(act_ptr, w_ptr, s_ptr, y_ptr, cnt_ptr, num_blocks_ptr, wts_ptr, out_ptr, e, pairs, pvalid,
                  gl.program_id(1), gl.program_id(2), w0, s0, w1, s1, P, H, I, T, BT, NCH, WIDE, SPLIT, NUM_WARPS,
-                 DEPTH, FUSE, TOPK, TAPER, DIRECT, G)
+                 DEPTH, FUSE, TOPK, TAPER, DIRECT)

@@ -70,7 +70,7 @@ def check_inputs(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weights, 
 
 def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weights, topk_ids,
                     config: LaunchConfig | None = None, check_ids: bool = True,
-                    scale_max: int | None = None, layout: str = "converter", interleave: int = 1):
+                    scale_max: int | None = None, layout: str = "converter"):
     """Routed-expert MoE on MXFP4 weights: out[t] = sum_j w[t,j] * W2_e (silu(Wg_e x) * (Wu_e x)).
 
     check_ids=True verifies 0 <= topk_ids < E (one device sync); pass False in graphs.
@@ -78,7 +78,6 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     with `scale_byte_max`); <= 128 selects the one-multiply decoder. None computes it here.
     layout: "converter" (the tensors as written) or "frag" (all four passed through
     `prepare.prepare_experts` once, at load time; decoders fp32 and asm only; the fast one).
-    interleave: the row-group interleave the experts were prepared with (kernel gluon).
     """
     import torch
 
@@ -101,10 +100,6 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
             raise MoEInputError(f"kernel 'gluon' {reason}: use a table entry with kernel 'triton' (block_t 16)")
     if frag:
         _check_frag_blocks(cfg, h, i)
-    if interleave != 1 and (not gluon or interleave not in (2, 4, 8, 16) or (i // 16) % interleave
-                            or (h // 16) % interleave):
-        raise MoEInputError(f"interleave={interleave}: kernel 'gluon' reads row groups interleaved by 2, 4, 8 or 16 "
-                            f"dividing I/16={i // 16} and H/16={h // 16}")
     if decode and interpret:
         raise MoEInputError(f"decoder {cfg.decoder!r} needs a GPU; the CPU interpreter runs decoder 'fp32'")
     if cfg.decoder in BF16X2_DECODERS and not gluon:
@@ -150,8 +145,7 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     w13 = w13_packed if decode else w13_packed.view(torch.int32)   # fp32 decoder reads 32-bit words
     if gluon:
         from . import gluon_kernels as GK
-        gk = {"WIDE": wide, "DEPTH": cfg.prefetch, "PDL": cfg.pdl, "FUSE": fuse, "TAPER": cfg.taper, "DIRECT": direct,
-              "G": interleave}
+        gk = {"WIDE": wide, "DEPTH": cfg.prefetch, "PDL": cfg.pdl, "FUSE": fuse, "TAPER": cfg.taper, "DIRECT": direct}
         pdl = {"launch_pdl": True} if cfg.pdl else {}
         GK._w13_gluon_kernel[grid1](x, w13_packed.view(torch.int32), w13_scales, act, part, *blocks, counters,
                                     p, h, i, k, BT=bt, NCH=cfg.block_k1 // 128, SPLIT=split1, NUM_WARPS=cfg.warps1,

@@ -13,13 +13,8 @@ from . import frag_layout
 LAYOUTS = ("converter", "frag")
 
 
-def prepare_experts(w13_packed, w13_scales, w2_packed, w2_scales, interleave: int = 1):
-    """(w13_packed, w13_scales, w2_packed, w2_scales) in the frag layout (new tensors).
-    interleave > 1: row groups interleaved by that many (`frag_layout.interleave`, Gluon only);
-    pass the same value to `fused_moe_mxfp4`."""
-    out = []
-    for packed, scales in ((w13_packed, w13_scales), (w2_packed, w2_scales)):
-        p, s = frag_layout.prepare(packed, scales)
-        r, k = p.shape[-2], 2 * p.shape[-1]
-        out += [frag_layout.interleave(p, r, k, interleave, 1024), frag_layout.interleave(s, r, k, interleave, 64)]
-    return tuple(out)
+def prepare_experts(w13_packed, w13_scales, w2_packed, w2_scales):
+    """(w13_packed, w13_scales, w2_packed, w2_scales) in the frag layout (new tensors)."""
+    p13, s13 = frag_layout.prepare(w13_packed, w13_scales)
+    p2, s2 = frag_layout.prepare(w2_packed, w2_scales)
+    return p13, s13, p2, s2

@@ -112,7 +112,7 @@ def compile_gluon_kernel(kernel: str, warps: int = 4, block_t: int = 8, block_k:
 
     fn = G._w13_gluon_kernel if kernel == "w13" else G._w2_gluon_kernel
     consts = {"BT": block_t, "NCH": block_k // 128, "WIDE": wide, "SPLIT": 1, "NUM_WARPS": warps, "DEPTH": depth,
-              "PDL": False, "FUSE": False, "TAPER": False, "DIRECT": False, "G": 1}   # no defaults in a source compile
+              "PDL": False, "FUSE": False, "TAPER": False, "DIRECT": False}   # no defaults in a source compile
     if kernel == "w2":
         consts["TOPK"] = 8
     return _compile(GluonASTSource, fn, {**_signature(kernel), "w_ptr": "*i32"}, {**consts, **options}, warps, arch)
