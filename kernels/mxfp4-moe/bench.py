@@ -54,6 +54,7 @@ GLUON_CANDIDATES = [
     ("taper", [dict(taper=True)] + [dict(taper=True, split1=n) for n in (3, 4, 6, 8)]
               + [dict(taper=True, split2=n) for n in (2, 3)]),
     ("depth", [dict(prefetch2=2), dict(prefetch=2, prefetch2=1), dict(prefetch=2)]),
+    ("block_k", [dict(block_k1=256), dict(block_k2=256), dict(block_k1=256, block_k2=256)]),
     ("block_t", [dict(block_t=16)]),
     ("launch", [dict(pdl=True, fuse=True), dict(pdl=True), dict(fuse=True)]),
 ]
@@ -325,7 +326,8 @@ def main() -> int:
                 best, best_t = shipped, timed(shipped)
                 log(f"  {v} batch {b} shipped: {best_t * 1e6:.1f} us")
                 if args.kernel == "gluon":
-                    best, best_t = sweep_gluon(replace(shipped, **GLUON_START), timed, best, best_t,
+                    # direct (no align launch) applies to one token only; run 25-26 measured it 1.01-1.08x
+                    best, best_t = sweep_gluon(replace(shipped, **GLUON_START, direct=b == 1), timed, best, best_t,
                                                lambda: time.time() - v_start > v_budget)
                 for dec in (DECODERS_TUNED if args.kernel == "triton" else ()):
                     cands = []
