@@ -53,9 +53,15 @@ def _experts(shape, seed):
 
 def _triton_entry(name, tokens, **change):
     """The shipped entry as the Triton kernels run it (the tables may name kernel gluon, which reads
-    the frag layout only): the converter-layout and decoder tests go through these kernels."""
-    return replace(pick(load_table(name), tokens), kernel="triton", block_t=16, pdl=False, fuse=False, taper=False,
-                   **change)
+    the frag layout only): the converter-layout and decoder tests go through these kernels. Their
+    wgmma takes a warpgroup's 64 rows at least, so Gluon's 32-row tiles become 64."""
+    cfg = replace(pick(load_table(name), tokens), kernel="triton", block_t=16, pdl=False, fuse=False, taper=False,
+                  direct=False)
+    if cfg.block_n1 < 64:
+        cfg = replace(cfg, block_n1=64, warps1=4)
+    if cfg.block_n2 < 64:
+        cfg = replace(cfg, block_n2=64, warps2=4)
+    return replace(cfg, **change)
 
 
 @pytest.fixture(scope="module", params=sorted(VARIANTS))
