@@ -117,23 +117,24 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     direct = gluon and cfg.direct and t == 1     # one token: its k pairs are k blocks, no align
     max_blocks = p if direct else min(p, p // bt + min(p, e))
     ids = topk_ids.reshape(-1).to(torch.int32)
-    sorted_pairs = torch.empty(max_blocks * bt, dtype=torch.int32, device=dev)
-    block_expert = torch.empty(max_blocks, dtype=torch.int32, device=dev)
+    sorted_pairs = torch.empty(max_blocks * bt, dtype=torch.int32, device=dev)   # direct: not read
     num_blocks = torch.empty(1, dtype=torch.int32, device=dev)
-    scratch = torch.empty(_next_pow2(e), dtype=torch.int32, device=dev)
     split1 = min(cfg.split1, h // cfg.block_k1)   # at most one K step per split
     split2 = min(cfg.split2, i // cfg.block_k2)
     grid1 = (max_blocks, triton_cdiv(i, cfg.block_n1), split1)
     grid2 = (max_blocks, triton_cdiv(h, cfg.block_n2), split2)
     fuse = frag and cfg.fuse
-    # counters, zeroed by align: w13 tiles (split-K reduce), then w2 column tiles (top-k sum)
+    # counters, zeroed by align (direct: by a fill): w13 tiles (split-K reduce), then w2 column tiles (top-k sum)
     n_cnt1 = grid1[0] * grid1[1] if fuse and split1 > 1 else 0
     n_cnt = n_cnt1 + grid2[1] if fuse else 0
     counters = torch.empty(max(1, n_cnt), dtype=torch.int32, device=dev)
     if direct:
+        block_expert = ids          # block b is pair b: its expert is the routing's
         if n_cnt:
             counters.zero_()
     else:
+        block_expert = torch.empty(max_blocks, dtype=torch.int32, device=dev)
+        scratch = torch.empty(_next_pow2(e), dtype=torch.int32, device=dev)
         K._align_kernel[(1,)](ids, sorted_pairs, block_expert, num_blocks, scratch, p, max_blocks * bt,
                               counters, n_cnt,
                               BLOCK_T=bt, P_PAD=_next_pow2(p), E_PAD=_next_pow2(e),
@@ -141,7 +142,7 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
 
     act = torch.empty(p, i, dtype=torch.bfloat16, device=dev)
     part = torch.empty(split1, p, 2 * i, dtype=torch.float32, device=dev) if split1 > 1 else act
-    blocks = (sorted_pairs, ids if direct else block_expert, num_blocks)
+    blocks = (sorted_pairs, block_expert, num_blocks)
     w13 = w13_packed if decode else w13_packed.view(torch.int32)   # fp32 decoder reads 32-bit words
     if gluon:
         from . import gluon_kernels as GK
