@@ -376,3 +376,13 @@ def test_layout_errors_name_the_fix():
         fused_moe_mxfp4(*args, config=replace(FRAG_SMALL, block_k1=64), layout="frag")
     with pytest.raises(MoEInputError, match="block_n1=256 to divide I=128"):
         fused_moe_mxfp4(*args, config=replace(FRAG_SMALL, block_n1=256), layout="frag")
+
+
+def test_a_timeline_is_refused_for_the_triton_kernels():
+    rng = np.random.default_rng(35)
+    experts = _experts(rng, 4, 128, 128)
+    ids, wts = _routing(rng, 2, 4, 2)
+    tens = [a.to(DEV) for a in _frag_experts(experts)]
+    with pytest.raises(MoEInputError, match="only the Gluon kernels record a timeline"):
+        fused_moe_mxfp4(torch.randn(2, 128).bfloat16().to(DEV), *tens, torch.from_numpy(wts).to(DEV),
+                        torch.from_numpy(ids).to(DEV), config=FRAG_SMALL, layout="frag", trace={})

@@ -288,3 +288,37 @@ def test_gluon_direct_one_token_gives_the_bits_of_align(variant, fuse):
             graph.replay()
             torch.cuda.synchronize()
             assert torch.equal(plain.view(torch.int16), captured.view(torch.int16)), f"{name} T={tokens} graph"
+
+
+@pytest.mark.parametrize("tokens", [1, 2])
+def test_gluon_timeline_records_every_program_and_changes_no_bit(variant, tokens):
+    """trace (timeline.py): every program's start <= end of its K loop <= end, on a real SM; programs
+    without a tile (align's unused blocks) record no loop; w2's loops end after every w13 program
+    (it reads their output, with or without programmatic dependent launch); the output keeps its bits."""
+    from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
+    name, shape, w = variant
+    f = prepare_experts(*w)
+    g = torch.Generator(device="cuda").manual_seed(78)
+    x, wts, ids = _routing(shape, tokens, g)
+    cfg = pick(load_table(name), tokens)
+    call = dict(config=cfg, layout="frag", check_ids=False, scale_max=127)
+    plain = fused_moe_mxfp4(x, *f, wts, ids, **call)
+    trace = {}
+    traced = fused_moe_mxfp4(x, *f, wts, ids, trace=trace, **call)
+    torch.cuda.synchronize()
+    assert torch.equal(plain.view(torch.int16), traced.view(torch.int16))
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    pairs = tokens * shape.top_k
+    counts = torch.bincount(ids.reshape(-1).long(), minlength=shape.experts)
+    blocks = pairs if cfg.direct and tokens == 1 else int(((counts + cfg.block_t - 1) // cfg.block_t).sum())
+    for kernel, rows, k_total, block_n, split in (("w13", shape.intermediate, shape.hidden, cfg.block_n1, cfg.split1),
+                                                  ("w2", shape.hidden, shape.intermediate, cfg.block_n2, cfg.split2)):
+        tr = trace[kernel].cpu()
+        start, loop_end, end, sm = tr.unbind(1)
+        assert (start > 0).all() and (end >= start).all() and (sm >= 0).all() and (sm < sms).all(), kernel
+        looped = loop_end > 0
+        assert int(looped.sum()) == blocks * (rows // block_n) * split, kernel
+        assert (start[looped] <= loop_end[looped]).all() and (loop_end[looped] <= end[looped]).all(), kernel
+    w13_end = int(trace["w13"][:, 2].max())
+    w2_loop = trace["w2"][:, 1]
+    assert int(w2_loop[w2_loop > 0].min()) > w13_end

@@ -191,6 +191,40 @@ def _pdl_wait_and_release():
     gl.inline_asm_elementwise(_GDC_LAUNCH, "=r", [], dtype=gl.int32, is_pure=False, pack=1)
 
 
+_GLOBALTIMER = gl.constexpr("mov.u64 $0, %globaltimer;")
+_SMID = gl.constexpr("mov.u32 $0, %smid;")
+
+
+@gluon.jit
+def _now():
+    """The GPU's global nanosecond clock (the same on every SM)."""
+    return gl.inline_asm_elementwise(_GLOBALTIMER, "=l", [], dtype=gl.int64, is_pure=False, pack=1)
+
+
+@gluon.jit
+def _program_index():
+    return (gl.program_id(0) * gl.num_programs(1) + gl.program_id(1)) * gl.num_programs(2) + gl.program_id(2)
+
+
+@gluon.jit
+def _trace(trace_ptr, t0):
+    """TRACE (`kernels/mxfp4-moe/timeline.py`): this program's start, end and SM, at trace_ptr[4 * program]
+    + 0, 2, 3 (+ 1: `_trace_loop_end`)."""
+    t1 = _now()
+    sm = gl.inline_asm_elementwise(_SMID, "=r", [], dtype=gl.int32, is_pure=False, pack=1)
+    row = trace_ptr + 4 * _program_index()
+    gl.store(row, t0)
+    gl.store(row + 2, t1)
+    gl.store(row + 3, sm.to(gl.int64))
+
+
+@gluon.jit
+def _trace_loop_end(trace_ptr, TRACE: gl.constexpr):
+    """TRACE: when this program's K loop ended (before its stores and fused epilogue)."""
+    if TRACE:
+        gl.store(trace_ptr + 4 * _program_index() + 1, _now())
+
+
 @gluon.jit
 def _last_program(cnt_ptr, expected):
     """`triton_kernels._last_of`: true in the last of `expected` programs to reach this counter."""
@@ -204,9 +238,10 @@ def _silu_mul_bf16(g, u):
 
 
 @gluon.jit
-def _w13_tile(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, cnt_ptr, e, pairs, pvalid, b, nb, sk, n_tiles,
+def _w13_tile(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, cnt_ptr, trace_ptr, e, pairs, pvalid, b, nb, sk, n_tiles,
               P, H, I, TOPK, BT: gl.constexpr, NCH: gl.constexpr, WIDE: gl.constexpr, SPLIT: gl.constexpr,
-              NUM_WARPS: gl.constexpr, DEPTH: gl.constexpr, FUSE: gl.constexpr, TAPER: gl.constexpr):
+              NUM_WARPS: gl.constexpr, DEPTH: gl.constexpr, FUSE: gl.constexpr, TAPER: gl.constexpr,
+              TRACE: gl.constexpr):
     """Rows nb * 16 NUM_WARPS .. of gate and of up for block b's pairs, split sk: act (SPLIT 1) or
     this split's partial sums, then with FUSE the last split's reduce (cnt_ptr[b * n_tiles + nb])."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, 8])
@@ -250,6 +285,7 @@ def _w13_tile(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, cnt_ptr, e, pairs, pvalid,
             sg0 = sgn
             wu0 = wun
             su0 = sun
+    _trace_loop_end(trace_ptr, TRACE)
     n = n0 + gl.arange(0, BN, layout=gl.SliceLayout(1, MMA))
     mask = pvalid[None, :]
     if SPLIT == 1:
@@ -284,10 +320,10 @@ def _w2_first_words(w_ptr, s_ptr, e, nb, sk, H, I, ok, NCH: gl.constexpr, SPLIT:
 
 
 @gluon.jit
-def _w2_tile(act_ptr, w_ptr, s_ptr, y_ptr, cnt_ptr, num_blocks_ptr, wts_ptr, out_ptr, e, pairs, pvalid, nb, sk,
-             w0, s0, w1, s1, P, H, I, T, BT: gl.constexpr, NCH: gl.constexpr, WIDE: gl.constexpr,
+def _w2_tile(act_ptr, w_ptr, s_ptr, y_ptr, cnt_ptr, num_blocks_ptr, wts_ptr, out_ptr, trace_ptr, e, pairs, pvalid,
+             nb, sk, w0, s0, w1, s1, P, H, I, T, BT: gl.constexpr, NCH: gl.constexpr, WIDE: gl.constexpr,
              SPLIT: gl.constexpr, NUM_WARPS: gl.constexpr, DEPTH: gl.constexpr, FUSE: gl.constexpr,
-             TOPK: gl.constexpr, TAPER: gl.constexpr, DIRECT: gl.constexpr):
+             TOPK: gl.constexpr, TAPER: gl.constexpr, DIRECT: gl.constexpr, TRACE: gl.constexpr):
     """Rows nb * 16 NUM_WARPS .. of w2 for block b's pairs, split sk, from the first words
     (`_w2_first_words`); y rows, then with FUSE the column tile's top-k sum by its last program."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, 8])
@@ -315,6 +351,7 @@ def _w2_tile(act_ptr, w_ptr, s_ptr, y_ptr, cnt_ptr, num_blocks_ptr, wts_ptr, out
         else:
             w0 = wn
             s0 = sn
+    _trace_loop_end(trace_ptr, TRACE)
     n = n0 + gl.arange(0, BN, layout=gl.SliceLayout(1, MMA))
     gl.store(y_ptr + (sk * P + pairs[None, :]).to(gl.int64) * H + n[:, None], acc, mask=pvalid[None, :])
     if FUSE:
@@ -334,35 +371,44 @@ def _w2_tile(act_ptr, w_ptr, s_ptr, y_ptr, cnt_ptr, num_blocks_ptr, wts_ptr, out
 
 @gluon.jit(do_not_specialize=["P", "TOPK"])
 def _w13_gluon_kernel(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr,
-                      cnt_ptr, P, H, I, TOPK, BT: gl.constexpr, NCH: gl.constexpr, WIDE: gl.constexpr,
+                      cnt_ptr, trace_ptr, P, H, I, TOPK, BT: gl.constexpr, NCH: gl.constexpr, WIDE: gl.constexpr,
                       SPLIT: gl.constexpr, NUM_WARPS: gl.constexpr, DEPTH: gl.constexpr, PDL: gl.constexpr,
-                      FUSE: gl.constexpr, TAPER: gl.constexpr = False, DIRECT: gl.constexpr = False):
+                      FUSE: gl.constexpr, TAPER: gl.constexpr = False, DIRECT: gl.constexpr = False,
+                      TRACE: gl.constexpr = False):
     """`frag_kernels._w13_frag_kernel`: grid (block, row tile, split), one row group of gate and
     one of up per warp. w_ptr: the frag-layout words (int32 view). DEPTH: K steps whose words are
     in registers ahead of the one being decoded (1 or 2). FUSE with SPLIT > 1: the last split of
     a tile adds the partials in order and writes act (cnt_ptr zeroed by align). DIRECT: one
-    token, no align (`_block`)."""
+    token, no align (`_block`). TRACE: `_trace` at trace_ptr."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, 8])
+    if TRACE:
+        t0 = _now()
     if PDL:
         _pdl_wait_and_release()             # align's blocks are read below
     b = gl.program_id(0)
     active, e, pairs, pvalid = _block(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, b, P, BT,
                                       gl.SliceLayout(0, MMA), DIRECT)
     if active:
-        _w13_tile(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, cnt_ptr, e, pairs, pvalid, b, gl.program_id(1),
-                  gl.program_id(2), gl.num_programs(1), P, H, I, TOPK, BT, NCH, WIDE, SPLIT, NUM_WARPS, DEPTH, FUSE, TAPER)
+        _w13_tile(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, cnt_ptr, trace_ptr, e, pairs, pvalid, b, gl.program_id(1),
+                  gl.program_id(2), gl.num_programs(1), P, H, I, TOPK, BT, NCH, WIDE, SPLIT, NUM_WARPS, DEPTH, FUSE, TAPER,
+                  TRACE)
+    if TRACE:
+        _trace(trace_ptr, t0)
 
 
 @gluon.jit(do_not_specialize=["P", "T"])
 def _w2_gluon_kernel(act_ptr, w_ptr, s_ptr, y_ptr, sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr,
-                     cnt_ptr, wts_ptr, out_ptr, P, H, I, T, BT: gl.constexpr, NCH: gl.constexpr, WIDE: gl.constexpr,
-                     SPLIT: gl.constexpr, NUM_WARPS: gl.constexpr, DEPTH: gl.constexpr, PDL: gl.constexpr,
-                     FUSE: gl.constexpr, TOPK: gl.constexpr, TAPER: gl.constexpr = False,
-                     DIRECT: gl.constexpr = False):
+                     cnt_ptr, wts_ptr, out_ptr, trace_ptr, P, H, I, T, BT: gl.constexpr, NCH: gl.constexpr,
+                     WIDE: gl.constexpr, SPLIT: gl.constexpr, NUM_WARPS: gl.constexpr, DEPTH: gl.constexpr,
+                     PDL: gl.constexpr, FUSE: gl.constexpr, TOPK: gl.constexpr, TAPER: gl.constexpr = False,
+                     DIRECT: gl.constexpr = False, TRACE: gl.constexpr = False):
     """`frag_kernels._w2_frag_kernel`: grid (block, row tile, split). PDL: the blocks (align's,
     done before w13 began) are read and the first words loaded before waiting for w13's act.
-    FUSE: the last program of a column tile writes out[:, tile] as `_topk_sum_kernel` does."""
+    FUSE: the last program of a column tile writes out[:, tile] as `_topk_sum_kernel` does.
+    TRACE: `_trace` at trace_ptr."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, 8])
+    if TRACE:
+        t0 = _now()
     active, e, pairs, pvalid = _block(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, gl.program_id(0), P, BT,
                                       gl.SliceLayout(0, MMA), DIRECT)
     w0, s0, w1, s1 = _w2_first_words(w_ptr, s_ptr, e, gl.program_id(1), gl.program_id(2), H, I, active, NCH, SPLIT,
@@ -370,6 +416,8 @@ def _w2_gluon_kernel(act_ptr, w_ptr, s_ptr, y_ptr, sorted_pairs_ptr, block_exper
     if PDL:
         _pdl_wait_and_release()             # act is w13's output
     if active:
-        _w2_tile(act_ptr, w_ptr, s_ptr, y_ptr, cnt_ptr, num_blocks_ptr, wts_ptr, out_ptr, e, pairs, pvalid,
+        _w2_tile(act_ptr, w_ptr, s_ptr, y_ptr, cnt_ptr, num_blocks_ptr, wts_ptr, out_ptr, trace_ptr, e, pairs, pvalid,
                  gl.program_id(1), gl.program_id(2), w0, s0, w1, s1, P, H, I, T, BT, NCH, WIDE, SPLIT, NUM_WARPS,
-                 DEPTH, FUSE, TOPK, TAPER, DIRECT)
+                 DEPTH, FUSE, TOPK, TAPER, DIRECT, TRACE)
+    if TRACE:
+        _trace(trace_ptr, t0)

@@ -70,7 +70,7 @@ def check_inputs(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weights, 
 
 def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weights, topk_ids,
                     config: LaunchConfig | None = None, check_ids: bool = True,
-                    scale_max: int | None = None, layout: str = "converter"):
+                    scale_max: int | None = None, layout: str = "converter", trace: dict | None = None):
     """Routed-expert MoE on MXFP4 weights: out[t] = sum_j w[t,j] * W2_e (silu(Wg_e x) * (Wu_e x)).
 
     check_ids=True verifies 0 <= topk_ids < E (one device sync); pass False in graphs.
@@ -78,6 +78,9 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     with `scale_byte_max`); <= 128 selects the one-multiply decoder. None computes it here.
     layout: "converter" (the tensors as written) or "frag" (all four passed through
     `prepare.prepare_experts` once, at load time; decoders fp32 and asm only; the fast one).
+    trace: a dict (kernel 'gluon' only) that receives "w13" and "w2": int64 [programs, 4] tensors of each
+    program's start, end of its K loop (0: it had no tile), end (ns, the GPU's global clock) and SM,
+    filled when the kernels run (`kernels/mxfp4-moe/timeline.py`); the kernels are built apart for it.
     """
     import torch
 
@@ -144,13 +147,21 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     part = torch.empty(split1, p, 2 * i, dtype=torch.float32, device=dev) if split1 > 1 else act
     blocks = (sorted_pairs, block_expert, num_blocks)
     w13 = w13_packed if decode else w13_packed.view(torch.int32)   # fp32 decoder reads 32-bit words
+    if trace is not None and not gluon:
+        raise MoEInputError("trace: only the Gluon kernels record a timeline (use a table entry with kernel 'gluon')")
+    # without a trace the kernels take a pointer they never read (TRACE compiles their stores out)
+    traces = {n: torch.zeros(g[0] * g[1] * g[2], 4, dtype=torch.int64, device=dev) if trace is not None else counters
+              for n, g in (("w13", grid1), ("w2", grid2))}
+    if trace is not None:
+        trace.update(traces)
     if gluon:
         from . import gluon_kernels as GK
-        gk = {"WIDE": wide, "DEPTH": cfg.prefetch, "PDL": cfg.pdl, "FUSE": fuse, "TAPER": cfg.taper, "DIRECT": direct}
+        gk = {"WIDE": wide, "DEPTH": cfg.prefetch, "PDL": cfg.pdl, "FUSE": fuse, "TAPER": cfg.taper, "DIRECT": direct,
+              "TRACE": trace is not None}
         pdl = {"launch_pdl": True} if cfg.pdl else {}
         GK._w13_gluon_kernel[grid1](x, w13_packed.view(torch.int32), w13_scales, act, part, *blocks, counters,
-                                    p, h, i, k, BT=bt, NCH=cfg.block_k1 // 128, SPLIT=split1, NUM_WARPS=cfg.warps1,
-                                    **gk, num_warps=cfg.warps1, **pdl)
+                                    traces["w13"], p, h, i, k, BT=bt, NCH=cfg.block_k1 // 128, SPLIT=split1,
+                                    NUM_WARPS=cfg.warps1, **gk, num_warps=cfg.warps1, **pdl)
     elif frag:
         from . import frag_kernels as F
         # the L2 hints and programmatic dependent launch are PTX: GPU decoders only
@@ -175,9 +186,9 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     w2 = w2_packed if decode else w2_packed.view(torch.int32)
     if gluon:
         GK._w2_gluon_kernel[grid2](act, w2_packed.view(torch.int32), w2_scales, y, *blocks, counters[n_cnt1:], wts,
-                                   out, p, h, i, t, BT=bt, NCH=cfg.block_k2 // 128, SPLIT=split2, NUM_WARPS=cfg.warps2,
-                                   TOPK=k, **{**gk, "DEPTH": cfg.prefetch2 or cfg.prefetch}, num_warps=cfg.warps2,
-                                   **pdl)
+                                   out, traces["w2"], p, h, i, t, BT=bt, NCH=cfg.block_k2 // 128, SPLIT=split2,
+                                   NUM_WARPS=cfg.warps2, TOPK=k, **{**gk, "DEPTH": cfg.prefetch2 or cfg.prefetch},
+                                   num_warps=cfg.warps2, **pdl)
     elif frag:
         F._w2_frag_kernel[grid2](act, w2, w2_scales, y, *blocks, counters[n_cnt1:], wts, out, p, h, i, t,
                                  BLOCK_T=bt, BLOCK_N=cfg.block_n2, BLOCK_K=cfg.block_k2, ASM=bool(decode),

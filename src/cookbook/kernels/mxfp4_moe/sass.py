@@ -41,6 +41,16 @@ def _signature(kernel: str) -> dict[str, str]:
     return {**head, **blocks, "wts_ptr": "*fp32", "out_ptr": "*bf16", "P": "i32", "H": "i32", "I": "i32", "T": "i32"}
 
 
+def _gluon_signature(kernel: str) -> dict[str, str]:
+    """`_signature` with the Gluon kernels' extras: int32 words and the timeline buffer (after the counters
+    in w13, after out in w2)."""
+    sig = {**_signature(kernel), "w_ptr": "*i32"}
+    after = "cnt_ptr" if kernel == "w13" else "out_ptr"
+    order = list(sig)
+    order.insert(order.index(after) + 1, "trace_ptr")
+    return {n: sig.get(n, "*i64") for n in order}
+
+
 def _compile(source, fn, sig: dict[str, str], consts: dict, warps: int, arch: int):
     """Compile fn (its runtime arguments sig, constexprs consts) for sm_<arch> as a real launch is
     specialized: pointers and H, I divisible by 16."""
@@ -112,10 +122,11 @@ def compile_gluon_kernel(kernel: str, warps: int = 4, block_t: int = 8, block_k:
 
     fn = G._w13_gluon_kernel if kernel == "w13" else G._w2_gluon_kernel
     consts = {"BT": block_t, "NCH": block_k // 128, "WIDE": wide, "SPLIT": 1, "NUM_WARPS": warps, "DEPTH": depth,
-              "PDL": False, "FUSE": False, "TAPER": False, "DIRECT": False}   # no defaults in a source compile
+              "PDL": False, "FUSE": False, "TAPER": False, "DIRECT": False,
+              "TRACE": False}   # no defaults in a source compile
     if kernel == "w2":
         consts["TOPK"] = 8
-    return _compile(GluonASTSource, fn, {**_signature(kernel), "w_ptr": "*i32"}, {**consts, **options}, warps, arch)
+    return _compile(GluonASTSource, fn, _gluon_signature(kernel), {**consts, **options}, warps, arch)
 
 
 def loop_report(kernel: str, block_n: int = 64, block_k: int = 128, warps: int = 4, prefetch: int = 1,
