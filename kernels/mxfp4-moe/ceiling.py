@@ -68,6 +68,10 @@ def main() -> int:
     from cookbook.kernels.mxfp4_moe import VARIANTS, fused_moe_mxfp4, load_table, pick
     from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
 
+    bad = [v for v in args.variants.split(",") if v not in VARIANTS]
+    if bad:
+        print(f"ceiling.py: unknown variant(s) {bad}; choose from {sorted(VARIANTS)}", file=sys.stderr)
+        return 2
     if not torch.cuda.is_available():
         print("ceiling.py: needs a CUDA GPU", file=sys.stderr)
         return 2

@@ -98,10 +98,18 @@ def main() -> int:
     from cookbook.kernels.mxfp4_moe import VARIANTS, fused_moe_mxfp4, load_table, pick
     from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
 
+    try:
+        change = dict(bench.parse_ab(f"set={args.set}")[0][1]) if args.set else {}
+    except ValueError as exc:
+        print(f"timeline.py: --set: {exc}", file=sys.stderr)
+        return 2
+    bad = [v for v in args.variants.split(",") if v not in VARIANTS]
+    if bad:
+        print(f"timeline.py: unknown variant(s) {bad}; choose from {sorted(VARIANTS)}", file=sys.stderr)
+        return 2
     if not torch.cuda.is_available():
         print("timeline.py: needs a CUDA GPU", file=sys.stderr)
         return 2
-    change = dict(bench.parse_ab(f"set={args.set}")[0][1]) if args.set else {}
     for v in args.variants.split(","):
         shape = VARIANTS[v]
         w = prepare_experts(*bench.make_experts(shape, seed=1))

@@ -36,3 +36,15 @@ def test_bandwidth_bins_keep_every_byte():
     assert len(bins) == 6
     assert sum(bins) * 1.0 * 1e6 == pytest.approx(7.5e6)  # TB/s x us -> bytes
     assert bins[0] == pytest.approx(1.0) and bins[1] == pytest.approx(2.0)
+
+
+@pytest.mark.parametrize("script,args,words", [
+    ("timeline.py", ["--set", "bogus:1"], "'bogus' is not a LaunchConfig field"),
+    ("timeline.py", ["--variants", "glm5"], "unknown variant(s) ['glm5']"),
+    ("ceiling.py", ["--variants", "glm5"], "unknown variant(s) ['glm5']"),
+])
+def test_bad_arguments_get_one_message_before_any_gpu_work(script, args, words):
+    import subprocess
+    r = subprocess.run([sys.executable, str(Path(timeline.__file__).with_name(script)), *args],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2 and words in r.stderr and "Traceback" not in r.stderr
