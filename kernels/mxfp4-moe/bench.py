@@ -118,6 +118,25 @@ def make_experts(shape, seed: int):
             rnd(e, h, i // 2), rnd(e, h, i // 32, lo=118, hi=125))
 
 
+def usage_error(script: str, variants: list[str]) -> str | None:
+    """Why a benchmark script cannot run here (an unknown variant, no CUDA GPU), or None."""
+    import torch
+
+    from cookbook.kernels.mxfp4_moe import VARIANTS
+    bad = [v for v in variants if v not in VARIANTS]
+    if bad:
+        return f"{script}: unknown variant(s) {bad}; choose from {sorted(VARIANTS)}"
+    if not torch.cuda.is_available():
+        return f"{script}: needs a CUDA GPU (the CPU interpreter is for tests only)"
+    return None
+
+
+def distinct_experts(routs) -> float:
+    """Mean number of distinct experts a routing of `make_routings` names: the experts a call reads."""
+    import torch
+    return sum(len(torch.unique(ids)) for _, ids in routs) / len(routs)
+
+
 def make_routings(shape, tokens: int, n: int, seed: int):
     import torch
     g = torch.Generator(device="cuda").manual_seed(seed)
@@ -248,12 +267,9 @@ def main() -> int:
     from cookbook.kernels.mxfp4_moe.reference import moe_torch, rel_error
 
     variants = args.variants.split(",")
-    bad = [v for v in variants if v not in VARIANTS]
-    if bad:
-        print(f"bench.py: unknown variant(s) {bad}; choose from {sorted(VARIANTS)}", file=sys.stderr)
-        return 2
-    if not torch.cuda.is_available():
-        print("bench.py: needs a CUDA GPU (the CPU interpreter is for tests only)", file=sys.stderr)
+    error = usage_error("bench.py", variants)
+    if error:
+        print(error, file=sys.stderr)
         return 2
     batches = [int(b) for b in args.batches.split(",")]
     t_start = time.time()
@@ -365,7 +381,7 @@ def main() -> int:
             routs = make_routings(shape, b, ROTATIONS, seed=200 + b)
             x = torch.randn(b, shape.hidden, device="cuda").bfloat16()
             t = graph_time(runner(cfg, routs, x), ROTATIONS)
-            distinct = sum(len(torch.unique(ids)) for _, ids in routs) / ROTATIONS
+            distinct = distinct_experts(routs)
             nbytes = distinct * per_expert
             row = {"variant": v, "batch": b, "us": t * 1e6, "experts": distinct, "GB": nbytes / 1e9,
                    "TBps": nbytes / t / 1e12, "copy_frac": nbytes / t / copy_bw, "config": asdict(cfg)}

@@ -69,10 +69,9 @@ def main() -> int:
                 if ev.device_type.name == "CUDA":
                     times[ev.name] += ev.device_time
             n = args.reps * bench.ROTATIONS
-            distinct = sum(len(torch.unique(ids)) for _, ids in routs) / bench.ROTATIONS
-            i, h = shape.intermediate, shape.hidden
-            w13_bytes = distinct * (2 * i * h // 2 + 2 * i * h // 32)
-            w2_bytes = distinct * (h * i // 2 + h * i // 32)
+            distinct = bench.distinct_experts(routs)
+            w13_bytes = distinct * shape.w13_bytes()
+            w2_bytes = distinct * shape.w2_bytes()
             total = sum(times.values()) / n
             print(f"{v} b={b} layout={args.layout} total device {total:.1f} us  config {cfg}")
             for name, t in sorted(times.items(), key=lambda kv: -kv[1]):

@@ -68,12 +68,9 @@ def main() -> int:
     from cookbook.kernels.mxfp4_moe import VARIANTS, fused_moe_mxfp4, load_table, pick
     from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
 
-    bad = [v for v in args.variants.split(",") if v not in VARIANTS]
-    if bad:
-        print(f"ceiling.py: unknown variant(s) {bad}; choose from {sorted(VARIANTS)}", file=sys.stderr)
-        return 2
-    if not torch.cuda.is_available():
-        print("ceiling.py: needs a CUDA GPU", file=sys.stderr)
+    error = bench.usage_error("ceiling.py", args.variants.split(","))
+    if error:
+        print(error, file=sys.stderr)
         return 2
     copy_bw = bench.copy_bandwidth()
     print(f"copy bandwidth (device-to-device, read+write): {copy_bw / 1e12:.2f} TB/s; "
@@ -84,9 +81,7 @@ def main() -> int:
     for v in args.variants.split(","):
         shape = VARIANTS[v]
         w = prepare_experts(*bench.make_experts(shape, seed=1))
-        h, i = shape.hidden, shape.intermediate
-        per13 = 2 * i * h // 2 + 2 * i * h // 32
-        per2 = h * i // 2 + h * i // 32
+        h = shape.hidden
         for nt in [int(x) for x in args.batches.split(",")]:
             cfg = pick(load_table(v), nt)
             routs = bench.make_routings(shape, nt, bench.ROTATIONS, seed=200 + nt)
@@ -95,8 +90,8 @@ def main() -> int:
             def call(r):
                 return fused_moe_mxfp4(x, *w, *routs[r], config=cfg, check_ids=False, scale_max=127, layout="frag")
             t_kernel = bench.graph_time(call, bench.ROTATIONS)
-            distinct = sum(len(torch.unique(ids)) for _, ids in routs) / bench.ROTATIONS
-            b13, b2 = int(distinct * per13) // 4 * 4, int(distinct * per2) // 4 * 4
+            distinct = bench.distinct_experts(routs)
+            b13, b2 = int(distinct * shape.w13_bytes()) // 4 * 4, int(distinct * shape.w2_bytes()) // 4 * 4
             bufs = [torch.ones((b13 + b2) // 4, dtype=torch.int32, device="cuda") for _ in range(bench.ROTATIONS)]
             best = {}
             for parts in ([b13 + b2], [b13, b2]):

@@ -103,12 +103,9 @@ def main() -> int:
     except ValueError as exc:
         print(f"timeline.py: --set: {exc}", file=sys.stderr)
         return 2
-    bad = [v for v in args.variants.split(",") if v not in VARIANTS]
-    if bad:
-        print(f"timeline.py: unknown variant(s) {bad}; choose from {sorted(VARIANTS)}", file=sys.stderr)
-        return 2
-    if not torch.cuda.is_available():
-        print("timeline.py: needs a CUDA GPU", file=sys.stderr)
+    error = bench.usage_error("timeline.py", args.variants.split(","))
+    if error:
+        print(error, file=sys.stderr)
         return 2
     for v in args.variants.split(","):
         shape = VARIANTS[v]
@@ -123,8 +120,8 @@ def main() -> int:
             x = torch.randn(nt, h, device="cuda").bfloat16()
             graphs, traces = [], []
             for r in range(bench.ROTATIONS):
-                tr = {}
-                fused_moe_mxfp4(x, *w, *routs[r], config=cfg, check_ids=False, scale_max=127, layout="frag", trace=tr)
+                fused_moe_mxfp4(x, *w, *routs[r], config=cfg, check_ids=False, scale_max=127, layout="frag",
+                                trace={})       # compiles the traced kernels outside the capture
                 torch.cuda.synchronize()
                 g = torch.cuda.CUDAGraph()
                 tr = {}

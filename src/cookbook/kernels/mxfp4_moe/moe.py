@@ -101,6 +101,8 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
         reason = gluon_unsupported(*_gluon_facts(x.device, interpret))
         if reason:
             raise MoEInputError(f"kernel 'gluon' {reason}: use a table entry with kernel 'triton' (block_t 16)")
+    if trace is not None and not gluon:
+        raise MoEInputError("trace: only the Gluon kernels record a timeline (use a table entry with kernel 'gluon')")
     if frag:
         _check_frag_blocks(cfg, h, i)
     if decode and interpret:
@@ -147,8 +149,6 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     part = torch.empty(split1, p, 2 * i, dtype=torch.float32, device=dev) if split1 > 1 else act
     blocks = (sorted_pairs, block_expert, num_blocks)
     w13 = w13_packed if decode else w13_packed.view(torch.int32)   # fp32 decoder reads 32-bit words
-    if trace is not None and not gluon:
-        raise MoEInputError("trace: only the Gluon kernels record a timeline (use a table entry with kernel 'gluon')")
     # without a trace the kernels take a pointer they never read (TRACE compiles their stores out)
     traces = {n: torch.zeros(g[0] * g[1] * g[2], 4, dtype=torch.int64, device=dev) if trace is not None else counters
               for n, g in (("w13", grid1), ("w2", grid2))}

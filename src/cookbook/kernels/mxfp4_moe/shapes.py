@@ -17,12 +17,17 @@ class MoEShape:
     top_k: int
     source: str
 
+    def w13_bytes(self) -> int:
+        """Bytes of one expert's w13 ([gate; up], 2I x H): packed nibbles + E8M0 scales."""
+        return 2 * self.intermediate * self.hidden * 17 // 32      # 1/2 byte + 1/32 byte per weight
+
+    def w2_bytes(self) -> int:
+        """Bytes of one expert's w2 (H x I): packed nibbles + E8M0 scales."""
+        return self.hidden * self.intermediate * 17 // 32
+
     def expert_bytes(self) -> int:
         """Bytes of one expert's MXFP4 weights (packed nibbles + E8M0 scales), w13 and w2."""
-        h, i = self.hidden, self.intermediate
-        w13 = 2 * i * h // 2 + 2 * i * h // 32
-        w2 = h * i // 2 + h * i // 32
-        return w13 + w2
+        return self.w13_bytes() + self.w2_bytes()
 
 
 VARIANTS: dict[str, MoEShape] = {
