@@ -38,8 +38,14 @@ def main() -> int:
     from cookbook.kernels.mxfp4_moe import VARIANTS, fused_moe_mxfp4, load_table, pick
     from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
 
-    if not torch.cuda.is_available():
-        print("breakdown.py: needs a CUDA GPU", file=sys.stderr)
+    try:
+        change = dict(bench.parse_ab(f"set={args.set}")[0][1]) if args.set else {}
+    except ValueError as exc:
+        print(f"breakdown.py: --set: {exc}", file=sys.stderr)
+        return 2
+    error = bench.usage_error("breakdown.py", args.variants.split(","))
+    if error:
+        print(error, file=sys.stderr)
         return 2
     for v in args.variants.split(","):
         shape = VARIANTS[v]
@@ -47,7 +53,6 @@ def main() -> int:
         if args.layout == "frag":
             w = prepare_experts(*w)
         table = load_table(v)
-        change = dict(bench.parse_ab(f"set={args.set}")[0][1]) if args.set else {}
         table = {b: replace(c, **change) for b, c in table.items()}
         for b in [int(x) for x in args.batches.split(",")]:
             cfg = pick(table, b)

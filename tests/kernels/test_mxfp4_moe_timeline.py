@@ -42,6 +42,8 @@ def test_bandwidth_bins_keep_every_byte():
     ("timeline.py", ["--set", "bogus:1"], "'bogus' is not a LaunchConfig field"),
     ("timeline.py", ["--variants", "glm5"], "unknown variant(s) ['glm5']"),
     ("ceiling.py", ["--variants", "glm5"], "unknown variant(s) ['glm5']"),
+    ("breakdown.py", ["--variants", "glm5"], "unknown variant(s) ['glm5']"),
+    ("breakdown.py", ["--set", "bogus:1"], "'bogus' is not a LaunchConfig field"),
 ])
 def test_bad_arguments_get_one_message_before_any_gpu_work(script, args, words):
     import subprocess
