@@ -131,6 +131,16 @@ def usage_error(script: str, variants: list[str]) -> str | None:
     return None
 
 
+def set_and_usage(script: str, set_spec: str, variants: list[str]) -> tuple[dict, str | None]:
+    """`--set key:value,...` as LaunchConfig changes, and why the script cannot run (`usage_error`,
+    or a bad --set), or None."""
+    try:
+        change = dict(parse_ab(f"set={set_spec}")[0][1]) if set_spec else {}
+    except ValueError as exc:
+        return {}, f"{script}: --set: {exc}"
+    return change, usage_error(script, variants)
+
+
 def distinct_experts(routs) -> float:
     """Mean number of distinct experts a routing of `make_routings` names: the experts a call reads."""
     import torch

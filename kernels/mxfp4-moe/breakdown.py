@@ -38,12 +38,7 @@ def main() -> int:
     from cookbook.kernels.mxfp4_moe import VARIANTS, fused_moe_mxfp4, load_table, pick
     from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
 
-    try:
-        change = dict(bench.parse_ab(f"set={args.set}")[0][1]) if args.set else {}
-    except ValueError as exc:
-        print(f"breakdown.py: --set: {exc}", file=sys.stderr)
-        return 2
-    error = bench.usage_error("breakdown.py", args.variants.split(","))
+    change, error = bench.set_and_usage("breakdown.py", args.set, args.variants.split(","))
     if error:
         print(error, file=sys.stderr)
         return 2
