@@ -22,6 +22,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from cookbook.kernels.mxfp4_moe.shapes import mxfp4_bytes  # noqa: E402  (the path is set above)
+
 
 def split_start(steps: int, j: int, split: int, taper: bool) -> int:
     """`gluon_kernels._split_start`, on the host."""
@@ -38,7 +40,7 @@ def program_bytes(n_programs: int, grid: tuple, rows: int, k_total: int, block_k
     for pid in range(n_programs):
         b, sk = pid // (grid[1] * grid[2]), pid % grid[2]
         k = (split_start(steps, sk + 1, split, taper) - split_start(steps, sk, split, taper)) * block_k
-        out.append(rows * k * 17 // 32 if b < active_blocks else 0)
+        out.append(mxfp4_bytes(rows * k) if b < active_blocks else 0)
     return out
 
 

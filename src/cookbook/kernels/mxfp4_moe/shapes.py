@@ -8,6 +8,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 
+def mxfp4_bytes(weights: int) -> int:
+    """Bytes of `weights` MXFP4 weights (a multiple of 32): 1/2 byte packed + 1/32 byte of E8M0 scale each."""
+    return weights * 17 // 32
+
+
 @dataclass(frozen=True)
 class MoEShape:
     family: str
@@ -19,11 +24,11 @@ class MoEShape:
 
     def w13_bytes(self) -> int:
         """Bytes of one expert's w13 ([gate; up], 2I x H): packed nibbles + E8M0 scales."""
-        return 2 * self.intermediate * self.hidden * 17 // 32      # 1/2 byte + 1/32 byte per weight
+        return mxfp4_bytes(2 * self.intermediate * self.hidden)
 
     def w2_bytes(self) -> int:
         """Bytes of one expert's w2 (H x I): packed nibbles + E8M0 scales."""
-        return self.hidden * self.intermediate * 17 // 32
+        return mxfp4_bytes(self.hidden * self.intermediate)
 
     def expert_bytes(self) -> int:
         """Bytes of one expert's MXFP4 weights (packed nibbles + E8M0 scales), w13 and w2."""
