@@ -2,7 +2,7 @@
 
 Guards what the H200 runs showed matters (kernels/mxfp4-moe/README.md): the weight tile must
 reach the tensor cores without a shared-memory shuffle (ldmatrix rounds between barriers,
-or PRMT re-pairing), and the decode must stay near 11 integer + 4 BF16x2 instructions per
+or PRMT re-pairing), and the decode must stay near 9 integer + 4 BF16x2 instructions per
 8 weights. A layout regression keeps every result exact and only shows up here or as a
 third of the bandwidth lost on the GPU. The Gluon kernels go further: no shared memory and no
 barrier at all in the loop (each warp its own tensor-core operands), which is what took them
@@ -41,7 +41,9 @@ def test_every_shape_uses_the_tensor_cores_without_shuffling_the_tile(reports):
         ops = rep["opcodes"]
         name = _name(rep)
         assert ops.get("LDSM", 0) == 0, f"{name}: the weight tile goes through shared memory (ldmatrix)"
-        assert ops.get("PRMT", 0) <= (0 if rep["engine"] == "triton" else 4), f"{name}: values re-paired (PRMT)"
+        # Gluon: up to 8 PRMT handle the 16-bit scale loads (sign extension, half inserts); re-pairing
+        # the weights would take at least one per word, 16 or more per K step
+        assert ops.get("PRMT", 0) <= (0 if rep["engine"] == "triton" else 8), f"{name}: values re-paired (PRMT)"
         if rep["engine"] == "triton":
             assert ops.get("HGMMA", 0) > 0, f"{name}: no wgmma in the loop"
             assert ops.get("BAR", 0) <= 2, f"{name}: {ops.get('BAR')} barriers per K step"
@@ -55,7 +57,7 @@ def test_every_shape_uses_the_tensor_cores_without_shuffling_the_tile(reports):
 def test_decode_cost_per_weight(reports):
     for rep in reports:
         name = _name(rep)
-        limit = 3.2 if rep["engine"] == "triton" else 3.0
+        limit = 2.9 if rep["engine"] == "triton" else 2.75   # 3.05 and 2.94 with the 11-op decoder
         assert rep["per_weight"] <= limit, f"{name}: {rep['per_weight']} instructions per weight"
         # 4 BF16x2 multiplies per 8 weights: exactly one per decoded pair
         w = rep["block_n"] * rep["block_k"] * (2 if rep["kernel"] == "w13" else 1) // (32 * rep["warps"])

@@ -23,25 +23,29 @@ import triton.language as tl
 
 from triton.language.extra.cuda import gdc_launch_dependents, gdc_wait
 
+from . import frag_layout as FL
 from .triton_kernels import (_apply, _block_pairs, _k_range, _last_of, _scale_bits, _scale_factor, _silu_mul,
                              _split_sums, _store_w2, _store_w13, _to_bf16_rne, _topk_sum_row)
 
-# PTX of the GPU decoder. Word $4 -> pairs 0..3 as BF16x2 value * 2**-126 (rotate and mask,
-# frag_layout.ROTATIONS), each times its row's factor: $5 (row g: pairs 0, 2) or $7 (row g + 8:
-# pairs 1, 3). One multiply by 2**(s-1) when every scale byte is <= 128 (narrow); else 2**126
-# (0x7E80) first, then 2**(s-127) (wide).
+# PTX of the GPU decoder. Word $4 -> pairs 0..3 as BF16x2 value * 2**-126 (rotations, one merge
+# and masks: frag_layout says how the bits are placed), each times its row's factor: $5 (row g:
+# pairs 0, 2) or $7 (row g + 8: pairs 1, 3). One multiply by 2**(s-1) when every scale byte is
+# <= 128 (narrow); else 2**126 (0x7E80) first, then 2**(s-127) (wide).
+_M = f"0x{FL.PAIR_MASK:08X}"
 _PAIR_PTX = (
-    "and.b32 a, $4, 0x81C081C0;",
-    "shf.l.wrap.b32 a, $4, $4, 3; and.b32 a, a, 0x81C081C0;",
-    "shf.l.wrap.b32 a, $4, $4, 6; shf.l.wrap.b32 b, $4, $4, 1; and.b32 b, b, 0x80008000; lop3.b32 a, a, b, 0x01C001C0, 0xEC;",
-    "shf.l.wrap.b32 a, $4, $4, 13; shf.l.wrap.b32 b, $4, $4, 2; and.b32 b, b, 0x80008000; lop3.b32 a, a, b, 0x01C001C0, 0xEC;",
+    f"and.b32 a, $4, {_M};",
+    f"shf.l.wrap.b32 a, $4, $4, {FL.PAIR_ROT}; and.b32 a, a, {_M};",
+    # u: rotl(q, U_ROT[0]) where U_SELECT is 1, else rotl(q, U_ROT[1]); lop3 0xE4 = (a & c) | (b & ~c)
+    f"shf.l.wrap.b32 a, $4, $4, {FL.U_ROT[0]}; shf.l.wrap.b32 b, $4, $4, {FL.U_ROT[1]}; "
+    f"lop3.b32 u, a, b, 0x{FL.U_SELECT:08X}, 0xE4; and.b32 a, u, {_M};",
+    f"shf.l.wrap.b32 a, u, u, {FL.PAIR_ROT}; and.b32 a, a, {_M};",
 )
 
 
 def _decode_ptx(wide: bool, f_even: str = "$5", f_odd: str = "$7") -> str:
     """The decoder as one asm block; f_even / f_odd name the operands holding the factors of rows g
     and g + 8 (they differ with how the caller packs its operands)."""
-    regs = ".reg .b32 a, b, w;\nmov.b32 w, 0x7E807E80;" if wide else ".reg .b32 a, b;"
+    regs = ".reg .b32 a, b, u, w;\nmov.b32 w, 0x7E807E80;" if wide else ".reg .b32 a, b, u;"
     pre = "mul.rn.bf16x2 a, a, w; " if wide else ""
     lines = [f"{ptx} {pre}mul.rn.bf16x2 ${p}, a, {f_even if p % 2 == 0 else f_odd};" for p, ptx in enumerate(_PAIR_PTX)]
     return "\n{\n" + regs + "\n" + "\n".join(lines) + "\n}\n"
@@ -49,6 +53,12 @@ def _decode_ptx(wide: bool, f_even: str = "$5", f_odd: str = "$7") -> str:
 
 _DECODE_NARROW = tl.constexpr(_decode_ptx(False))
 _DECODE_WIDE = tl.constexpr(_decode_ptx(True))
+_PAIR_MASK = tl.constexpr(FL.PAIR_MASK)
+_PAIR_ROT = tl.constexpr(FL.PAIR_ROT)
+_U_ROT0 = tl.constexpr(FL.U_ROT[0])
+_U_ROT1 = tl.constexpr(FL.U_ROT[1])
+_U_SELECT = tl.constexpr(FL.U_SELECT)
+_U_OTHER = tl.constexpr(~FL.U_SELECT & 0xFFFFFFFF)
 
 
 @triton.jit
@@ -59,11 +69,8 @@ def _rotl(q, r: tl.constexpr):
 @triton.jit
 def _pairs_fp32(q):
     """uint32 words -> pairs 0..3 as BF16x2 bit patterns (value * 2**-126), as the PTX makes them."""
-    o0 = q & 0x81C081C0
-    o1 = _rotl(q, 3) & 0x81C081C0
-    o2 = (_rotl(q, 6) & 0x01C001C0) | (_rotl(q, 1) & 0x80008000)
-    o3 = (_rotl(q, 13) & 0x01C001C0) | (_rotl(q, 2) & 0x80008000)
-    return o0, o1, o2, o3
+    u = (_rotl(q, _U_ROT0) & _U_SELECT) | (_rotl(q, _U_ROT1) & _U_OTHER)
+    return q & _PAIR_MASK, _rotl(q, _PAIR_ROT) & _PAIR_MASK, u & _PAIR_MASK, _rotl(u, _PAIR_ROT) & _PAIR_MASK
 
 
 @triton.jit

@@ -4,7 +4,7 @@ Why: in the converter's layout a thread decodes nibbles that belong to other thr
 tensor-core fragments, and the compiler re-pairs them (PRMT, shared memory) on every tile:
 about 7 instructions per weight. Here the bytes are ordered so that a plain 16-byte load
 gives each thread exactly the values of its wgmma/mma A-operand fragment, and the bits inside
-each 32-bit word are placed so that the decoder needs 11 integer instructions per 8 values
+each 32-bit word are placed so that the decoder needs 9 integer instructions per 8 values
 (and 4 BF16x2 multiplies for the scale).
 
 Same size and dtype as the converter's tensors (a permutation of bits and bytes): packed
@@ -22,25 +22,44 @@ Geometry, for a matrix A[R, K] (rows = output features, K = the reduction):
 
 Bits: the decoder makes pair p's BF16x2 register (value * 2**-126, the same trick as the
 converter-layout decoder: E2M1 mantissa to bit 6, exponent to bits 7-8, sign to bit 15; +16
-for the second value) by rotating the word left and masking. Pairs 0 and 1 take all 8 bits
-from one rotation (0 and 3); pairs 2 and 3 take magnitudes from one rotation (6, 13) and
-signs from another (1, 2). No single rotation per pair can place all four pairs (an
-exhaustive search says so); this is the cheapest placement found.
+for the second value) by rotating the word left and masking with PAIR_MASK:
+    pair 0 = q & PAIR_MASK                pair 1 = rotl(q, 3) & PAIR_MASK
+    u = rotl(q, 5) where U_SELECT has a 1, else rotl(q, 11)      (two rotations and one lop3)
+    pair 2 = u & PAIR_MASK                pair 3 = rotl(u, 3) & PAIR_MASK
+9 integer instructions per word. No placement lets one rotation of the word serve each pair
+(an exhaustive search over words of 32-128 bits finds no tiling of the 8 bits a pair takes),
+so two pairs must merge two rotations; here they share one merge, u, which holds both of
+their 16 bits (u's other bits are never read). The placement before (pairs 2 and 3 each
+merging a magnitude and a sign rotation) took 11.
 """
 
 from __future__ import annotations
 
 CHUNK_ROWS = 16
 CHUNK_K = 128
-# (magnitude rotation, sign rotation) of pairs 0..3: storage bit = output bit - rotation (mod 32)
-ROTATIONS = ((0, 0), (3, 3), (6, 1), (13, 2))
+PAIR_MASK = 0x81C081C0          # the bits of two E2M1 codes in a BF16x2 register (value * 2**-126)
+PAIR_ROT = 3                    # pair 1 from the word, pair 3 from u: rotated left by 3
+U_ROT = (5, 11)                 # u: the word rotated by 5 where U_SELECT is 1, by 11 elsewhere
+U_SELECT = 0x80A880A8
 _OUT_BIT = (6, 7, 8, 15)        # E2M1 code bit 0 (mantissa), 1, 2 (exponent), 3 (sign) -> BF16 bit
+
+
+def _u_rot(u_bit: int) -> int:
+    return U_ROT[0] if (U_SELECT >> (u_bit % 32)) & 1 else U_ROT[1]
+
+
+def rotation(pair: int, out_bit: int) -> int:
+    """How far left the decoder rotates the word to bring storage bit (out_bit - rotation) to out_bit."""
+    if pair < 2:
+        return PAIR_ROT * pair
+    shift = PAIR_ROT if pair == 3 else 0            # pair 3 = rotl(u, 3): u's bit out_bit - 3
+    return shift + _u_rot(out_bit - shift)
 
 
 def storage_bit(pair: int, k0: int, code_bit: int) -> int:
     """Bit of the 32-bit word that holds `code_bit` of value k0 of `pair`."""
-    rot = ROTATIONS[pair][1 if code_bit == 3 else 0]
-    return (_OUT_BIT[code_bit] + 16 * k0 - rot) % 32
+    out = _OUT_BIT[code_bit] + 16 * k0
+    return (out - rotation(pair, out)) % 32
 
 
 def check_shape(packed, scales=None) -> tuple[int, int]:
