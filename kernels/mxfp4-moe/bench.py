@@ -262,6 +262,8 @@ def main() -> int:
     ap.add_argument("--ab", default="",
                     help="NAME=key:value,key:value;NAME2=...: also time each change to the shipped entry and print "
                          "its time as a ratio to the shipped one (same run, same routings)")
+    ap.add_argument("--no-workspace", action="store_true",
+                    help="call without a workspace (each 1-token call fills its counters first), as before run 58")
     args = ap.parse_args()
     try:
         ab = parse_ab(args.ab)
@@ -272,7 +274,7 @@ def main() -> int:
     import torch
     import triton
 
-    from cookbook.kernels.mxfp4_moe import VARIANTS, fused_moe_mxfp4, load_table, pick
+    from cookbook.kernels.mxfp4_moe import VARIANTS, fused_moe_mxfp4, load_table, moe_workspace, pick
     from cookbook.kernels.mxfp4_moe.config import table_json
     from cookbook.kernels.mxfp4_moe.reference import moe_torch, rel_error
 
@@ -318,11 +320,13 @@ def main() -> int:
             table = {b: replace(c, prefetch=args.prefetch) for b, c in table.items()}
         per_expert = shape.expert_bytes()
 
+        ws = None if args.no_workspace else moe_workspace("cuda")    # as a server holds one per device
+
         def runner(cfg, routs, x):
             def fn(r):
                 wts, ids = routs[r]
                 return fused_moe_mxfp4(x, *w, wts, ids, config=cfg, check_ids=False, scale_max=scale_max,
-                                       layout=args.layout)
+                                       layout=args.layout, workspace=ws)
             return fn
 
         if args.tune:

@@ -48,7 +48,7 @@ def main() -> int:
     from triton_kernels.tensor_details import layout
 
     import bench
-    from cookbook.kernels.mxfp4_moe import VARIANTS, fused_moe_mxfp4, load_table, pick
+    from cookbook.kernels.mxfp4_moe import VARIANTS, fused_moe_mxfp4, load_table, moe_workspace, pick
     from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
     from cookbook.kernels.mxfp4_moe.reference import moe_torch, rel_error
 
@@ -74,6 +74,7 @@ def main() -> int:
         table = load_table(v)
         i = shape.intermediate
         wf = prepare_experts(*w) if args.layout == "frag" else w   # our kernel's one-time layout step
+        ws = moe_workspace("cuda")                                  # held as a server would, one per device
 
         for b in [int(x) for x in args.batches.split(",")]:
             g = torch.Generator(device="cuda").manual_seed(300 + b)
@@ -87,7 +88,7 @@ def main() -> int:
 
             def ours(r):
                 return fused_moe_mxfp4(x, *wf, *routs[r], config=cfg, check_ids=False, scale_max=127,
-                                       layout=args.layout)
+                                       layout=args.layout, workspace=ws)
 
             pow2_k = shape.top_k & (shape.top_k - 1) == 0
 

@@ -386,3 +386,19 @@ def test_a_timeline_is_refused_for_the_triton_kernels():
     with pytest.raises(MoEInputError, match="only the Gluon kernels record a timeline"):
         fused_moe_mxfp4(torch.randn(2, 128).bfloat16().to(DEV), *tens, torch.from_numpy(wts).to(DEV),
                         torch.from_numpy(ids).to(DEV), config=FRAG_SMALL, layout="frag", trace={})
+
+
+def test_a_workspace_that_cannot_hold_the_counters_is_refused_with_the_fix():
+    """`workspace=` is checked before any launch: its type, its device and its size, each message
+    naming moe_workspace (the kernels that count on it run on a GPU: tests/kernels/*_gpu.py)."""
+    from cookbook.kernels.mxfp4_moe import moe_workspace
+    from cookbook.kernels.mxfp4_moe.moe import WORKSPACE_COUNTERS, _workspace_counters
+    cpu = torch.device("cpu")
+    ws = moe_workspace(cpu)
+    assert ws.dtype == torch.int32 and ws.numel() == WORKSPACE_COUNTERS and int(ws.count_nonzero()) == 0
+    assert _workspace_counters(ws, 100, cpu).data_ptr() == ws.data_ptr()
+    with pytest.raises(MoEInputError, match=r"holds 4 counters, this call needs 100: .*moe_workspace\(device, size=100\)"):
+        _workspace_counters(moe_workspace(cpu, size=4), 100, cpu)
+    for bad in (torch.zeros(64), torch.zeros(8, 8, dtype=torch.int32)):
+        with pytest.raises(MoEInputError, match="1-D int32 tensor .*moe_workspace"):
+            _workspace_counters(bad, 10, cpu)

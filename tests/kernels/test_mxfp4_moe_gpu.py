@@ -322,3 +322,40 @@ def test_gluon_timeline_records_every_program_and_changes_no_bit(variant, tokens
     w13_end = int(trace["w13"][:, 2].max())
     w2_loop = trace["w2"][:, 1]
     assert int(w2_loop[w2_loop > 0].min()) > w13_end
+
+
+def test_gluon_workspace_is_left_zeroed_and_skips_the_fill(variant):
+    """workspace= (one token): the kernels reset every counter they count on, so one workspace
+    serves call after call, eager and replayed from a CUDA graph, with the bits of a call that
+    fills fresh counters; a workspace too small or of the wrong type is refused with a message."""
+    from cookbook.kernels.mxfp4_moe import moe_workspace
+    from cookbook.kernels.mxfp4_moe.moe import MoEInputError
+    from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
+    name, shape, w = variant
+    f = prepare_experts(*w)
+    g = torch.Generator(device="cuda").manual_seed(78)
+    cfg = pick(load_table(name), 1)
+    assert cfg.direct and cfg.fuse, f"{name}: the 1-token entry no longer takes the direct, fused path"
+    call = dict(config=cfg, layout="frag", check_ids=False, scale_max=127)
+    ws = moe_workspace("cuda")
+    for _ in range(3):
+        x, wts, ids = _routing(shape, 1, g)
+        fresh = fused_moe_mxfp4(x, *f, wts, ids, **call)
+        _assert_matches_reference(fresh, x, w, wts, ids, f"{name} fresh counters")
+        kept = fused_moe_mxfp4(x, *f, wts, ids, workspace=ws, **call)
+        torch.cuda.synchronize()
+        assert torch.equal(fresh.view(torch.int16), kept.view(torch.int16)), name
+        assert int(ws.count_nonzero()) == 0, f"{name}: the kernels left {int(ws.count_nonzero())} counters set"
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        captured = fused_moe_mxfp4(x, *f, wts, ids, workspace=ws, **call)
+    for _ in range(3):
+        captured.zero_()
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(fresh.view(torch.int16), captured.view(torch.int16)), f"{name} graph"
+    assert int(ws.count_nonzero()) == 0
+    with pytest.raises(MoEInputError, match="moe_workspace"):
+        fused_moe_mxfp4(x, *f, wts, ids, workspace=moe_workspace("cuda", size=1), **call)
+    with pytest.raises(MoEInputError, match="int32"):
+        fused_moe_mxfp4(x, *f, wts, ids, workspace=torch.zeros(8192, device="cuda"), **call)

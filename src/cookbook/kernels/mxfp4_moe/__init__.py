@@ -17,10 +17,15 @@ def prepare_experts(*args, **kwargs):
     return impl(*args, **kwargs)
 
 
+def moe_workspace(*args, **kwargs):
+    from .moe import moe_workspace as impl
+    return impl(*args, **kwargs)
+
+
 def dequantize_mxfp4(*args, **kwargs):
     from .moe import dequantize_mxfp4 as impl
     return impl(*args, **kwargs)
 
 
 __all__ = ["VARIANTS", "MoEShape", "LaunchConfig", "ConfigError", "load_table", "load_for_serving", "pick",
-           "fused_moe_mxfp4", "prepare_experts", "dequantize_mxfp4"]
+           "fused_moe_mxfp4", "moe_workspace", "prepare_experts", "dequantize_mxfp4"]

@@ -229,7 +229,9 @@ def _trace_loop_end(trace_ptr, TRACE: gl.constexpr):
 def _last_program(cnt_ptr, expected):
     """`triton_kernels._last_of`: true in the last of `expected` programs to reach this counter."""
     gl.thread_barrier()
-    return gl.atomic_add(cnt_ptr, 1, sem="acq_rel") == expected - 1
+    last = gl.atomic_add(cnt_ptr, 1, sem="acq_rel") == expected - 1
+    gl.store(cnt_ptr, 0, mask=last)     # nobody else reads it in this call: zero for the next
+    return last
 
 
 @gluon.jit

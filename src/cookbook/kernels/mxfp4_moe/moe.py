@@ -16,6 +16,7 @@ from .config import DECODERS, LaunchConfig
 
 MAX_TOKENS = 256     # the align kernel sorts all T*k pairs in one program
 MAX_PAIRS = 4096
+WORKSPACE_COUNTERS = 8192   # one token's w13 tiles (top-k x I / block_n1) and w2 column tiles, with room
 WIDE_ABOVE = 128     # scale bytes above this (block scales >= 2**2) need the two-multiply decoder
 
 
@@ -70,7 +71,8 @@ def check_inputs(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weights, 
 
 def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weights, topk_ids,
                     config: LaunchConfig | None = None, check_ids: bool = True,
-                    scale_max: int | None = None, layout: str = "converter", trace: dict | None = None):
+                    scale_max: int | None = None, layout: str = "converter", trace: dict | None = None,
+                    workspace=None):
     """Routed-expert MoE on MXFP4 weights: out[t] = sum_j w[t,j] * W2_e (silu(Wg_e x) * (Wu_e x)).
 
     check_ids=True verifies 0 <= topk_ids < E (one device sync); pass False in graphs.
@@ -81,6 +83,10 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     trace: a dict (kernel 'gluon' only) that receives "w13" and "w2": int64 [programs, 4] tensors of each
     program's start, end of its K loop (0: it had no tile), end (ns, the GPU's global clock) and SM,
     filled when the kernels run (`kernels/mxfp4-moe/timeline.py`); the kernels are built apart for it.
+    workspace: from `moe_workspace(device)`, zeros that the kernels leave zeroed (the last program at
+    each counter resets it). With it one token needs no counter fill before its launches (about 1 us
+    of 33-88, run 58); without it each 1-token call fills fresh counters. Calls that share one
+    workspace must run one after another (one stream, or ordered by events), never at once.
     """
     import torch
 
@@ -135,7 +141,9 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     counters = torch.empty(max(1, n_cnt), dtype=torch.int32, device=dev)
     if direct:
         block_expert = ids          # block b is pair b: its expert is the routing's
-        if n_cnt:
+        if n_cnt and workspace is not None:
+            counters = _workspace_counters(workspace, n_cnt, dev)
+        elif n_cnt:
             counters.zero_()
     else:
         block_expert = torch.empty(max_blocks, dtype=torch.int32, device=dev)
@@ -203,6 +211,24 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
         block_h = min(1024, _next_pow2(h))
         K._topk_sum_kernel[(t, triton_cdiv(h, block_h))](y, wts, out, p, h, TOPK=k, BLOCK_H=block_h, SPLIT=split2)
     return out
+
+
+def moe_workspace(device, size: int = WORKSPACE_COUNTERS):
+    """Zeroed int32 counters for `fused_moe_mxfp4(..., workspace=)`: hold one per device and stream."""
+    import torch
+    return torch.zeros(size, dtype=torch.int32, device=device)
+
+
+def _workspace_counters(workspace, n: int, device):
+    """The first n counters of a caller's workspace, after checking it can hold them."""
+    import torch
+    if workspace.dtype != torch.int32 or workspace.dim() != 1 or workspace.device != device:
+        raise MoEInputError(f"workspace must be a 1-D int32 tensor on {device} (make it with moe_workspace(device)), "
+                            f"got {workspace.dtype} {tuple(workspace.shape)} on {workspace.device}")
+    if workspace.numel() < n:
+        raise MoEInputError(f"workspace holds {workspace.numel()} counters, this call needs {n}: "
+                            f"make it with moe_workspace(device, size={n}) or larger")
+    return workspace[:n]
 
 
 def gluon_unsupported(interpret: bool, device_type: str, hip: bool, capability: tuple[int, int],
