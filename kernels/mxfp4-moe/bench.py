@@ -263,7 +263,7 @@ def main() -> int:
                     help="NAME=key:value,key:value;NAME2=...: also time each change to the shipped entry and print "
                          "its time as a ratio to the shipped one (same run, same routings)")
     ap.add_argument("--no-workspace", action="store_true",
-                    help="call without a workspace (each 1-token call fills its counters first), as before run 58")
+                    help="call without a workspace (each 1-token call fills its counters first), as before run 59")
     args = ap.parse_args()
     try:
         ab = parse_ab(args.ab)
