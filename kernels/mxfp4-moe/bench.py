@@ -57,6 +57,8 @@ GLUON_CANDIDATES = [
     ("block_k", [dict(block_k1=256), dict(block_k2=256), dict(block_k1=256, block_k2=256)]),
     ("block_t", [dict(block_t=16)]),
     ("launch", [dict(pdl=True, fuse=True), dict(pdl=True), dict(fuse=True)]),
+    # no align launch, a block per pair (one token's default; run 62: 1.03-1.09x at 2 tokens, 1.05x dsv4 at 4)
+    ("direct", [dict(direct=True), dict(direct=True, pdl=False), dict(direct=True, pdl=True)]),
 ]
 W2_CANDIDATES = [
     (None, None, None, None, 1), (None, None, None, None, 2), (None, None, None, None, 4),
@@ -356,7 +358,7 @@ def main() -> int:
                 best, best_t = shipped, timed(shipped)
                 log(f"  {v} batch {b} shipped: {best_t * 1e6:.1f} us")
                 if args.kernel == "gluon":
-                    # direct (no align launch) applies to one token only; run 25-26 measured it 1.01-1.08x
+                    # one token starts direct (no align launch; runs 25-26: 1.01-1.08x); the last stage tries it
                     best, best_t = sweep_gluon(replace(shipped, **GLUON_START, direct=b == 1), timed, best, best_t,
                                                lambda: time.time() - v_start > v_budget)
                 for dec in (DECODERS_TUNED if args.kernel == "triton" else ()):

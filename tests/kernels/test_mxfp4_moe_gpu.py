@@ -262,19 +262,20 @@ def test_gluon_tapered_split_matches_the_reference_and_even_splits(variant, spli
 
 
 @pytest.mark.parametrize("fuse", [False, True])
-def test_gluon_direct_one_token_gives_the_bits_of_align(variant, fuse):
-    """direct (one token: no align launch, block b = pair b, its expert read from topk_ids): the same
-    bits as the aligned launch, with an expert named twice in the top-k too, replayed from a CUDA
-    graph; at 2 tokens the flag changes nothing (align runs)."""
+def test_gluon_direct_gives_the_bits_of_align(variant, fuse):
+    """direct (no align launch, block b = pair b, its expert read from topk_ids): the same bits as
+    the aligned launch at 1, 2 and 5 tokens, with an expert named twice in one token's top-k and an
+    expert two tokens share (read once per pair), replayed from a CUDA graph."""
     from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
     name, shape, w = variant
     f = prepare_experts(*w)
     g = torch.Generator(device="cuda").manual_seed(77)
     base = replace(pick(load_table(name), 1), fuse=fuse)
-    for tokens, twice in ((1, False), (1, True), (2, False)):
+    for tokens, twice in ((1, False), (1, True), (2, False), (2, True), (5, True)):
         x, wts, ids = _routing(shape, tokens, g)
         if twice:
             ids[0, 1] = ids[0, 0]
+            ids[-1, 2] = ids[0, 0]          # shared with token 0 (the same token when tokens == 1)
         call = dict(layout="frag", check_ids=False, scale_max=127)
         plain = fused_moe_mxfp4(x, *f, wts, ids, config=replace(base, direct=False), **call)
         _assert_matches_reference(plain, x, w, wts, ids, f"{name} T={tokens}")

@@ -51,8 +51,9 @@ class LaunchConfig:
                             # (atomic counter) adds the split-K partials / the top-k rows, in the same order
     taper: bool = False     # kernel gluon with split-K: earlier splits longer (the GPU starts split 0 first),
                             # so the programs that start last, and end the launch, are short
-    direct: bool = False    # kernel gluon, one token: no align launch; each of the k pairs is its own block and
-                            # the kernels read its expert from topk_ids (with fuse, one fill launch zeroes the counters)
+    direct: bool = False    # kernel gluon: no align launch; each of the t k pairs is its own block and the kernels
+                            # read its expert from topk_ids (an expert two tokens share is read once per pair; with
+                            # fuse the counters come from the caller's workspace, or one fill launch zeroes them)
     decoder: str = "fp32"     # fp32: _dequant_tile (also runs in the CPU interpreter);
                               # asm: inline-PTX BF16 decoder; asm_split: the same, even/odd K in two dots;
                               # dot_scaled: Triton's tl.dot_scaled (all three GPU only)

@@ -137,7 +137,7 @@ def _dequant_gluon_kernel(w_ptr, s_ptr, out_ptr, K, NCH: gl.constexpr, WIDE: gl.
 
 @gluon.jit
 def _num_blocks(num_blocks_ptr, P, DIRECT: gl.constexpr):
-    """Blocks in this call: align's count, or DIRECT (one token: no align) one per pair."""
+    """Blocks in this call: align's count, or DIRECT (no align) one per pair."""
     if DIRECT:
         return P
     return gl.load(num_blocks_ptr, cache_modifier=".cg")
@@ -148,7 +148,7 @@ def _block(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, b, P, BT: gl.cons
            DIRECT: gl.constexpr):
     """`triton_kernels._block_pairs` for block b: active, expert, pair ids [BT] (in LAYOUT), pair
     mask. L2 loads (.cg): with programmatic dependent launch they may run before the wait.
-    DIRECT (one token, so its k pairs name k experts): block b is pair b alone, its expert read
+    DIRECT (no align; an expert two tokens share is read once per pair): block b is pair b alone, its expert read
     from the routing (block_expert_ptr = topk_ids) without align and without a count."""
     if DIRECT:
         slot = gl.arange(0, BT, layout=LAYOUT)
@@ -380,8 +380,8 @@ def _w13_gluon_kernel(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, sorted_pairs_ptr, 
     """`frag_kernels._w13_frag_kernel`: grid (block, row tile, split), one row group of gate and
     one of up per warp. w_ptr: the frag-layout words (int32 view). DEPTH: K steps whose words are
     in registers ahead of the one being decoded (1 or 2). FUSE with SPLIT > 1: the last split of
-    a tile adds the partials in order and writes act (cnt_ptr zeroed by align). DIRECT: one
-    token, no align (`_block`). TRACE: `_trace` at trace_ptr."""
+    a tile adds the partials in order and writes act (cnt_ptr zeroed by align). DIRECT: one block
+    per pair, no align (`_block`). TRACE: `_trace` at trace_ptr."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, 8])
     if TRACE:
         t0 = _now()

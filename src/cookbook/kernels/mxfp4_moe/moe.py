@@ -16,7 +16,7 @@ from .config import DECODERS, LaunchConfig
 
 MAX_TOKENS = 256     # the align kernel sorts all T*k pairs in one program
 MAX_PAIRS = 4096
-WORKSPACE_COUNTERS = 8192   # one token's w13 tiles (top-k x I / block_n1) and w2 column tiles, with room
+WORKSPACE_COUNTERS = 1 << 16   # direct: w13 tiles (pairs x I / block_n1) and w2 column tiles, with room
 WIDE_ABOVE = 128     # scale bytes above this (block scales >= 2**2) need the two-multiply decoder
 
 
@@ -84,8 +84,8 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     program's start, end of its K loop (0: it had no tile), end (ns, the GPU's global clock) and SM,
     filled when the kernels run (`kernels/mxfp4-moe/timeline.py`); the kernels are built apart for it.
     workspace: from `moe_workspace(device)`, zeros that the kernels leave zeroed (the last program at
-    each counter resets it). With it one token needs no counter fill before its launches (about 1 us
-    of 33-88, run 58); without it each 1-token call fills fresh counters. Calls that share one
+    each counter resets it). With it a `direct` entry needs no counter fill before its launches (about
+    1 us of 33-88 at one token, run 59); without it each such call fills fresh counters. Calls that share one
     workspace must run one after another (one stream, or ordered by events), never at once.
     """
     import torch
@@ -125,7 +125,7 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     dev = x.device
     p = t * k
     bt = cfg.block_t
-    direct = gluon and cfg.direct and t == 1     # one token: its k pairs are k blocks, no align
+    direct = gluon and cfg.direct      # no align: each of the t k pairs is its own block (run 62)
     max_blocks = p if direct else min(p, p // bt + min(p, e))
     ids = topk_ids.reshape(-1).to(torch.int32)
     sorted_pairs = torch.empty(max_blocks * bt, dtype=torch.int32, device=dev)   # direct: not read
@@ -135,7 +135,7 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     grid1 = (max_blocks, triton_cdiv(i, cfg.block_n1), split1)
     grid2 = (max_blocks, triton_cdiv(h, cfg.block_n2), split2)
     fuse = frag and cfg.fuse
-    # counters, zeroed by align (direct: by a fill): w13 tiles (split-K reduce), then w2 column tiles (top-k sum)
+    # counters, zeroed by align (direct: the workspace's, or a fill): w13 tiles (split-K reduce), then w2 column tiles (top-k sum)
     n_cnt1 = grid1[0] * grid1[1] if fuse and split1 > 1 else 0
     n_cnt = n_cnt1 + grid2[1] if fuse else 0
     counters = torch.empty(max(1, n_cnt), dtype=torch.int32, device=dev)
