@@ -311,7 +311,7 @@ def test_gluon_timeline_records_every_program_and_changes_no_bit(variant, tokens
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     pairs = tokens * shape.top_k
     counts = torch.bincount(ids.reshape(-1).long(), minlength=shape.experts)
-    blocks = pairs if cfg.direct and tokens == 1 else int(((counts + cfg.block_t - 1) // cfg.block_t).sum())
+    blocks = pairs if cfg.direct else int(((counts + cfg.block_t - 1) // cfg.block_t).sum())   # direct: one per pair
     for kernel, rows, k_total, block_n, split in (("w13", shape.intermediate, shape.hidden, cfg.block_n1, cfg.split1),
                                                   ("w2", shape.hidden, shape.intermediate, cfg.block_n2, cfg.split2)):
         tr = trace[kernel].cpu()
