@@ -392,13 +392,23 @@ def test_a_workspace_that_cannot_hold_the_counters_is_refused_with_the_fix():
     """`workspace=` is checked before any launch: its type, its device and its size, each message
     naming moe_workspace (the kernels that count on it run on a GPU: tests/kernels/*_gpu.py)."""
     from cookbook.kernels.mxfp4_moe import moe_workspace
-    from cookbook.kernels.mxfp4_moe.moe import WORKSPACE_COUNTERS, _workspace_counters
+    from cookbook.kernels.mxfp4_moe.moe import WORKSPACE_COUNTERS, _workspace_counters, check_workspace
     cpu = torch.device("cpu")
     ws = moe_workspace(cpu)
     assert ws.dtype == torch.int32 and ws.numel() == WORKSPACE_COUNTERS and int(ws.count_nonzero()) == 0
-    assert _workspace_counters(ws, 100, cpu).data_ptr() == ws.data_ptr()
+    check_workspace(ws, cpu)
+    assert _workspace_counters(ws, 100).data_ptr() == ws.data_ptr()
     with pytest.raises(MoEInputError, match=r"holds 4 counters, this call needs 100: .*moe_workspace\(device, size=100\)"):
-        _workspace_counters(moe_workspace(cpu, size=4), 100, cpu)
+        _workspace_counters(moe_workspace(cpu, size=4), 100)
     for bad in (torch.zeros(64), torch.zeros(8, 8, dtype=torch.int32)):
         with pytest.raises(MoEInputError, match="1-D int32 tensor .*moe_workspace"):
-            _workspace_counters(bad, 10, cpu)
+            check_workspace(bad, cpu)
+    # a call that would not use it (here the Triton kernels, which never take direct) still refuses a bad one
+    rng = np.random.default_rng(36)
+    experts = _experts(rng, 4, 128, 128)
+    ids, wts = _routing(rng, 2, 4, 2)
+    tens = [a.to(DEV) for a in _frag_experts(experts)]
+    with pytest.raises(MoEInputError, match="1-D int32 tensor .*moe_workspace"):
+        fused_moe_mxfp4(torch.randn(2, 128).bfloat16().to(DEV), *tens, torch.from_numpy(wts).to(DEV),
+                        torch.from_numpy(ids).to(DEV), config=FRAG_SMALL, layout="frag",
+                        workspace=torch.zeros(64, device=DEV))

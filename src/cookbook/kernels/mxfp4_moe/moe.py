@@ -86,7 +86,8 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     workspace: from `moe_workspace(device)`, zeros that the kernels leave zeroed (the last program at
     each counter resets it). With it a `direct` entry needs no counter fill before its launches (about
     1 us of 33-88 at one token, run 59); without it each such call fills fresh counters. Calls that share one
-    workspace must run one after another (one stream, or ordered by events), never at once.
+    workspace must run one after another (one stream, or ordered by events), never at once. A workspace
+    passed is checked (1-D int32 on x's device) whether or not this call's entry uses it.
     """
     import torch
 
@@ -119,6 +120,8 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
         lo, hi = int(topk_ids.min()), int(topk_ids.max())
         if lo < 0 or hi >= e:
             raise MoEInputError(f"topk_ids must lie in [0, {e}), found [{lo}, {hi}]")
+    if workspace is not None:
+        check_workspace(workspace, x.device)
     if scale_max is None:
         scale_max = scale_byte_max(w13_scales, w2_scales)
     wide = scale_max > WIDE_ABOVE
@@ -135,15 +138,18 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     grid1 = (max_blocks, triton_cdiv(i, cfg.block_n1), split1)
     grid2 = (max_blocks, triton_cdiv(h, cfg.block_n2), split2)
     fuse = frag and cfg.fuse
-    # counters, zeroed by align (direct: the workspace's, or a fill): w13 tiles (split-K reduce), then w2 column tiles (top-k sum)
+    # counters, zeroed by align (direct: the caller's workspace, or a fill): w13 tiles (split-K reduce),
+    # then w2 column tiles (top-k sum)
     n_cnt1 = grid1[0] * grid1[1] if fuse and split1 > 1 else 0
     n_cnt = n_cnt1 + grid2[1] if fuse else 0
-    counters = torch.empty(max(1, n_cnt), dtype=torch.int32, device=dev)
+    kept = direct and n_cnt and workspace is not None      # zero already: the kernels leave them so
+    if kept:
+        counters = _workspace_counters(workspace, n_cnt)
+    else:
+        counters = torch.empty(max(1, n_cnt), dtype=torch.int32, device=dev)
     if direct:
         block_expert = ids          # block b is pair b: its expert is the routing's
-        if n_cnt and workspace is not None:
-            counters = _workspace_counters(workspace, n_cnt, dev)
-        elif n_cnt:
+        if n_cnt and not kept:
             counters.zero_()
     else:
         block_expert = torch.empty(max_blocks, dtype=torch.int32, device=dev)
@@ -219,12 +225,16 @@ def moe_workspace(device, size: int = WORKSPACE_COUNTERS):
     return torch.zeros(size, dtype=torch.int32, device=device)
 
 
-def _workspace_counters(workspace, n: int, device):
-    """The first n counters of a caller's workspace, after checking it can hold them."""
+def check_workspace(workspace, device) -> None:
+    """A caller's workspace is checked on every call that passes one, used or not (no device sync)."""
     import torch
     if workspace.dtype != torch.int32 or workspace.dim() != 1 or workspace.device != device:
         raise MoEInputError(f"workspace must be a 1-D int32 tensor on {device} (make it with moe_workspace(device)), "
                             f"got {workspace.dtype} {tuple(workspace.shape)} on {workspace.device}")
+
+
+def _workspace_counters(workspace, n: int):
+    """The first n counters of a checked workspace, after checking it can hold them."""
     if workspace.numel() < n:
         raise MoEInputError(f"workspace holds {workspace.numel()} counters, this call needs {n}: "
                             f"make it with moe_workspace(device, size={n}) or larger")
