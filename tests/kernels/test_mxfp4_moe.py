@@ -378,14 +378,18 @@ def test_layout_errors_name_the_fix():
         fused_moe_mxfp4(*args, config=replace(FRAG_SMALL, block_n1=256), layout="frag")
 
 
-def test_a_timeline_is_refused_for_the_triton_kernels():
-    rng = np.random.default_rng(35)
+def _small_frag_call(seed: int) -> tuple:
+    """The positional arguments of a 2-token call on 4 small frag-layout experts (for refusals)."""
+    rng = np.random.default_rng(seed)
     experts = _experts(rng, 4, 128, 128)
     ids, wts = _routing(rng, 2, 4, 2)
     tens = [a.to(DEV) for a in _frag_experts(experts)]
+    return (torch.randn(2, 128).bfloat16().to(DEV), *tens, torch.from_numpy(wts).to(DEV), torch.from_numpy(ids).to(DEV))
+
+
+def test_a_timeline_is_refused_for_the_triton_kernels():
     with pytest.raises(MoEInputError, match="only the Gluon kernels record a timeline"):
-        fused_moe_mxfp4(torch.randn(2, 128).bfloat16().to(DEV), *tens, torch.from_numpy(wts).to(DEV),
-                        torch.from_numpy(ids).to(DEV), config=FRAG_SMALL, layout="frag", trace={})
+        fused_moe_mxfp4(*_small_frag_call(35), config=FRAG_SMALL, layout="frag", trace={})
 
 
 def test_a_workspace_that_cannot_hold_the_counters_is_refused_with_the_fix():
@@ -404,11 +408,5 @@ def test_a_workspace_that_cannot_hold_the_counters_is_refused_with_the_fix():
         with pytest.raises(MoEInputError, match="1-D int32 tensor .*moe_workspace"):
             check_workspace(bad, cpu)
     # a call that would not use it (here the Triton kernels, which never take direct) still refuses a bad one
-    rng = np.random.default_rng(36)
-    experts = _experts(rng, 4, 128, 128)
-    ids, wts = _routing(rng, 2, 4, 2)
-    tens = [a.to(DEV) for a in _frag_experts(experts)]
     with pytest.raises(MoEInputError, match="1-D int32 tensor .*moe_workspace"):
-        fused_moe_mxfp4(torch.randn(2, 128).bfloat16().to(DEV), *tens, torch.from_numpy(wts).to(DEV),
-                        torch.from_numpy(ids).to(DEV), config=FRAG_SMALL, layout="frag",
-                        workspace=torch.zeros(64, device=DEV))
+        fused_moe_mxfp4(*_small_frag_call(36), config=FRAG_SMALL, layout="frag", workspace=torch.zeros(64, device=DEV))
