@@ -35,13 +35,14 @@ def main() -> int:
     from torch.profiler import ProfilerActivity, profile
 
     import bench
-    from cookbook.kernels.mxfp4_moe import VARIANTS, fused_moe_mxfp4, load_table, pick
+    from cookbook.kernels.mxfp4_moe import VARIANTS, fused_moe_mxfp4, load_table, moe_workspace, pick
     from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
 
     change, error = bench.set_and_usage("breakdown.py", args.set, args.variants.split(","))
     if error:
         print(error, file=sys.stderr)
         return 2
+    ws = moe_workspace("cuda")      # as bench.py and a server call: no counter fill at one token
     for v in args.variants.split(","):
         shape = VARIANTS[v]
         w = bench.make_experts(shape, seed=1)
@@ -55,7 +56,8 @@ def main() -> int:
             x = torch.randn(b, shape.hidden, device="cuda").bfloat16()
 
             def call(r):
-                return fused_moe_mxfp4(x, *w, *routs[r], config=cfg, check_ids=False, scale_max=127, layout=args.layout)
+                return fused_moe_mxfp4(x, *w, *routs[r], config=cfg, check_ids=False, scale_max=127, layout=args.layout,
+                                       workspace=ws)
             for r in range(bench.ROTATIONS):
                 call(r)
             torch.cuda.synchronize()

@@ -65,7 +65,7 @@ def main() -> int:
     import torch
 
     import bench
-    from cookbook.kernels.mxfp4_moe import VARIANTS, fused_moe_mxfp4, load_table, pick
+    from cookbook.kernels.mxfp4_moe import VARIANTS, fused_moe_mxfp4, load_table, moe_workspace, pick
     from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
 
     error = bench.usage_error("ceiling.py", args.variants.split(","))
@@ -78,6 +78,7 @@ def main() -> int:
     kernel = _read_kernel()
     print(f"{'variant':8s} {'tokens':>6s} {'MB':>7s} | {'kernel us':>9s} {'%copy':>6s} | {'read, 1 launch':>14s} "
           f"{'%copy':>6s} | {'read, 2 launches':>16s} {'%copy':>6s} | kernel / 2-launch read")
+    ws = moe_workspace("cuda")      # as bench.py and a server call: no counter fill at one token
     for v in args.variants.split(","):
         shape = VARIANTS[v]
         w = prepare_experts(*bench.make_experts(shape, seed=1))
@@ -88,7 +89,8 @@ def main() -> int:
             x = torch.randn(nt, h, device="cuda").bfloat16()
 
             def call(r):
-                return fused_moe_mxfp4(x, *w, *routs[r], config=cfg, check_ids=False, scale_max=127, layout="frag")
+                return fused_moe_mxfp4(x, *w, *routs[r], config=cfg, check_ids=False, scale_max=127, layout="frag",
+                                       workspace=ws)
             t_kernel = bench.graph_time(call, bench.ROTATIONS)
             distinct = bench.distinct_experts(routs)
             b13, b2 = int(distinct * shape.w13_bytes()) // 4 * 4, int(distinct * shape.w2_bytes()) // 4 * 4

@@ -97,13 +97,14 @@ def main() -> int:
     import torch
 
     import bench
-    from cookbook.kernels.mxfp4_moe import VARIANTS, fused_moe_mxfp4, load_table, pick
+    from cookbook.kernels.mxfp4_moe import VARIANTS, fused_moe_mxfp4, load_table, moe_workspace, pick
     from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
 
     change, error = bench.set_and_usage("timeline.py", args.set, args.variants.split(","))
     if error:
         print(error, file=sys.stderr)
         return 2
+    ws = moe_workspace("cuda")      # as bench.py and a server call: no counter fill at one token
     for v in args.variants.split(","):
         shape = VARIANTS[v]
         w = prepare_experts(*bench.make_experts(shape, seed=1))
@@ -118,13 +119,13 @@ def main() -> int:
             graphs, traces = [], []
             for r in range(bench.ROTATIONS):
                 fused_moe_mxfp4(x, *w, *routs[r], config=cfg, check_ids=False, scale_max=127, layout="frag",
-                                trace={})       # compiles the traced kernels outside the capture
+                                workspace=ws, trace={})       # compiles the traced kernels outside the capture
                 torch.cuda.synchronize()
                 g = torch.cuda.CUDAGraph()
                 tr = {}
                 with torch.cuda.graph(g):
                     fused_moe_mxfp4(x, *w, *routs[r], config=cfg, check_ids=False, scale_max=127, layout="frag",
-                                    trace=tr)
+                                    workspace=ws, trace=tr)
                 graphs.append(g)
                 traces.append(tr)
             for _ in range(3):
