@@ -47,7 +47,7 @@ PREFETCH_CANDIDATES = [0, 1, 2]   # L2 prefetch distance (frag layout), tried la
 # kernel gluon (one row group per warp): coordinate sweep from GLUON_START, stage by stage
 GLUON_START = dict(kernel="gluon", decoder="asm", block_t=8, block_n1=64, warps1=4, block_k1=128, block_n2=64,
                    warps2=4, block_k2=128, split1=4, split2=1, prefetch=1, prefetch2=0, pdl=False, fuse=False,
-                   stages1=1, stages2=1)
+                   stages1=1, stages2=1, streams=1)
 GLUON_CANDIDATES = [
     ("w13", [dict(split1=n) for n in (1, 2, 3, 6, 8)] + [dict(block_n1=32, warps1=2), dict(block_n1=128, warps1=8)]),
     ("w2", [dict(split2=n) for n in (2, 3, 4)] + [dict(block_n2=32, warps2=2), dict(block_n2=128, warps2=8)]),
@@ -59,6 +59,11 @@ GLUON_CANDIDATES = [
     ("launch", [dict(pdl=True, fuse=True), dict(pdl=True), dict(fuse=True)]),
     # no align launch, a block per pair (one token's default; run 62: 1.03-1.09x at 2 tokens, 1.05x dsv4 at 4)
     ("direct", [dict(direct=True), dict(direct=True, pdl=False), dict(direct=True, pdl=True)]),
+    # direct and fused calls in 2 parts on 2 streams, each part's launches in the other's ramp and tail (run 67:
+    # 1.04-1.06x glm at 1 token and dsv4 at 2, with more splits than one stream wants)
+    ("streams", [dict(streams=2, direct=True, fuse=True, **splits) for splits in (
+        {}, dict(split1=3), dict(split1=6), dict(split2=3), dict(split2=4), dict(split1=3, split2=3),
+        dict(split1=6, split2=4))]),
 ]
 W2_CANDIDATES = [
     (None, None, None, None, 1), (None, None, None, None, 2), (None, None, None, None, 4),

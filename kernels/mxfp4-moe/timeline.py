@@ -114,6 +114,8 @@ def main() -> int:
             if cfg.kernel != "gluon":
                 print(f"{v} b={nt}: kernel {cfg.kernel!r} has no trace (Gluon only)")
                 continue
+            if cfg.streams > 1:
+                print(f"{v} b={nt}: the entry runs on {cfg.streams} streams; a traced call runs on one (one launch per kernel)")
             routs = bench.make_routings(shape, nt, bench.ROTATIONS, seed=200 + nt)
             x = torch.randn(nt, h, device="cuda").bfloat16()
             graphs, traces = [], []

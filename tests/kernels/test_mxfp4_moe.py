@@ -312,6 +312,11 @@ def test_config_flags_must_be_booleans_and_modes_known():
     LaunchConfig(kernel="gluon", decoder="asm", block_t=8, prefetch=2).check("test")
     with pytest.raises(ConfigError, match="taper, direct need kernel gluon, got 'triton'"):
         LaunchConfig(taper=True, direct=True).check("test")
+    gluon = dict(kernel="gluon", decoder="asm", block_t=8, prefetch=1)
+    LaunchConfig(**gluon, streams=3).check("test")      # used by direct, fused calls; others run on one stream
+    for bad in (dict(**gluon, streams=5), dict(**gluon, streams=0), dict(streams=2)):
+        with pytest.raises(ConfigError, match="streams must be 1, or 2-4 with kernel gluon"):
+            LaunchConfig(**bad).check("test")
 
 
 

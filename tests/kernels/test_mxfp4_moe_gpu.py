@@ -56,7 +56,7 @@ def _triton_entry(name, tokens, **change):
     the frag layout only): the converter-layout and decoder tests go through these kernels. Their
     wgmma takes a warpgroup's 64 rows at least, so Gluon's 32-row tiles become 64."""
     cfg = replace(pick(load_table(name), tokens), kernel="triton", block_t=16, pdl=False, fuse=False, taper=False,
-                  direct=False)
+                  direct=False, streams=1)
     if cfg.block_n1 < 64:
         cfg = replace(cfg, block_n1=64, warps1=4)
     if cfg.block_n2 < 64:
@@ -289,6 +289,39 @@ def test_gluon_direct_gives_the_bits_of_align(variant, fuse):
             graph.replay()
             torch.cuda.synchronize()
             assert torch.equal(plain.view(torch.int16), captured.view(torch.int16)), f"{name} T={tokens} graph"
+
+
+def test_gluon_streams_give_the_bits_of_one(variant):
+    """streams 2-4 (direct and fused: the pairs in parts, each its w13 and w2 on a stream of its own): the
+    same bits as one stream at 1, 2 and 5 tokens, an expert named twice and one two tokens share, with and
+    without a workspace, eagerly and replayed from a CUDA graph (which records the fork and the join)."""
+    from cookbook.kernels.mxfp4_moe import moe_workspace
+    from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
+    name, shape, w = variant
+    f = prepare_experts(*w)
+    g = torch.Generator(device="cuda").manual_seed(79)
+    base = replace(pick(load_table(name), 1), direct=True, fuse=True, streams=1)
+    ws = moe_workspace("cuda")
+    for tokens, twice in ((1, False), (1, True), (2, True), (5, True)):
+        x, wts, ids = _routing(shape, tokens, g)
+        if twice:
+            ids[0, 1] = ids[0, 0]
+            ids[-1, 2] = ids[0, 0]
+        call = dict(layout="frag", check_ids=False, scale_max=127)
+        one = fused_moe_mxfp4(x, *f, wts, ids, config=base, **call)
+        _assert_matches_reference(one, x, w, wts, ids, f"{name} T={tokens}")
+        for streams, workspace in ((2, None), (2, ws), (3, ws), (4, None)):
+            two = fused_moe_mxfp4(x, *f, wts, ids, config=replace(base, streams=streams), workspace=workspace, **call)
+            assert torch.equal(one.view(torch.int16), two.view(torch.int16)), f"{name} T={tokens} {streams} streams"
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            captured = fused_moe_mxfp4(x, *f, wts, ids, config=replace(base, streams=2), workspace=ws, **call)
+        for _ in range(2):
+            captured.zero_()
+            graph.replay()
+            torch.cuda.synchronize()
+            assert torch.equal(one.view(torch.int16), captured.view(torch.int16)), f"{name} T={tokens} graph"
+        assert int(ws.abs().sum()) == 0, "counters left non-zero"
 
 
 @pytest.mark.parametrize("tokens", [1, 2])

@@ -54,6 +54,9 @@ class LaunchConfig:
     direct: bool = False    # kernel gluon: no align launch; each of the t k pairs is its own block and the kernels
                             # read its expert from topk_ids (an expert two tokens share is read once per pair; with
                             # fuse the counters come from the caller's workspace, or one fill launch zeroes them)
+    streams: int = 1        # kernel gluon, 2-4: a direct, fused call (no trace) splits its pairs in that many parts,
+                            # each its w13 then its w2 on a stream of its own, so one part's launches run in another's
+                            # ramp and tail; other calls run on one stream (their reduce and top-k launches need all pairs)
     decoder: str = "fp32"     # fp32: _dequant_tile (also runs in the CPU interpreter);
                               # asm: inline-PTX BF16 decoder; asm_split: the same, even/odd K in two dots;
                               # dot_scaled: Triton's tl.dot_scaled (all three GPU only)
@@ -77,7 +80,7 @@ class LaunchConfig:
                 continue
             # split counts need not be powers of two: any count fills the card in whole waves better
             if not isinstance(v, int) or isinstance(v, bool) or not pow2(v) and f.name not in (
-                    "stages1", "stages2", "prefetch", "prefetch2", "split1", "split2"):
+                    "stages1", "stages2", "prefetch", "prefetch2", "split1", "split2", "streams"):
                 raise ConfigError(f"{where}: {f.name} must be a power of two, got {v!r}")
         if self.block_t < (8 if self.kernel == "gluon" else 16) or self.block_n1 < 16 or self.block_n2 < 16:
             raise ConfigError(f"{where}: block_t (8 with kernel gluon), block_n1 and block_n2 must be >= 16 "
@@ -91,6 +94,8 @@ class LaunchConfig:
                 raise ConfigError(f"{where}: kernel gluon runs decoder asm and keeps prefetch = 1 or 2 K steps "
                                   f"of words in registers, prefetch2 0..2 (got {self.decoder!r}, {self.prefetch}, "
                                   f"{self.prefetch2})")
+        if not 1 <= self.streams <= 4 or self.streams > 1 and self.kernel != "gluon":
+            raise ConfigError(f"{where}: streams must be 1, or 2-4 with kernel gluon, got {self.streams}")
         gluon_only = [n for n in ("taper", "direct") if getattr(self, n)]
         if gluon_only and self.kernel != "gluon":
             raise ConfigError(f"{where}: {', '.join(gluon_only)} need kernel gluon, got {self.kernel!r}")

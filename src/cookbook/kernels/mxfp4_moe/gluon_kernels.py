@@ -371,9 +371,9 @@ def _w2_tile(act_ptr, w_ptr, s_ptr, y_ptr, cnt_ptr, num_blocks_ptr, wts_ptr, out
                 gl.store(out_ptr + tt * H + cols, o.to(gl.bfloat16))
 
 
-@gluon.jit(do_not_specialize=["P", "TOPK"])
+@gluon.jit(do_not_specialize=["P", "TOPK", "PAIR0"])
 def _w13_gluon_kernel(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr,
-                      cnt_ptr, trace_ptr, P, H, I, TOPK, BT: gl.constexpr, NCH: gl.constexpr, WIDE: gl.constexpr,
+                      cnt_ptr, trace_ptr, P, H, I, TOPK, PAIR0, BT: gl.constexpr, NCH: gl.constexpr, WIDE: gl.constexpr,
                       SPLIT: gl.constexpr, NUM_WARPS: gl.constexpr, DEPTH: gl.constexpr, PDL: gl.constexpr,
                       FUSE: gl.constexpr, TAPER: gl.constexpr = False, DIRECT: gl.constexpr = False,
                       TRACE: gl.constexpr = False):
@@ -381,13 +381,14 @@ def _w13_gluon_kernel(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, sorted_pairs_ptr, 
     one of up per warp. w_ptr: the frag-layout words (int32 view). DEPTH: K steps whose words are
     in registers ahead of the one being decoded (1 or 2). FUSE with SPLIT > 1: the last split of
     a tile adds the partials in order and writes act (cnt_ptr zeroed by align). DIRECT: one block
-    per pair, no align (`_block`). TRACE: `_trace` at trace_ptr."""
+    per pair, no align (`_block`). TRACE: `_trace` at trace_ptr. PAIR0: this launch's first block (a
+    direct call shared by two streams launches each kernel twice; 0 otherwise)."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, 8])
     if TRACE:
         t0 = _now()
     if PDL:
         _pdl_wait_and_release()             # align's blocks are read below
-    b = gl.program_id(0)
+    b = gl.program_id(0) + PAIR0
     active, e, pairs, pvalid = _block(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, b, P, BT,
                                       gl.SliceLayout(0, MMA), DIRECT)
     if active:
@@ -398,20 +399,20 @@ def _w13_gluon_kernel(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, sorted_pairs_ptr, 
         _trace(trace_ptr, t0)
 
 
-@gluon.jit(do_not_specialize=["P", "T"])
+@gluon.jit(do_not_specialize=["P", "T", "PAIR0"])
 def _w2_gluon_kernel(act_ptr, w_ptr, s_ptr, y_ptr, sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr,
-                     cnt_ptr, wts_ptr, out_ptr, trace_ptr, P, H, I, T, BT: gl.constexpr, NCH: gl.constexpr,
+                     cnt_ptr, wts_ptr, out_ptr, trace_ptr, P, H, I, T, PAIR0, BT: gl.constexpr, NCH: gl.constexpr,
                      WIDE: gl.constexpr, SPLIT: gl.constexpr, NUM_WARPS: gl.constexpr, DEPTH: gl.constexpr,
                      PDL: gl.constexpr, FUSE: gl.constexpr, TOPK: gl.constexpr, TAPER: gl.constexpr = False,
                      DIRECT: gl.constexpr = False, TRACE: gl.constexpr = False):
     """`frag_kernels._w2_frag_kernel`: grid (block, row tile, split). PDL: the blocks (align's,
     done before w13 began) are read and the first words loaded before waiting for w13's act.
     FUSE: the last program of a column tile writes out[:, tile] as `_topk_sum_kernel` does.
-    TRACE: `_trace` at trace_ptr."""
+    TRACE: `_trace` at trace_ptr. PAIR0: as in w13."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, 8])
     if TRACE:
         t0 = _now()
-    active, e, pairs, pvalid = _block(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, gl.program_id(0), P, BT,
+    active, e, pairs, pvalid = _block(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, gl.program_id(0) + PAIR0, P, BT,
                                       gl.SliceLayout(0, MMA), DIRECT)
     w0, s0, w1, s1 = _w2_first_words(w_ptr, s_ptr, e, gl.program_id(1), gl.program_id(2), H, I, active, NCH, SPLIT,
                                      NUM_WARPS, TAPER)

@@ -69,6 +69,30 @@ def check_inputs(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weights, 
     return t, h, i, e, k
 
 
+_SIDE_STREAMS: dict = {}
+
+
+def _on_streams(launch, p: int, n: int, dev) -> None:
+    """launch(pair0, count) for n contiguous parts of the p pairs: the first on the current stream, each
+    other on a side stream forked from it and joined back (CUDA graphs capture the fork and the join), so
+    one part's w13 and w2 run in another's ramp and tail instead of after a launch's last program."""
+    import torch
+
+    main = torch.cuda.current_stream(dev)
+    sides = _SIDE_STREAMS.setdefault(str(dev), [])
+    while len(sides) < n - 1:
+        sides.append(torch.cuda.Stream(dev))
+    bounds = [j * p // n for j in range(n + 1)]
+    for side in sides[:n - 1]:
+        side.wait_stream(main)
+    launch(0, bounds[1])
+    for j, side in enumerate(sides[:n - 1], start=1):
+        with torch.cuda.stream(side):
+            launch(bounds[j], bounds[j + 1] - bounds[j])
+    for side in sides[:n - 1]:
+        main.wait_stream(side)
+
+
 def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weights, topk_ids,
                     config: LaunchConfig | None = None, check_ids: bool = True,
                     scale_max: int | None = None, layout: str = "converter", trace: dict | None = None,
@@ -168,14 +192,31 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
               for n, g in (("w13", grid1), ("w2", grid2))}
     if trace is not None:
         trace.update(traces)
+    y = torch.empty(split2, p, h, dtype=torch.float32, device=dev)
+    out = torch.empty(t, h, dtype=torch.bfloat16, device=dev)
+    wts = topk_weights.to(torch.float32).contiguous()
     if gluon:
         from . import gluon_kernels as GK
         gk = {"WIDE": wide, "DEPTH": cfg.prefetch, "PDL": cfg.pdl, "FUSE": fuse, "TAPER": cfg.taper, "DIRECT": direct,
               "TRACE": trace is not None}
         pdl = {"launch_pdl": True} if cfg.pdl else {}
-        GK._w13_gluon_kernel[grid1](x, w13_packed.view(torch.int32), w13_scales, act, part, *blocks, counters,
-                                    traces["w13"], p, h, i, k, BT=bt, NCH=cfg.block_k1 // 128, SPLIT=split1,
-                                    NUM_WARPS=cfg.warps1, **gk, num_warps=cfg.warps1, **pdl)
+
+        def gluon_w13(pair0: int, n_blocks: int) -> None:
+            GK._w13_gluon_kernel[(n_blocks, *grid1[1:])](
+                x, w13_packed.view(torch.int32), w13_scales, act, part, *blocks, counters, traces["w13"], p, h, i, k,
+                pair0, BT=bt, NCH=cfg.block_k1 // 128, SPLIT=split1, NUM_WARPS=cfg.warps1, **gk,
+                num_warps=cfg.warps1, **pdl)
+
+        def gluon_w2(pair0: int, n_blocks: int) -> None:
+            GK._w2_gluon_kernel[(n_blocks, *grid2[1:])](
+                act, w2_packed.view(torch.int32), w2_scales, y, *blocks, counters[n_cnt1:], wts, out, traces["w2"],
+                p, h, i, t, pair0, BT=bt, NCH=cfg.block_k2 // 128, SPLIT=split2, NUM_WARPS=cfg.warps2, TOPK=k,
+                **{**gk, "DEPTH": cfg.prefetch2 or cfg.prefetch}, num_warps=cfg.warps2, **pdl)
+
+        if cfg.streams > 1 and direct and fuse and trace is None and p > 1:   # no reduce or top-k launch
+            _on_streams(lambda pair0, n: (gluon_w13(pair0, n), gluon_w2(pair0, n)), p, min(cfg.streams, p), dev)
+            return out
+        gluon_w13(0, grid1[0])
     elif frag:
         from . import frag_kernels as F
         # the L2 hints and programmatic dependent launch are PTX: GPU decoders only
@@ -194,15 +235,9 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     if split1 > 1 and not fuse:
         block_i = min(1024, _next_pow2(i))
         K._silu_reduce_kernel[(p, triton_cdiv(i, block_i))](part, act, p, i, SPLIT=split1, BLOCK_I=block_i)
-    y = torch.empty(split2, p, h, dtype=torch.float32, device=dev)
-    out = torch.empty(t, h, dtype=torch.bfloat16, device=dev)
-    wts = topk_weights.to(torch.float32).contiguous()
     w2 = w2_packed if decode else w2_packed.view(torch.int32)
     if gluon:
-        GK._w2_gluon_kernel[grid2](act, w2_packed.view(torch.int32), w2_scales, y, *blocks, counters[n_cnt1:], wts,
-                                   out, traces["w2"], p, h, i, t, BT=bt, NCH=cfg.block_k2 // 128, SPLIT=split2,
-                                   NUM_WARPS=cfg.warps2, TOPK=k, **{**gk, "DEPTH": cfg.prefetch2 or cfg.prefetch},
-                                   num_warps=cfg.warps2, **pdl)
+        gluon_w2(0, grid2[0])
     elif frag:
         F._w2_frag_kernel[grid2](act, w2, w2_scales, y, *blocks, counters[n_cnt1:], wts, out, p, h, i, t,
                                  BLOCK_T=bt, BLOCK_N=cfg.block_n2, BLOCK_K=cfg.block_k2, ASM=bool(decode),

@@ -42,9 +42,9 @@ def _signature(kernel: str) -> dict[str, str]:
 
 
 def _gluon_signature(kernel: str) -> dict[str, str]:
-    """`_signature` with the Gluon kernels' extras: int32 words and the timeline buffer (after the counters
-    in w13, after out in w2)."""
-    sig = {**_signature(kernel), "w_ptr": "*i32"}
+    """`_signature` with the Gluon kernels' extras: int32 words, the timeline buffer (after the counters
+    in w13, after out in w2) and the launch's first block (last)."""
+    sig = {**_signature(kernel), "w_ptr": "*i32", "PAIR0": "i32"}
     after = "cnt_ptr" if kernel == "w13" else "out_ptr"
     order = list(sig)
     order.insert(order.index(after) + 1, "trace_ptr")
