@@ -75,7 +75,10 @@ _SIDE_STREAMS: dict = {}
 def _on_streams(launch, p: int, n: int, dev) -> None:
     """launch(pair0, count) for n contiguous parts of the p pairs: the first on the current stream, each
     other on a side stream forked from it and joined back (CUDA graphs capture the fork and the join), so
-    one part's w13 and w2 run in another's ramp and tail instead of after a launch's last program."""
+    one part's w13 and w2 run in another's ramp and tail instead of after a launch's last program.
+    The call's buffers come from the current stream and the join orders all later work on it after the
+    side streams', so they need no record_stream. The side streams are one set per device: calls made on
+    two streams at once are ordered through them (correct, not concurrent)."""
     import torch
 
     main = torch.cuda.current_stream(dev)
