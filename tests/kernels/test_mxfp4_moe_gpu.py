@@ -295,13 +295,15 @@ def test_gluon_streams_give_the_bits_of_one(variant):
     """streams 2-4 (direct and fused: the pairs in parts, each its w13 and w2 on a stream of its own): the
     same bits as one stream at 1, 2 and 5 tokens, an expert named twice and one two tokens share, with and
     without a workspace, eagerly and replayed from a CUDA graph (which records the fork and the join)."""
-    from cookbook.kernels.mxfp4_moe import moe_workspace
+    from cookbook.kernels.mxfp4_moe import moe, moe_workspace
     from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
     name, shape, w = variant
     f = prepare_experts(*w)
     g = torch.Generator(device="cuda").manual_seed(79)
     base = replace(pick(load_table(name), 1), direct=True, fuse=True, streams=1)
     ws = moe_workspace("cuda")
+    torch.cuda.synchronize()
+    moe._SIDE_STREAMS.clear()           # so the check below sees this test's calls only
     for tokens, twice in ((1, False), (1, True), (2, True), (5, True)):
         x, wts, ids = _routing(shape, tokens, g)
         if twice:
@@ -313,6 +315,8 @@ def test_gluon_streams_give_the_bits_of_one(variant):
         for streams, workspace in ((2, None), (2, ws), (3, ws), (4, None)):
             two = fused_moe_mxfp4(x, *f, wts, ids, config=replace(base, streams=streams), workspace=workspace, **call)
             assert torch.equal(one.view(torch.int16), two.view(torch.int16)), f"{name} T={tokens} {streams} streams"
+        # the parts did go to side streams (equal bits alone would also hold if the call ignored streams)
+        assert len(moe._SIDE_STREAMS.get(str(x.device), [])) >= 3, "streams 4 made no side streams"
         graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(graph):
             captured = fused_moe_mxfp4(x, *f, wts, ids, config=replace(base, streams=2), workspace=ws, **call)

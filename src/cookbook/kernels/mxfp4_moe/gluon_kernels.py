@@ -382,7 +382,7 @@ def _w13_gluon_kernel(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, sorted_pairs_ptr, 
     in registers ahead of the one being decoded (1 or 2). FUSE with SPLIT > 1: the last split of
     a tile adds the partials in order and writes act (cnt_ptr zeroed by align). DIRECT: one block
     per pair, no align (`_block`). TRACE: `_trace` at trace_ptr. PAIR0: this launch's first block (a
-    direct call shared by two streams launches each kernel twice; 0 otherwise)."""
+    direct call on several streams launches each kernel once per part of its pairs; 0 otherwise)."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, 8])
     if TRACE:
         t0 = _now()

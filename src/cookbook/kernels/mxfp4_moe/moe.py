@@ -216,8 +216,12 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
                 p, h, i, t, pair0, BT=bt, NCH=cfg.block_k2 // 128, SPLIT=split2, NUM_WARPS=cfg.warps2, TOPK=k,
                 **{**gk, "DEPTH": cfg.prefetch2 or cfg.prefetch}, num_warps=cfg.warps2, **pdl)
 
+        def gluon_part(pair0: int, n_blocks: int) -> None:
+            gluon_w13(pair0, n_blocks)
+            gluon_w2(pair0, n_blocks)
+
         if cfg.streams > 1 and direct and fuse and trace is None and p > 1:   # no reduce or top-k launch
-            _on_streams(lambda pair0, n: (gluon_w13(pair0, n), gluon_w2(pair0, n)), p, min(cfg.streams, p), dev)
+            _on_streams(gluon_part, p, min(cfg.streams, p), dev)
             return out
         gluon_w13(0, grid1[0])
     elif frag:
