@@ -2,7 +2,7 @@
 
 import sys
 
-from cookbook.convert.cli import convert, main_for
+from cookbook.commands.convert import convert, main_for
 
 if len(sys.argv) > 1 and sys.argv[1] in convert.commands:
     name = sys.argv.pop(1)

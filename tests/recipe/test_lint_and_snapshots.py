@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from recipe_engine_helpers import FIXTURES, check_golden
+from recipe_helpers import FIXTURES, check_golden
 
 INVALID = sorted(p.name for p in (FIXTURES / "invalid").iterdir() if p.is_dir())
 

@@ -4,11 +4,11 @@ import os
 from pathlib import Path
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "recipes"
-SNAPSHOTS = Path(__file__).resolve().parent / "snapshots"
+SNAPSHOTS = Path(__file__).resolve().parents[1] / "recipe" / "snapshots"
 
 
 def check_golden(name: str, text: str) -> None:
-    """Compare with tests/recipe_engine/snapshots/<name>; UPDATE_GOLDEN=1 rewrites it."""
+    """Compare with tests/recipe/snapshots/<name>; UPDATE_GOLDEN=1 rewrites it."""
     path = SNAPSHOTS / name
     if os.environ.get("UPDATE_GOLDEN"):
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -5,7 +5,7 @@ import sys
 
 import pytest
 
-from recipe_engine_helpers import FIXTURES, check_golden
+from recipe_helpers import FIXTURES, check_golden
 from cookbook.recipe import resolve
 from cookbook.recipe.launch import render, server_argv
 

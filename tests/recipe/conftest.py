@@ -1,6 +1,6 @@
 import pytest
 
-from recipe_engine_helpers import FIXTURES
+from recipe_helpers import FIXTURES
 
 
 @pytest.fixture

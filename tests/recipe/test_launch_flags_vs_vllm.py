@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from recipe_engine_helpers import FIXTURES
+from recipe_helpers import FIXTURES
 from cookbook.recipe.launch import server_argv
 from cookbook.recipe.resolve import all_slugs, resolve
 
