@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 RECIPE ?= gemma3-270m-cpu
 
-.PHONY: help setup engine run test lint docs schema bench
+.PHONY: help setup engine run test test-fast lint docs schema bench
 
 help:  ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -27,7 +27,13 @@ test: setup  ## the test suite (engine tests skip visibly without `make engine`)
 	# Triton's CPU interpreter must be on before triton is imported, and only for these tests.
 	TRITON_INTERPRET=1 $(BIN)/pytest tests/kernels
 
-lint: setup  ## recipes, generated schema and docs
+test-fast: setup  ## the suite without the engine and without slow tests (a few minutes on 2 cores)
+	$(BIN)/pytest -q -m 'not engine and not slow' --ignore=tests/kernels
+	TRITON_INTERPRET=1 $(BIN)/pytest -q -m 'not engine and not slow' tests/kernels
+
+lint: setup  ## ruff (lint + format check), recipes, generated schema and docs
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(BIN)/cookbook lint
 	$(BIN)/cookbook schema --check
 	$(BIN)/cookbook docs --check
