@@ -41,6 +41,8 @@ _ARITH = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
 _NAMES = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
 _FUNCS = {"defined", "len", "lower"}
 MAX_EXPR_CHARS = 2000
+# Largest string or list an operator may build ('x' * 999999999 would take a GiB).
+MAX_VALUE_LEN = 10_000
 
 
 def parse(text: str) -> ast.Expression:
@@ -59,6 +61,9 @@ def parse(text: str) -> ast.Expression:
         if isinstance(node, ast.Call):
             if not isinstance(node.func, ast.Name) or node.func.id not in _FUNCS or len(node.args) != 1:
                 raise ExprError(f"only defined(x), len(x) and lower(x) may be called ({text!r})")
+        if isinstance(node, ast.BinOp) and all(isinstance(v, _LITERALS) for v in (node.left, node.right)):
+            # Literal operands are checked here too: a branch that never runs must still lint.
+            _check_size(node, _literal(node.left), _literal(node.right))
     return tree
 
 
@@ -124,9 +129,10 @@ def _eval(node: ast.AST, ctx: dict[str, Any]) -> Any:
         left, right = _eval(node.left, ctx), _eval(node.right, ctx)
         if left is MISSING or right is MISSING:
             return MISSING
+        _check_size(node, left, right)
         try:
             return _ARITH[type(node.op)](left, right)
-        except (TypeError, ZeroDivisionError) as exc:
+        except (TypeError, ZeroDivisionError, OverflowError) as exc:
             raise ExprError(f"cannot compute {ast.unparse(node)}: {exc}") from None
     if isinstance(node, ast.Compare):
         left = _eval(node.left, ctx)
@@ -137,6 +143,33 @@ def _eval(node: ast.AST, ctx: dict[str, Any]) -> Any:
             left = right
         return True
     raise ExprError(f"unsupported expression {ast.unparse(node)}")
+
+
+_LITERALS = (ast.Constant, ast.List, ast.Tuple)
+
+
+def _literal(node: ast.AST) -> Any:
+    """A literal operand as far as its size goes (a list literal's items are not needed)."""
+    return node.value if isinstance(node, ast.Constant) else [None] * len(node.elts)
+
+
+def _size(value: Any) -> int:
+    if isinstance(value, (str, list)):
+        return len(value)
+    if isinstance(value, int) and not isinstance(value, bool):
+        return abs(value)
+    return 0
+
+
+def _check_size(node: ast.BinOp, left: Any, right: Any) -> None:
+    """Refuse a string or list result over MAX_VALUE_LEN before building it."""
+    sequences = [v for v in (left, right) if isinstance(v, (str, list))]
+    if not sequences:
+        return
+    size = _size(left) * _size(right) if isinstance(node.op, ast.Mult) else _size(left) + _size(right)
+    if size > MAX_VALUE_LEN:
+        raise ExprError(f"{ast.unparse(node)} would build a value of {size} items; "
+                        f"a rule expression's values are at most {MAX_VALUE_LEN}")
 
 
 def _compare(op: ast.cmpop, left: Any, right: Any) -> bool:

@@ -17,6 +17,9 @@ import yaml
 from cookbook.recipe import errors as E
 
 MAX_RECIPE_BYTES = 1 << 20  # a recipe is text written by people; 1 MiB is plenty
+# Values after expanding YAML aliases. Recipes alias a shared `why` text; nested aliases of
+# lists (a "billion laughs" file of a few hundred bytes) would otherwise expand without end.
+MAX_RECIPE_VALUES = 100_000
 # libyaml's parser when PyYAML has it (10x faster; `cookbook list` parses every recipe).
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -39,7 +42,24 @@ class SourceFile:
         return (1, 1)
 
 
-def _construct(node: yaml.Node, prefix: str, positions: dict, path: Path) -> Any:
+class _Budget:
+    """Counts values built from the node graph, so aliases cannot multiply the work."""
+
+    def __init__(self, path: Path):
+        self.left, self.path = MAX_RECIPE_VALUES, path
+
+    def take(self, node: yaml.Node) -> None:
+        self.left -= 1
+        if self.left < 0:
+            raise E.RecipeError([E.Diagnostic(
+                E.YAML_SYNTAX, "", f"the file expands to more than {MAX_RECIPE_VALUES} values",
+                "YAML aliases (*name) of lists or mappings nest here; write the values out or use `extends`",
+                self.path, node.start_mark.line + 1, node.start_mark.column + 1)])
+
+
+def _construct(node: yaml.Node, prefix: str, positions: dict, path: Path, budget: _Budget | None = None) -> Any:
+    budget = budget or _Budget(path)
+    budget.take(node)
     if isinstance(node, yaml.MappingNode):
         out: dict[str, Any] = {}
         for key_node, value_node in node.value:
@@ -51,14 +71,14 @@ def _construct(node: yaml.Node, prefix: str, positions: dict, path: Path) -> Any
                     "remove one of the two; YAML would silently keep only the last",
                     path, key_node.start_mark.line + 1, key_node.start_mark.column + 1)])
             positions[dotted] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
-            out[key] = _construct(value_node, dotted, positions, path)
+            out[key] = _construct(value_node, dotted, positions, path, budget)
         return out
     if isinstance(node, yaml.SequenceNode):
         items = []
         for i, item in enumerate(node.value):
             dotted = f"{prefix}.{i}" if prefix else str(i)
             positions[dotted] = (item.start_mark.line + 1, item.start_mark.column + 1)
-            items.append(_construct(item, dotted, positions, path))
+            items.append(_construct(item, dotted, positions, path, budget))
         return items
     # Scalars: let the safe loader's resolver type them (int, float, bool, null, str).
     return _scalar(node)
