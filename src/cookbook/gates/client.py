@@ -24,7 +24,16 @@ class ServerDown(Exception):
 
 
 class RequestTimeout(Exception):
-    """One request got no answer within the per-request timeout."""
+    """One request did not finish within the request timeout (a total deadline, not per read)."""
+
+
+class ResponseTooLarge(ServerDown):
+    """The server sent more than a gate can need; treated like a broken server."""
+
+
+# A gate's largest answer (a long completion with top logprobs) is a few MB; more than this is
+# a broken or hostile server, and reading on would only fill memory.
+MAX_RESPONSE_BYTES = 64 << 20
 
 
 class ServerError(Exception):
@@ -96,6 +105,7 @@ class Server:
         self.model = model
         self.transcript = Transcript(None)
         self.extra: dict[str, Any] = {}  # the current gate's request_extra
+        self.request_timeout_s = request_timeout_s
         self.http = httpx.AsyncClient(
             base_url=self.base_url,
             timeout=httpx.Timeout(request_timeout_s, connect=10.0),
@@ -106,12 +116,22 @@ class Server:
         await self.http.aclose()
 
     async def _send(self, method: str, path: str, **kw) -> httpx.Response:
+        """The whole response, read within the request timeout and at most MAX_RESPONSE_BYTES."""
+
+        async def read() -> httpx.Response:
+            async with self.http.stream(method, path, **kw) as r:
+                body = await self._capped(r)
+                # The body is already decoded; keep the headers that still describe it.
+                headers = [(k, v) for k, v in r.headers.items() if k.lower() not in ("content-encoding", "content-length")]
+                return httpx.Response(r.status_code, headers=headers, content=body, request=r.request)
+
         try:
-            return await self.http.request(method, path, **kw)
+            return await asyncio.wait_for(read(), timeout=self.request_timeout_s)
         except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as e:
             raise ServerDown(f"{method} {self.base_url}{path}: {type(e).__name__}: {e}") from e
-        except httpx.TimeoutException as e:
-            raise RequestTimeout(f"{method} {self.base_url}{path}: no answer within the request timeout") from e
+        except (httpx.TimeoutException, asyncio.TimeoutError) as e:
+            raise RequestTimeout(f"{method} {self.base_url}{path}: not answered within the request timeout "
+                                 f"({self.request_timeout_s:g} s in all)") from e
 
     async def get_text(self, path: str) -> str:
         r = await self._send("GET", path)
@@ -145,38 +165,68 @@ class Server:
         out = Stream()
         t0 = time.perf_counter()
         try:
-            async with self.http.stream("POST", path, json=payload) as r:
-                if r.status_code != 200:
-                    text = (await r.aread()).decode(errors="replace")
-                    self.transcript.write({"tag": tag, "path": path, "request": payload,
-                                           "status": r.status_code, "response": text})
-                    raise ServerError(path, r.status_code, text)
-                async for line in r.aiter_lines():
-                    if not line.startswith("data:"):
-                        continue
-                    data = line[5:].strip()
-                    if data == "[DONE]":
-                        break
-                    out.chunks.append((time.perf_counter() - t0, json.loads(data)))
-                    if "error" in out.chunks[-1]:  # vLLM reports mid-stream failures as an SSE event
-                        self.transcript.write({"tag": tag, "path": path, "request": payload, "status": 200,
-                                               "chunks": [c for _, c in out.chunks]})
-                        raise ServerError(path, 200, json.dumps(out.chunks[-1]["error"]))
-                    if on_chunk:
-                        on_chunk(*out.chunks[-1])
-        except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as e:
+            await asyncio.wait_for(self._read_stream(path, payload, tag, out, t0, on_chunk),
+                                   timeout=self.request_timeout_s)
+        except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError,
+                ResponseTooLarge) as e:
             self.transcript.write({"tag": tag, "path": path, "request": payload, "status": None,
                                    "error": str(e), "chunks": [c for _, c in out.chunks]})
             raise ServerDown(f"POST {self.base_url}{path} (stream): {type(e).__name__}: {e}") from e
-        except httpx.TimeoutException as e:
+        except (httpx.TimeoutException, asyncio.TimeoutError) as e:
             self.transcript.write({"tag": tag, "path": path, "request": payload, "status": None,
                                    "error": "request timeout", "chunks": [c for _, c in out.chunks]})
-            raise RequestTimeout(f"POST {self.base_url}{path} (stream): no data within the request timeout") from e
+            raise RequestTimeout(f"POST {self.base_url}{path} (stream): not finished within the request "
+                                 f"timeout ({self.request_timeout_s:g} s in all)") from e
         out.done_s = time.perf_counter() - t0
         self.transcript.write({"tag": tag, "path": path, "request": payload, "status": 200,
                                "elapsed_s": round(out.done_s, 4),
                                "chunks": [{"t_s": round(t, 4), **c} for t, c in out.chunks]})
         return out
+
+    async def _read_stream(self, path: str, payload: dict, tag: str, out: Stream, t0: float, on_chunk) -> None:
+        """Server-sent events, split into lines here so that no line or total exceeds MAX_RESPONSE_BYTES."""
+        async with self.http.stream("POST", path, json=payload) as r:
+            if r.status_code != 200:
+                text = (await self._capped(r)).decode(errors="replace")
+                self.transcript.write({"tag": tag, "path": path, "request": payload,
+                                       "status": r.status_code, "response": text})
+                raise ServerError(path, r.status_code, text)
+            received, pending = 0, b""
+            async for part in r.aiter_bytes():
+                received += len(part)
+                if received > MAX_RESPONSE_BYTES:
+                    raise ResponseTooLarge(f"the stream passed {MAX_RESPONSE_BYTES >> 20} MiB; a gate needs far less")
+                *lines, pending = (pending + part).split(b"\n")
+                for line in lines:
+                    if self._event(line.decode(errors="replace").strip(), path, payload, tag, out, t0, on_chunk):
+                        return
+            self._event(pending.decode(errors="replace").strip(), path, payload, tag, out, t0, on_chunk)
+
+    def _event(self, line: str, path: str, payload: dict, tag: str, out: Stream, t0: float, on_chunk) -> bool:
+        """Handle one SSE line; True at [DONE]."""
+        if not line.startswith("data:"):
+            return False
+        data = line[5:].strip()
+        if data == "[DONE]":
+            return True
+        out.chunks.append((time.perf_counter() - t0, json.loads(data)))
+        if "error" in out.chunks[-1]:  # vLLM reports mid-stream failures as an SSE event
+            self.transcript.write({"tag": tag, "path": path, "request": payload, "status": 200,
+                                   "chunks": [c for _, c in out.chunks]})
+            raise ServerError(path, 200, json.dumps(out.chunks[-1]["error"]))
+        if on_chunk:
+            on_chunk(*out.chunks[-1])
+        return False
+
+    @staticmethod
+    async def _capped(r: httpx.Response) -> bytes:
+        body = bytearray()
+        async for part in r.aiter_bytes():
+            body += part
+            if len(body) > MAX_RESPONSE_BYTES:
+                raise ResponseTooLarge(f"{r.request.method} {r.request.url}: the response passed "
+                                       f"{MAX_RESPONSE_BYTES >> 20} MiB; a gate needs far less")
+        return bytes(body)
 
     async def tokenize(self, *, prompt: str | None = None, messages: list | None = None) -> list[int]:
         """Token ids from the server's own tokenizer (vLLM /tokenize); messages get the chat template."""
