@@ -82,3 +82,14 @@ def test_any_expression_answers_a_value_or_one_expr_error(pairs, last):
         expr.evaluate(text, ctx)
     except expr.ExprError:
         pass
+
+
+def test_a_fifo_named_as_a_recipe_is_refused_not_waited_on(tmp_path):
+    import os
+
+    fifo = tmp_path / "fifo" / "recipe.yaml"
+    fifo.parent.mkdir()
+    os.mkfifo(fifo)
+    p = subprocess.run([sys.executable, "-m", "cookbook.cli", "lint", str(fifo)], capture_output=True,
+                       text=True, timeout=60)
+    assert p.returncode != 0 and "not a regular file" in p.stdout + p.stderr

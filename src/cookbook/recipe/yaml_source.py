@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,10 @@ def _load_cached(path: Path, size: int, mtime_ns: int) -> SourceFile:
     except OSError as exc:
         raise E.RecipeError([E.Diagnostic(E.UNKNOWN_RECIPE, "", f"cannot read {path}: {exc.strerror}",
                                           None, path)]) from None
+    if not stat.S_ISREG(path.stat().st_mode):
+        # A FIFO or device would block or never end; a recipe is a plain file.
+        raise E.RecipeError([E.Diagnostic(E.UNKNOWN_RECIPE, "", f"{path} is not a regular file",
+                                          "point at a recipes/<slug>/recipe.yaml file", path)])
     if size > MAX_RECIPE_BYTES:
         raise E.RecipeError([E.Diagnostic(E.YAML_SYNTAX, "", f"file is {size} bytes; a recipe is at "
                                           f"most {MAX_RECIPE_BYTES}", None, path)])
