@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         table = load_table(args.variant, path)
     except ConfigError as exc:
-        return _fail(str(exc), "regenerate it with: python3 kernels/mxfp4-moe/bench.py --tune --variants "
+        return _fail(str(exc), "regenerate it with: python -m cookbook.kernels.mxfp4_moe.tools.bench --tune --variants "
                      f"{args.variant} --out DIR (on the GPU)")
     s = VARIANTS[args.variant]
     for batch, cfg in table.items():

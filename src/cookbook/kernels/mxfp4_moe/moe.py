@@ -109,7 +109,7 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     `prepare.prepare_experts` once, at load time; decoders fp32 and asm only; the fast one).
     trace: a dict (kernel 'gluon' only) that receives "w13" and "w2": int64 [programs, 4] tensors of each
     program's start, end of its K loop (0: it had no tile), end (ns, the GPU's global clock) and SM,
-    filled when the kernels run (`kernels/mxfp4-moe/timeline.py`); the kernels are built apart for it.
+    filled when the kernels run (`tools/timeline.py`); the kernels are built apart for it.
     workspace: from `moe_workspace(device)`, zeros that the kernels leave zeroed (the last program at
     each counter resets it). With it a `direct` entry needs no counter fill before its launches (about
     1 us of 33-88 at one token, run 59); without it each such call fills fresh counters. Calls that share one

@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Where a fused MXFP4 MoE call spends its time, kernel by kernel (CUDA GPU).
 
 Runs the call eagerly under torch.profiler (CUPTI kernel records: device time only, so
@@ -6,20 +5,17 @@ launch gaps do not count) over rotating routings, and prints for each of the cal
 kernels its mean device time and, for the two expert kernels, the bytes of distinct
 experts they read / that time.
 
-    python3 kernels/mxfp4-moe/breakdown.py --variants glm --batches 1,8,64 [--layout frag]
+    python -m cookbook.kernels.mxfp4_moe.tools.breakdown --variants glm --batches 1,8,64 [--layout frag]
 """
 
 from __future__ import annotations
 
 import argparse
 import collections
-from dataclasses import replace
 import sys
-from pathlib import Path
+from dataclasses import replace
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "src"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from . import harness
 
 
 def main() -> int:
@@ -34,44 +30,43 @@ def main() -> int:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    import bench
-    from cookbook.kernels.mxfp4_moe import VARIANTS, fused_moe_mxfp4, load_table, moe_workspace, pick
-    from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
+    from .. import VARIANTS, fused_moe_mxfp4, load_table, moe_workspace, pick
+    from ..prepare import prepare_experts
 
-    change, error = bench.set_and_usage("breakdown.py", args.set, args.variants.split(","))
+    change, error = harness.set_and_usage("breakdown", args.set, args.variants.split(","))
     if error:
         print(error, file=sys.stderr)
         return 2
-    ws = moe_workspace("cuda")      # as bench.py and a server call: no counter fill at one token
+    ws = moe_workspace("cuda")      # as bench and a server call: no counter fill at one token
     for v in args.variants.split(","):
         shape = VARIANTS[v]
-        w = bench.make_experts(shape, seed=1)
+        w = harness.make_experts(shape, seed=1)
         if args.layout == "frag":
             w = prepare_experts(*w)
         table = load_table(v)
         table = {b: replace(c, **change) for b, c in table.items()}
         for b in [int(x) for x in args.batches.split(",")]:
             cfg = pick(table, b)
-            routs = bench.make_routings(shape, b, bench.ROTATIONS, seed=200 + b)
+            routs = harness.make_routings(shape, b, harness.ROTATIONS, seed=200 + b)
             x = torch.randn(b, shape.hidden, device="cuda").bfloat16()
 
             def call(r):
                 return fused_moe_mxfp4(x, *w, *routs[r], config=cfg, check_ids=False, scale_max=127, layout=args.layout,
                                        workspace=ws)
-            for r in range(bench.ROTATIONS):
+            for r in range(harness.ROTATIONS):
                 call(r)
             torch.cuda.synchronize()
             with profile(activities=[ProfilerActivity.CUDA]) as prof:
                 for _ in range(args.reps):
-                    for r in range(bench.ROTATIONS):
+                    for r in range(harness.ROTATIONS):
                         call(r)
                 torch.cuda.synchronize()
             times = collections.defaultdict(float)
             for ev in prof.events():
                 if ev.device_type.name == "CUDA":
                     times[ev.name] += ev.device_time
-            n = args.reps * bench.ROTATIONS
-            distinct = bench.distinct_experts(routs)
+            n = args.reps * harness.ROTATIONS
+            distinct = harness.distinct_experts(routs)
             w13_bytes = distinct * shape.w13_bytes()
             w2_bytes = distinct * shape.w2_bytes()
             total = sum(times.values()) / n

@@ -1,8 +1,7 @@
-#!/usr/bin/env python3
 """Machine code of the frag expert kernels' inner loop (Triton and Gluon), compiled for sm_90 on this
 machine (no GPU needed).
 
-    python3 kernels/mxfp4-moe/sass_local.py [--json]
+    python -m cookbook.kernels.mxfp4_moe.tools.sass_local [--json]
 
 Prints, per kernel and block shape: instructions per decoded weight, registers, and the
 loop's opcode mix (HGMMA/HMMA: tensor core; LDSM/BAR: a shared-memory shuffle of the tile).
@@ -13,10 +12,8 @@ import argparse
 import json
 import os
 import sys
-from pathlib import Path
 
-os.environ.pop("TRITON_INTERPRET", None)
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
+os.environ.pop("TRITON_INTERPRET", None)   # before triton is imported: the interpreter compiles nothing
 
 SHAPES = [("w13", 64, 128, 4), ("w2", 64, 128, 4), ("w13", 128, 128, 4), ("w2", 128, 128, 4), ("w13", 64, 256, 4)]
 # Gluon kernels (one row group per warp: block_n = 16 * warps), token blocks of 8 and 16
@@ -28,7 +25,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", action="store_true", help="one JSON object per line")
     args = ap.parse_args()
-    from cookbook.kernels.mxfp4_moe.sass import loop_report
+    from ..sass import loop_report
     rows = [("triton", k, bn, bk, w, None) for k, bn, bk, w in SHAPES]
     rows += [("gluon", k, bn, bk, w, bt) for k, bn, bk, w, bt in GLUON_SHAPES]
     for engine, kernel, bn, bk, warps, bt in rows:

@@ -1,7 +1,6 @@
-#!/usr/bin/env python3
 """How fast a plain read of the bytes a decode MoE call reads can be, next to the kernels (CUDA GPU).
 
-For each variant and batch size: the fused MXFP4 MoE call (shipped table, bench.py's timing:
+For each variant and batch size: the fused MXFP4 MoE call (shipped table, bench's timing:
 CUDA-graph replay rotating over 8 routings), then a streaming read of the same bytes, in one
 launch and in two dependent launches (the w13 bytes, then the w2 bytes: the call's own
 dependency), rotating over 8 buffers so that L2 holds none of them. The read kernel does no work
@@ -9,35 +8,17 @@ but an XOR per program; its best over a few program sizes is printed. All as % o
 bandwidth measured in the same run: the two-launch read is about as fast as anything that reads
 w13 before w2 in two launches can be.
 
-    python3 kernels/mxfp4-moe/ceiling.py --variants glm,dsv4,k3 --batches 1,2,8
+    python -m cookbook.kernels.mxfp4_moe.tools.ceiling --variants glm,dsv4,k3 --batches 1,2,8
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+from . import harness
 
 READ_SHAPES = [(1 << 15, 4), (1 << 16, 4), (1 << 16, 8), (1 << 17, 8)]   # (bytes per program, warps)
-
-
-def _read_kernel():
-    import triton
-    import triton.language as tl
-
-    @triton.jit
-    def _read(src, out, n, n_per: tl.constexpr):
-        """Program p reads int32 [p * n_per, (p + 1) * n_per) of src (< n), writes their XOR."""
-        base = tl.program_id(0).to(tl.int64) * n_per
-        acc = tl.zeros([2048], tl.int32)
-        for i in range(0, n_per, 2048):
-            offs = base + i + tl.arange(0, 2048)
-            acc ^= tl.load(src + offs, mask=offs < n, other=0)
-        tl.store(out + tl.program_id(0), tl.xor_sum(acc, 0))
-    return _read
 
 
 def read_launches(buf, parts: list[int], per_program: int, warps: int, kernel):
@@ -64,42 +45,41 @@ def main() -> int:
 
     import torch
 
-    import bench
-    from cookbook.kernels.mxfp4_moe import VARIANTS, fused_moe_mxfp4, load_table, moe_workspace, pick
-    from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
+    from .. import VARIANTS, fused_moe_mxfp4, load_table, moe_workspace, pick
+    from ..prepare import prepare_experts
 
-    error = bench.usage_error("ceiling.py", args.variants.split(","))
+    error = harness.usage_error("ceiling", args.variants.split(","))
     if error:
         print(error, file=sys.stderr)
         return 2
-    copy_bw = bench.copy_bandwidth()
+    copy_bw = harness.copy_bandwidth()
     print(f"copy bandwidth (device-to-device, read+write): {copy_bw / 1e12:.2f} TB/s; "
           f"{torch.cuda.get_device_name()}", flush=True)
-    kernel = _read_kernel()
+    kernel = harness.read_kernel()
     print(f"{'variant':8s} {'tokens':>6s} {'MB':>7s} | {'kernel us':>9s} {'%copy':>6s} | {'read, 1 launch':>14s} "
           f"{'%copy':>6s} | {'read, 2 launches':>16s} {'%copy':>6s} | kernel / 2-launch read")
-    ws = moe_workspace("cuda")      # as bench.py and a server call: no counter fill at one token
+    ws = moe_workspace("cuda")      # as bench and a server call: no counter fill at one token
     for v in args.variants.split(","):
         shape = VARIANTS[v]
-        w = prepare_experts(*bench.make_experts(shape, seed=1))
+        w = prepare_experts(*harness.make_experts(shape, seed=1))
         h = shape.hidden
         for nt in [int(x) for x in args.batches.split(",")]:
             cfg = pick(load_table(v), nt)
-            routs = bench.make_routings(shape, nt, bench.ROTATIONS, seed=200 + nt)
+            routs = harness.make_routings(shape, nt, harness.ROTATIONS, seed=200 + nt)
             x = torch.randn(nt, h, device="cuda").bfloat16()
 
             def call(r):
                 return fused_moe_mxfp4(x, *w, *routs[r], config=cfg, check_ids=False, scale_max=127, layout="frag",
                                        workspace=ws)
-            t_kernel = bench.graph_time(call, bench.ROTATIONS)
-            distinct = bench.distinct_experts(routs)
+            t_kernel = harness.graph_time(call, harness.ROTATIONS)
+            distinct = harness.distinct_experts(routs)
             b13, b2 = int(distinct * shape.w13_bytes()) // 4 * 4, int(distinct * shape.w2_bytes()) // 4 * 4
-            bufs = [torch.ones((b13 + b2) // 4, dtype=torch.int32, device="cuda") for _ in range(bench.ROTATIONS)]
+            bufs = [torch.ones((b13 + b2) // 4, dtype=torch.int32, device="cuda") for _ in range(harness.ROTATIONS)]
             best = {}
             for parts in ([b13 + b2], [b13, b2]):
                 for per_program, warps in READ_SHAPES:
                     runs = [read_launches(buf, parts, per_program, warps, kernel) for buf in bufs]
-                    t = bench.graph_time(lambda r: runs[r](), bench.ROTATIONS)
+                    t = harness.graph_time(lambda r: runs[r](), harness.ROTATIONS)
                     best[len(parts)] = min(best.get(len(parts), float("inf")), t)
             del bufs
             nbytes = b13 + b2

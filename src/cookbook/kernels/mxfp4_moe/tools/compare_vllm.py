@@ -1,4 +1,3 @@
-#!/usr/bin/env python3
 """Same shapes, same weights, same routing: this kernel against vLLM 0.26.0's Triton MXFP4 MoE kernels.
 
 vLLM 0.26.0 runs MXFP4 MoE on Hopper either through Marlin (compiled CUDA; its choice for
@@ -10,7 +9,7 @@ vLLM's unfused Triton path calls it: routing(), weights swizzled to the Hopper M
 split_k=1), matmul_ogs for w13 with the gather, SiLU-and-multiply in PyTorch, matmul_ogs for
 w2 with the scatter, the routing weights and the top-k sum. The outputs are compared.
 
-    python3 kernels/mxfp4-moe/compare_vllm.py --triton-kernels DIR   # DIR holds triton_kernels/
+    python -m cookbook.kernels.mxfp4_moe.tools.compare_vllm --triton-kernels DIR   # DIR holds triton_kernels/
 """
 
 from __future__ import annotations
@@ -19,9 +18,7 @@ import argparse
 import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parents[1] / "src"))
-sys.path.insert(0, str(HERE))
+from . import harness
 
 
 def main() -> int:
@@ -47,10 +44,9 @@ def main() -> int:
     from triton_kernels.tensor import FP4, convert_layout, wrap_torch_tensor
     from triton_kernels.tensor_details import layout
 
-    import bench
-    from cookbook.kernels.mxfp4_moe import VARIANTS, fused_moe_mxfp4, load_table, moe_workspace, pick
-    from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
-    from cookbook.kernels.mxfp4_moe.reference import moe_torch, rel_error
+    from .. import VARIANTS, fused_moe_mxfp4, load_table, moe_workspace, pick
+    from ..prepare import prepare_experts
+    from ..reference import moe_torch, rel_error
 
     opt_flags.update_opt_flags_constraints({"split_k": 1})  # what vLLM sets on SM90
 
@@ -68,7 +64,7 @@ def main() -> int:
     for v in args.variants.split(","):
         shape = VARIANTS[v]
         torch.cuda.empty_cache()
-        w = bench.make_experts(shape, seed=1)
+        w = harness.make_experts(shape, seed=1)
         w1, pc1 = swizzle(w[0], w[1])
         w2, pc2 = swizzle(w[2], w[3])
         table = load_table(v)
@@ -78,7 +74,7 @@ def main() -> int:
 
         for b in [int(x) for x in args.batches.split(",")]:
             g = torch.Generator(device="cuda").manual_seed(300 + b)
-            logits = [torch.rand(b, shape.experts, device="cuda", generator=g) for _ in range(bench.ROTATIONS)]
+            logits = [torch.rand(b, shape.experts, device="cuda", generator=g) for _ in range(harness.ROTATIONS)]
             routs = []
             for lg in logits:
                 vals, ids = lg.topk(shape.top_k, dim=1)
@@ -121,30 +117,30 @@ def main() -> int:
                     ref = moe_torch(x, *w, *routs[0]).cpu().numpy()
                     row["vllm_err_vs_ref"] = rel_error(ref_out.float().cpu().numpy(), ref)
                     row["ours_err_vs_ref"] = rel_error(a.float().cpu().numpy(), ref)
-                row["ours_us"] = bench.graph_time(ours, bench.ROTATIONS) * 1e6
+                row["ours_us"] = harness.graph_time(ours, harness.ROTATIONS) * 1e6
                 try:
-                    row["vllm_us"] = bench.graph_time(vllm_tk, bench.ROTATIONS) * 1e6
+                    row["vllm_us"] = harness.graph_time(vllm_tk, harness.ROTATIONS) * 1e6
                     row["vllm_timing"] = "cuda graph"
                 except Exception as exc:  # not capturable: time eagerly (includes launch gaps)
                     torch.cuda.synchronize()
                     row["vllm_timing"] = f"eager ({type(exc).__name__})"
-                    row["vllm_us"] = sum(bench.event_time(lambda: vllm_tk(r), reps=3)
-                                         for r in range(bench.ROTATIONS)) / bench.ROTATIONS * 1e6
+                    row["vllm_us"] = sum(harness.event_time(lambda: vllm_tk(r), reps=3)
+                                         for r in range(harness.ROTATIONS)) / harness.ROTATIONS * 1e6
                 row["speedup"] = row["vllm_us"] / row["ours_us"]
             except Exception as exc:
                 import traceback
                 traceback.print_exc()
                 row["error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
             rows.append(row)
-            bench.log(f"{v:5s} b={b:3d} " + " ".join(f"{k}={val:.3g}" if isinstance(val, float) else f"{k}={val}"
+            harness.log(f"{v:5s} b={b:3d} " + " ".join(f"{k}={val:.3g}" if isinstance(val, float) else f"{k}={val}"
                                                   for k, val in row.items() if k not in ("variant", "batch")))
         del w, wf, w1, w2, pc1, pc2
-    bench.log("\nvariant batch  ours_us  vllm_triton_us  speedup  err_vs_vllm")
+    harness.log("\nvariant batch  ours_us  vllm_triton_us  speedup  err_vs_vllm")
     for r in rows:
         if "error" in r:
-            bench.log(f"{r['variant']:7s} {r['batch']:5d}  ERROR {r['error'][:100]}")
+            harness.log(f"{r['variant']:7s} {r['batch']:5d}  ERROR {r['error'][:100]}")
         else:
-            bench.log(f"{r['variant']:7s} {r['batch']:5d} {r['ours_us']:8.1f} {r['vllm_us']:15.1f} "
+            harness.log(f"{r['variant']:7s} {r['batch']:5d} {r['ours_us']:8.1f} {r['vllm_us']:15.1f} "
                       f"{r['speedup']:8.2f} {r['err_vs_vllm']:11.1e}  ({r['vllm_timing']})")
     return 0
 

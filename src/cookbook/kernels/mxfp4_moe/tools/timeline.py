@@ -1,15 +1,14 @@
-#!/usr/bin/env python3
 """When each program of the Gluon expert kernels runs, and what the call reads over time (CUDA GPU).
 
 The kernels are built with TRACE: every program stores its start and end (the GPU's global
-nanosecond clock) and its SM. The call is replayed from CUDA graphs, as in bench.py, rotating
+nanosecond clock) and its SM. The call is replayed from CUDA graphs, as in bench, rotating
 over 8 routings; the last replay of each is read back. Printed per kernel (means over the
 routings, µs from the first w13 program's start): first and last start, first, median and last
 end, program durations and the time after the K loop (stores, fused epilogue), programs per SM
 at once; then the weight bandwidth over time, each program's bytes spread evenly over its K
 loop, in bins of --bin-us, and the share of the call spent below 3 TB/s.
 
-    python3 kernels/mxfp4-moe/timeline.py --variants glm,dsv4 --batches 1,8 [--set key:value,...]
+    python -m cookbook.kernels.mxfp4_moe.tools.timeline --variants glm,dsv4 --batches 1,8 [--set key:value,...]
 """
 
 from __future__ import annotations
@@ -19,17 +18,15 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from cookbook.kernels.mxfp4_moe.shapes import mxfp4_bytes  # noqa: E402  (the path is set above)
+from ..shapes import mxfp4_bytes
+from . import harness
 
 
 def split_start(steps: int, j: int, split: int, taper: bool) -> int:
-    """`gluon_kernels._split_start`, on the host."""
-    if taper:
-        return j + (steps - split) * (split * split - (split - j) * (split - j)) // (split * split)
-    return j * steps // split
+    """First K step of split j: the Gluon kernels' own `_split_start`, run on the host (plain
+    integer arithmetic), so the bytes counted here are the ones the kernels read."""
+    from ..gluon_kernels import _split_start
+    return _split_start.fn(steps, j, split, taper)
 
 
 def program_bytes(n_programs: int, grid: tuple, rows: int, k_total: int, block_k: int, split: int, taper: bool,
@@ -96,18 +93,17 @@ def main() -> int:
 
     import torch
 
-    import bench
-    from cookbook.kernels.mxfp4_moe import VARIANTS, fused_moe_mxfp4, load_table, moe_workspace, pick
-    from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
+    from .. import VARIANTS, fused_moe_mxfp4, load_table, moe_workspace, pick
+    from ..prepare import prepare_experts
 
-    change, error = bench.set_and_usage("timeline.py", args.set, args.variants.split(","))
+    change, error = harness.set_and_usage("timeline", args.set, args.variants.split(","))
     if error:
         print(error, file=sys.stderr)
         return 2
-    ws = moe_workspace("cuda")      # as bench.py and a server call: no counter fill at one token
+    ws = moe_workspace("cuda")      # as bench and a server call: no counter fill at one token
     for v in args.variants.split(","):
         shape = VARIANTS[v]
-        w = prepare_experts(*bench.make_experts(shape, seed=1))
+        w = prepare_experts(*harness.make_experts(shape, seed=1))
         h, i, k = shape.hidden, shape.intermediate, shape.top_k
         for nt in [int(x) for x in args.batches.split(",")]:
             cfg = replace(pick(load_table(v), nt), **change)
@@ -116,10 +112,10 @@ def main() -> int:
                 continue
             if cfg.streams > 1:
                 print(f"{v} b={nt}: the entry runs on {cfg.streams} streams; a traced call runs on one (one launch per kernel)")
-            routs = bench.make_routings(shape, nt, bench.ROTATIONS, seed=200 + nt)
+            routs = harness.make_routings(shape, nt, harness.ROTATIONS, seed=200 + nt)
             x = torch.randn(nt, h, device="cuda").bfloat16()
             graphs, traces = [], []
-            for r in range(bench.ROTATIONS):
+            for r in range(harness.ROTATIONS):
                 fused_moe_mxfp4(x, *w, *routs[r], config=cfg, check_ids=False, scale_max=127, layout="frag",
                                 workspace=ws, trace={})       # compiles the traced kernels outside the capture
                 torch.cuda.synchronize()
