@@ -6,7 +6,7 @@ or PRMT re-pairing), and the decode must stay near 9 integer + 4 BF16x2 instruct
 8 weights. A layout regression keeps every result exact and only shows up here or as a
 third of the bandwidth lost on the GPU. The Gluon kernels go further: no shared memory and no
 barrier at all in the loop (each warp its own tensor-core operands), which is what took them
-from 66-68% to 80-84% of the copy bandwidth on the H200 (run 15).
+from 66-68% to 80-84% of the copy bandwidth on the H200.
 """
 
 import json

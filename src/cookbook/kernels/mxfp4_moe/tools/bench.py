@@ -55,9 +55,9 @@ GLUON_CANDIDATES = [
     ("block_k", [dict(block_k1=256), dict(block_k2=256), dict(block_k1=256, block_k2=256)]),
     ("block_t", [dict(block_t=16)]),
     ("launch", [dict(pdl=True, fuse=True), dict(pdl=True), dict(fuse=True)]),
-    # no align launch, a block per pair (one token's default; run 62: 1.03-1.09x at 2 tokens, 1.05x dsv4 at 4)
+    # no align launch, a block per pair (one token's default; measured 1.03-1.09x at 2 tokens, 1.05x dsv4 at 4)
     ("direct", [dict(direct=True), dict(direct=True, pdl=False), dict(direct=True, pdl=True)]),
-    # direct and fused calls in 2 parts on 2 streams, each part's launches in the other's ramp and tail (run 67:
+    # direct and fused calls in 2 parts on 2 streams, each part's launches in the other's ramp and tail (measured
     # 1.04-1.06x glm at 1 token and dsv4 at 2, with more splits than one stream wants)
     ("streams", [dict(streams=2, direct=True, fuse=True, **splits) for splits in (
         {}, dict(split1=3), dict(split1=6), dict(split2=3), dict(split2=4), dict(split1=3, split2=3),
@@ -106,7 +106,7 @@ def main() -> int:
                     help="NAME=key:value,key:value;NAME2=...: also time each change to the shipped entry and print "
                          "its time as a ratio to the shipped one (same run, same routings)")
     ap.add_argument("--no-workspace", action="store_true",
-                    help="call without a workspace (each 1-token call fills its counters first), as before run 59")
+                    help="call without a workspace (each 1-token call fills its counters first), as the kernels ran before workspaces")
     args = ap.parse_args()
     try:
         ab = parse_ab(args.ab)
@@ -199,7 +199,7 @@ def main() -> int:
                 best, best_t = shipped, timed(shipped)
                 log(f"  {v} batch {b} shipped: {best_t * 1e6:.1f} us")
                 if args.kernel == "gluon":
-                    # one token starts direct (no align launch; runs 25-26: 1.01-1.08x); the last stage tries it
+                    # one token starts direct (no align launch: measured 1.01-1.08x at one token); the last stage tries it
                     best, best_t = sweep_gluon(replace(shipped, **GLUON_START, direct=b == 1), timed, best, best_t,
                                                lambda: time.time() - v_start > v_budget)
                 for dec in (DECODERS_TUNED if args.kernel == "triton" else ()):
