@@ -132,7 +132,7 @@ class Image(Strict):
     dockerfile: str | None = Field(
         None, description="A Dockerfile in this repository, relative to its root (lint checks that it exists). "
         "One in the engine's own repository goes under engine.dockerfile.")
-    build: Setting | None = Field(
+    build: str | Setting | None = Field(
         None, description="The documented build command, with its reason when it does not run as written.")
     fixes: Fixes = Field(default_factory=Fixes)
     kernels: list[KernelRef] = Field(default_factory=list)
