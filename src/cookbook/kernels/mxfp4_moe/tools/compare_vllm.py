@@ -30,7 +30,7 @@ def main() -> int:
     ap.add_argument("--batches", default="1,2,4,8,16,32,64")
     args = ap.parse_args()
     if not (args.triton_kernels / "triton_kernels" / "matmul_ogs.py").is_file():
-        print(f"compare_vllm.py: {args.triton_kernels}/triton_kernels/matmul_ogs.py not found; unpack "
+        print(f"compare_vllm: {args.triton_kernels}/triton_kernels/matmul_ogs.py not found; unpack "
               "vllm/third_party/triton_kernels from the vllm==0.26.0 wheel there", file=sys.stderr)
         return 2
     sys.path.insert(0, str(args.triton_kernels))
