@@ -71,6 +71,22 @@ UNKNOWN_FIX = _kind("R014", "unknown fix profile or fix",
 STALE_VERIFIED = _kind("R015", "verified block is stale",
     "The recipe changed after its gates passed: the recorded recipe_hash no longer matches the "
     "resolved recipe. Run the gates again (gates/run.sh) and `cookbook gates verify`.", "hint")
+UNKNOWN_KERNEL = _kind("R016", "unknown kernel or kernel variant",
+    "An image.kernels entry names a kernel that is not a folder under kernels/ with an entry in "
+    "the kernel catalogue (cookbook/kernels/catalogue.py), or a variant that kernel does not have. "
+    "The help line lists the kernels or the variants.")
+KERNEL_NO_BACKEND = _kind("R017", "kernel has no backend for the platform",
+    "Each kernel has one backend per platform arch (mxfp4-moe: sm90 for NVIDIA Hopper, hpu for "
+    "Gaudi), and the recipe's hardware.platform picks it. This platform has none, so the image's "
+    "kernel step could only build a kernel that does not run there. Drop the entry, or use a recipe "
+    "on a platform the help line names.")
+MISSING_PATH = _kind("R018", "path not in this repository",
+    "image.dockerfile must be a file of this repository and image.port a folder ports/<port>/. "
+    "A Dockerfile in the engine's own repository (a fork) goes under image.engine.dockerfile; one "
+    "that nobody has written yet is left out (do not point at it, and do not add a stub).")
+ENGINE_DOCKERFILE_NO_REPO = _kind("R019", "engine Dockerfile without an engine repository",
+    "image.engine.dockerfile names a file of the engine's own repository, so image.engine.repo must "
+    "say which repository that is.")
 UNKNOWN_RECIPE = _kind("R101", "unknown recipe",
     "No folder recipes/<slug>/recipe.yaml exists for the requested slug. The help line lists "
     "the closest recipes; `cookbook list` shows all.")

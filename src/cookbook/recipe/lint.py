@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from cookbook import platforms
+from cookbook.recipe import checks_paths
 from cookbook.recipe import errors as E
 from cookbook.recipe import expr
 from cookbook.recipe.resolve import (
@@ -40,6 +41,7 @@ def lint_file(path: Path) -> list[E.Diagnostic]:
     if recipe is None:
         return _in_file_order(out)
     out += _fix_diagnostics(recipe, diag)
+    out += checks_paths.check(recipe, diag)
     if not recipe.abstract and not any(d.kind is E.BAD_EXPRESSION for d in out):
         resolved_data, quant, qd = apply_quant(data, None, folder)
         for d in qd:

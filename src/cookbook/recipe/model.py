@@ -95,6 +95,9 @@ class Engine(Strict):
     repo: str | None = Field(None, description="Git repository for forks and source builds.")
     branch: str | None = None
     commit: str | None = None
+    dockerfile: str | None = Field(
+        None, description="A Dockerfile in the engine's own repository (repo), relative to its root; "
+        "not a file of this repository.")
     why: str | None = None
 
 
@@ -116,7 +119,8 @@ class Fixes(Strict):
 
 
 class KernelRef(Strict):
-    name: str = Field(description="A folder under kernels/.")
+    name: str = Field(description="A folder under kernels/ (cookbook.kernels.catalogue); the recipe's "
+                      "hardware.platform picks its backend.")
     variant: str
     why: str | None = None
 
@@ -125,8 +129,11 @@ class Image(Strict):
     base: str | None = Field(None, description="Base image the build starts from.")
     engine: Engine
     port: str | None = Field(None, description="ports/<port>/ holding Dockerfile, patches, install steps.")
-    dockerfile: str | None = None
-    build: str | None = Field(None, description="The documented build command.")
+    dockerfile: str | None = Field(
+        None, description="A Dockerfile in this repository, relative to its root (lint checks that it exists). "
+        "One in the engine's own repository goes under engine.dockerfile.")
+    build: str | Setting | None = Field(
+        None, description="The documented build command, with its reason when it does not run as written.")
     fixes: Fixes = Field(default_factory=Fixes)
     kernels: list[KernelRef] = Field(default_factory=list)
     extra: dict[str, Setting] = Field(default_factory=dict,

@@ -14,6 +14,21 @@ from cookbook.recipe.status import verified_status
 WIDTH = 88
 
 
+def kernel_lines(k, platform: str) -> list[str]:
+    """A recipe's kernel step: the build command of the platform's backend, or why there is none here."""
+    from cookbook.kernels import catalogue
+    kernel = catalogue.get(k.name)
+    backend = kernel.backend_for(platform) if kernel else None
+    out = [f"  kernel {k.name} --variant {k.variant}" + (f" --backend {backend.id}" if backend else "")]
+    if backend and backend.missing:
+        out += textwrap.wrap(f"backend {backend.id} is not in this repository: {backend.missing}",
+                             WIDTH, initial_indent="    ", subsequent_indent="      ")
+    elif backend:
+        out.append(f"    build: {kernel.build_command(k.variant, backend)}")
+    out += _why(k.why, 4)
+    return out
+
+
 def _why(text: str | None, indent: int = 6) -> list[str]:
     if not text:
         return []
@@ -121,8 +136,7 @@ def render_show(resolved: ResolvedRecipe) -> str:
         out += _setting_lines(f"{name}: {s.value}", s)
     out += fix_lines(resolved)
     for k in img.kernels:
-        out.append(f"  kernel {k.name} --variant {k.variant}")
-        out += _why(k.why, 4)
+        out += kernel_lines(k, hw.platform)
     if r.convert:
         out.append("")
         out.append("convert")

@@ -40,3 +40,23 @@ def test_a_broken_override_table_names_the_file(tmp_path):
     r = _run("--variant", "k3", env_extra={"COOKBOOK_MXFP4_MOE_CONFIG": str(bad)})
     assert r.returncode == 2
     assert f"{bad}: configs[4]: block_k1 must be a power of two" in r.stderr
+
+
+def test_the_hpu_backend_says_it_is_not_here_and_builds_nothing(tmp_path):
+    out = tmp_path / "glm.json"
+    r = _run("--backend", "hpu", "--variant", "glm", "--out", str(out))
+    assert r.returncode == 2 and r.stdout == "" and not out.exists()
+    assert "the mxfp4-moe hpu backend (MXFP4 MoE kernels for Intel Gaudi) is not in this repository" in r.stderr
+    assert "kernels/mxfp4-moe/hpu/" in r.stderr and "does not run on gaudi2" in r.stderr
+    assert "E=256" not in r.stderr and "Traceback" not in r.stderr      # no sm90 table in its place
+
+
+def test_an_unknown_backend_is_refused_with_the_list():
+    r = _run("--backend", "sm100", "--variant", "glm")
+    assert r.returncode == 2 and "--backend 'sm100' is not a backend of mxfp4-moe" in r.stderr
+    assert "help: use one of: sm90, hpu" in r.stderr
+
+
+def test_the_sm90_backend_is_the_default():
+    a, b = _run("--variant", "dsv4"), _run("--backend", "sm90", "--variant", "dsv4")
+    assert a.returncode == b.returncode == 0 and a.stdout == b.stdout

@@ -6,7 +6,7 @@ or PRMT re-pairing), and the decode must stay near 9 integer + 4 BF16x2 instruct
 8 weights. A layout regression keeps every result exact and only shows up here or as a
 third of the bandwidth lost on the GPU. The Gluon kernels go further: no shared memory and no
 barrier at all in the loop (each warp its own tensor-core operands), which is what took them
-from 66-68% to 80-84% of the copy bandwidth on the H200 (run 15).
+from 66-68% to 80-84% of the copy bandwidth on the H200.
 """
 
 import json
@@ -19,13 +19,13 @@ import pytest
 
 pytest.importorskip("triton", reason="triton is not installed (pip install -e '.[dev]')")
 
-SCRIPT = Path(__file__).resolve().parents[3] / "kernels" / "mxfp4-moe" / "sass_local.py"
+TOOL = "cookbook.kernels.mxfp4_moe.tools.sass_local"
 
 
 @pytest.fixture(scope="module")
 def reports():
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    r = subprocess.run([sys.executable, str(SCRIPT), "--json"], capture_output=True, text=True, env=env, timeout=600)
+    r = subprocess.run([sys.executable, "-m", TOOL, "--json"], capture_output=True, text=True, env=env, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     return [json.loads(line) for line in r.stdout.splitlines()]
 
@@ -73,7 +73,7 @@ def test_bf16x2_decoders_compile_for_sm90_only():
             "c('w2', arch=90)\n"
             "try:\n    c('w2', arch=80)\nexcept Exception as e:\n    print('sm80:', e)\n")
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = str(SCRIPT.parents[2] / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[3] / "src") + os.pathsep + env.get("PYTHONPATH", "")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "mul.bf16x2' requires .target sm_90" in r.stdout

@@ -1,12 +1,13 @@
-"""kernels/mxfp4-moe/timeline.py: the host-side arithmetic that turns program traces into figures."""
+"""The mxfp4-moe tools (cookbook.kernels.mxfp4_moe.tools): the timeline's host-side arithmetic that turns
+program traces into figures, and the tools' refusal of bad arguments."""
 
 import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[3] / "kernels" / "mxfp4-moe"))
-import timeline  # noqa: E402
+pytest.importorskip("triton", reason="triton is not installed (pip install -e '.[dev]')")
+
+from cookbook.kernels.mxfp4_moe.tools import timeline  # noqa: E402
 
 
 @pytest.mark.parametrize("split,taper", [(1, False), (3, False), (8, False), (3, True), (6, True), (8, True)])
@@ -39,14 +40,15 @@ def test_bandwidth_bins_keep_every_byte():
 
 
 @pytest.mark.parametrize("script,args,words", [
-    ("timeline.py", ["--set", "bogus:1"], "'bogus' is not a LaunchConfig field"),
-    ("timeline.py", ["--variants", "glm5"], "unknown variant(s) ['glm5']"),
-    ("ceiling.py", ["--variants", "glm5"], "unknown variant(s) ['glm5']"),
-    ("breakdown.py", ["--variants", "glm5"], "unknown variant(s) ['glm5']"),
-    ("breakdown.py", ["--set", "bogus:1"], "'bogus' is not a LaunchConfig field"),
+    ("timeline", ["--set", "bogus:1"], "'bogus' is not a LaunchConfig field"),
+    ("timeline", ["--variants", "glm5"], "unknown variant(s) ['glm5']"),
+    ("ceiling", ["--variants", "glm5"], "unknown variant(s) ['glm5']"),
+    ("breakdown", ["--variants", "glm5"], "unknown variant(s) ['glm5']"),
+    ("breakdown", ["--set", "bogus:1"], "'bogus' is not a LaunchConfig field"),
+    ("bench", ["--ab", "x=bogus:1"], "'bogus' is not a LaunchConfig field"),
 ])
 def test_bad_arguments_get_one_message_before_any_gpu_work(script, args, words):
     import subprocess
-    r = subprocess.run([sys.executable, str(Path(timeline.__file__).with_name(script)), *args],
+    r = subprocess.run([sys.executable, "-m", f"cookbook.kernels.mxfp4_moe.tools.{script}", *args],
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 2 and words in r.stderr and "Traceback" not in r.stderr

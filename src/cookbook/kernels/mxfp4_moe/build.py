@@ -1,6 +1,8 @@
-"""`kernels/mxfp4-moe/build.sh --variant V`: validate a variant, show its shapes and tuned table.
+"""`kernels/mxfp4-moe/build.sh --variant V [--backend B]`: validate a variant, show its shapes and tuned table.
 
-Writes the table the kernel loads (configs/<variant>.json, validated) to --out if given and
+The backend is the platform's (`cookbook.kernels.catalogue`): sm90, the default, is the Triton/Gluon
+kernel in this package; hpu (Gaudi) is not in this repository, and asking for it stops with one
+message that says so, before anything is built. For sm90 it writes the table the kernel loads (configs/<variant>.json, validated) to --out if given and
 prints it; with a CUDA GPU it also JIT-compiles the kernels once per listed batch size
 (--warm), so the first serving call does not pay Triton's compile time.
 """
@@ -13,6 +15,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from ..catalogue import MXFP4_MOE
 from .config import ENV_CONFIG, ConfigError, load_table, table_json
 from .shapes import VARIANTS
 
@@ -59,11 +62,24 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(prog="kernels/mxfp4-moe/build.sh",
                                  description="Select the MXFP4 MoE kernel's shapes and tuned configs for a model family.")
     ap.add_argument("--variant", required=True, metavar="V", help=f"one of: {', '.join(sorted(VARIANTS))}")
+    ap.add_argument("--backend", default="sm90", metavar="B",
+                    help="the platform's backend: " + ", ".join(
+                        f"{b.id} ({', '.join(MXFP4_MOE.platforms_of(b))})" for b in MXFP4_MOE.backends)
+                    + "; default sm90")
     ap.add_argument("--config", type=Path, default=None,
                     help=f"tuned table to use instead of the shipped one (also: ${ENV_CONFIG})")
     ap.add_argument("--out", type=Path, default=None, help="also write the validated table here")
     ap.add_argument("--warm", action="store_true", help="JIT-compile the kernels now (needs a CUDA GPU)")
     args = ap.parse_args(argv)
+    backend = MXFP4_MOE.backend(args.backend)
+    if backend is None:
+        return _fail(f"--backend {args.backend!r} is not a backend of mxfp4-moe",
+                     "use one of: " + ", ".join(b.id for b in MXFP4_MOE.backends))
+    if backend.missing:
+        return _fail(f"the mxfp4-moe {backend.id} backend ({backend.what}) is not in this repository: "
+                     f"{backend.missing}",
+                     f"until then use the kernels of the image that provides them; --backend sm90 is the "
+                     f"NVIDIA Hopper kernel and does not run on {', '.join(MXFP4_MOE.platforms_of(backend))}")
     if args.variant not in VARIANTS:
         return _fail(f"--variant {args.variant!r} is not a known model family",
                      f"use one of: {', '.join(sorted(VARIANTS))} (glm = GLM-5.2, dsv4 = DeepSeek-V4-Flash, k3 = Kimi K3)")
@@ -71,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         table = load_table(args.variant, path)
     except ConfigError as exc:
-        return _fail(str(exc), "regenerate it with: python3 kernels/mxfp4-moe/bench.py --tune --variants "
+        return _fail(str(exc), "regenerate it with: python -m cookbook.kernels.mxfp4_moe.tools.bench --tune --variants "
                      f"{args.variant} --out DIR (on the GPU)")
     s = VARIANTS[args.variant]
     for batch, cfg in table.items():

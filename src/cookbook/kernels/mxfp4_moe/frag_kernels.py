@@ -156,8 +156,8 @@ def _frag_prefetch(w_ptr, s_ptr, rg0, kch0, KCH_TOTAL, MW: tl.constexpr, NCH: tl
 def _prefetch_ahead(w_ptr, s_ptr, rg0, k0, k_hi, KCH_TOTAL, MW: tl.constexpr, BLOCK_K: tl.constexpr,
                     PREFETCH: tl.constexpr):
     """`_frag_prefetch` of the tile PREFETCH K steps after k0 (the last tile once past the end).
-    (One bulk request per row group, cp.async.bulk.prefetch.L2, was tried instead: 0.6-0.86x,
-    results/2026-11-29-run13b-ab-launch-options.log.)"""
+    (One bulk request per row group, cp.async.bulk.prefetch.L2, was tried instead: 0.6-0.86x, slower
+    than each lane asking for its own bytes.)"""
     if PREFETCH > 0:
         kp = tl.minimum(k0 + PREFETCH * BLOCK_K, k_hi - BLOCK_K) // 128
         _frag_prefetch(w_ptr, s_ptr, rg0, kp, KCH_TOTAL, MW, BLOCK_K // 128)

@@ -208,7 +208,7 @@ def _program_index():
 
 @gluon.jit
 def _trace(trace_ptr, t0):
-    """TRACE (`kernels/mxfp4-moe/timeline.py`): this program's start, end and SM, at trace_ptr[4 * program]
+    """TRACE (`tools/timeline.py`): this program's start, end and SM, at trace_ptr[4 * program]
     + 0, 2, 3 (+ 1: `_trace_loop_end`)."""
     t1 = _now()
     sm = gl.inline_asm_elementwise(_SMID, "=r", [], dtype=gl.int32, is_pure=False, pack=1)

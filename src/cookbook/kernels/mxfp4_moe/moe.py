@@ -109,10 +109,10 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     `prepare.prepare_experts` once, at load time; decoders fp32 and asm only; the fast one).
     trace: a dict (kernel 'gluon' only) that receives "w13" and "w2": int64 [programs, 4] tensors of each
     program's start, end of its K loop (0: it had no tile), end (ns, the GPU's global clock) and SM,
-    filled when the kernels run (`kernels/mxfp4-moe/timeline.py`); the kernels are built apart for it.
+    filled when the kernels run (`tools/timeline.py`); the kernels are built apart for it.
     workspace: from `moe_workspace(device)`, zeros that the kernels leave zeroed (the last program at
     each counter resets it). With it a `direct` entry needs no counter fill before its launches (about
-    1 us of 33-88 at one token, run 59); without it each such call fills fresh counters. Calls that share one
+    1 us of 33-88 at one token: measured 1.01-1.05x there); without it each such call fills fresh counters. Calls that share one
     workspace must run one after another (one stream, or ordered by events), never at once. A workspace
     passed is checked (1-D int32 on x's device) whether or not this call's entry uses it.
     """
@@ -155,7 +155,7 @@ def fused_moe_mxfp4(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weight
     dev = x.device
     p = t * k
     bt = cfg.block_t
-    direct = gluon and cfg.direct      # no align: each of the t k pairs is its own block (run 62)
+    direct = gluon and cfg.direct      # no align launch to wait for: each of the t k pairs is its own block
     max_blocks = p if direct else min(p, p // bt + min(p, e))
     ids = topk_ids.reshape(-1).to(torch.int32)
     sorted_pairs = torch.empty(max_blocks * bt, dtype=torch.int32, device=dev)   # direct: not read

@@ -88,6 +88,17 @@ def compile_frag_kernel(kernel: str, block_n: int = 64, block_k: int = 128, warp
     return _compile(ASTSource, fn, _signature(kernel), consts, warps, 90)
 
 
+def instructions(sass: str) -> list[tuple[int, str]]:
+    """(address, instruction) of each line of `cuobjdump -sass` output, predicate included."""
+    return [(int(m.group(1), 16), m.group(2)) for m in
+            re.finditer(r"/\*([0-9a-f]{4,})\*/\s+((?:@!?U?P\w+\s+)?[A-Z][^;]*);", sass)]
+
+
+def opcode(instruction: str) -> str:
+    """The opcode of an instruction, without its predicate and modifiers: "@P0 HMMA.16816.F32 ..." -> "HMMA"."""
+    return re.sub(r"^@!?U?P\w+\s+", "", instruction).split()[0].split(".")[0]
+
+
 def inner_loop(cubin: bytes) -> tuple[collections.Counter, int | None]:
     """Opcode counts of the innermost loop (the last backward branch's range) and the register count."""
     with tempfile.NamedTemporaryFile(suffix=".cubin") as f:
@@ -95,8 +106,7 @@ def inner_loop(cubin: bytes) -> tuple[collections.Counter, int | None]:
         f.flush()
         sass = subprocess.run([_tool("cuobjdump"), "-sass", f.name], capture_output=True, text=True, check=True).stdout
         res = subprocess.run([_tool("cuobjdump"), "-res-usage", f.name], capture_output=True, text=True).stdout
-    lines = [(int(m.group(1), 16), m.group(2)) for m in
-             re.finditer(r"/\*([0-9a-f]{4,})\*/\s+((?:@!?U?P\w+\s+)?[A-Z][^;]*);", sass)]
+    lines = instructions(sass)
     best = None
     for addr, ins in lines:
         m = re.search(r"BRA\s+(?:`\(\.L_x_\d+\)|0x([0-9a-f]+))", ins)
@@ -106,8 +116,7 @@ def inner_loop(cubin: bytes) -> tuple[collections.Counter, int | None]:
                 best = (lo, addr)
     if best is None:
         raise RuntimeError("no loop found in the kernel's SASS")
-    ops = collections.Counter(re.sub(r"^@!?U?P\w+\s+", "", i).split()[0].split(".")[0]
-                              for a, i in lines if best[0] <= a <= best[1])
+    ops = collections.Counter(opcode(i) for a, i in lines if best[0] <= a <= best[1])
     m = re.search(r"REG:(\d+)", res)
     return ops, int(m.group(1)) if m else None
 
