@@ -11,9 +11,9 @@ from cookbook.buckets import BucketError, all_specs, check_against, generated_te
 
 
 def _root() -> Path:
-    from cookbook.recipe import paths
+    from cookbook.files import repo_root
 
-    return paths.repo_root()
+    return repo_root()
 
 
 def _fail(message: str, help: str | None = None) -> None:

@@ -80,7 +80,7 @@ def run_cmd(recipe, base_url, only, data_dir, gsm8k, haystack, out, env_lock, en
         lock_text, source = proc.stdout, env_lock_cmd
     if out is None:
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        from cookbook.recipe.paths import repo_root
+        from cookbook.files import repo_root
 
         out = repo_root() / "runs" / f"{resolved.slug}-{stamp}"
     if out.exists() and any(out.iterdir()):
@@ -96,7 +96,7 @@ def run_cmd(recipe, base_url, only, data_dir, gsm8k, haystack, out, env_lock, en
     )
     click.echo(f"gates for {resolved.slug} ({resolved.content_hash[:19]}) against {base_url}, model {model}")
     out.mkdir(parents=True, exist_ok=True)
-    from cookbook.gates.bundle import atomic_write
+    from cookbook.files import atomic_write
 
     atomic_write(out / "recipe.resolved.json", json.dumps(resolved.data, indent=2, default=str) + "\n")
     bundle = asyncio.run(run_suite(cfg))

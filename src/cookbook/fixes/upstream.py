@@ -14,7 +14,7 @@ import tarfile
 import urllib.request
 from pathlib import Path
 
-from cookbook.engine import repo_root
+from cookbook.files import repo_root
 from cookbook.fixes.pack import FixError
 
 INDEX = "https://pypi.org/simple/vllm/"

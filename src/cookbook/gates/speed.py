@@ -12,6 +12,7 @@ import random
 import time
 from pathlib import Path
 
+from cookbook.files import atomic_file
 from cookbook.gates import metrics
 from cookbook.gates.client import Stream, bounded_gather
 from cookbook.gates.context import Context
@@ -63,10 +64,9 @@ def plot(rows: list[dict], path: Path) -> None:
     ax.grid(True, alpha=0.3)
     ax.set_title("Concurrency sweep")
     fig.tight_layout()
-    tmp = path.with_suffix(".tmp.png")
-    fig.savefig(tmp, dpi=100)
+    with atomic_file(path, overwrite=True) as tmp:
+        fig.savefig(tmp, dpi=100, format="png")
     plt.close(fig)
-    tmp.replace(path)
 
 
 async def run(ctx: Context, cfg: SpeedGate) -> None:
