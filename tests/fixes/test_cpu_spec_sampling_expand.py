@@ -24,7 +24,8 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from cookbook.engine import engine_python, repo_root
+from cookbook.engine import engine_python
+from cookbook.files import repo_root
 
 from fixes_helpers import Server, env_for, free_port
 

@@ -35,9 +35,9 @@ def test_v030_resolves_in_the_documents_order():
 
 
 def test_unknown_profile_and_opt_in_say_what_to_do():
-    with pytest.raises(pack.FixError, match=r"unknown fix profile 'v9'.*\nhelp: use one of: .*v0\.30\.0"):
+    with pytest.raises(pack.FixError, match=r"unknown fix profile 'v9'.*\n  help: use one of: .*v0\.30\.0"):
         pack.resolve("v9", [])
-    with pytest.raises(pack.FixError, match=r"unknown opt-in fix nope.*\nhelp: opt-in fixes of v0.30.0: "
+    with pytest.raises(pack.FixError, match=r"unknown opt-in fix nope.*\n  help: opt-in fixes of v0.30.0: "
                                             r"glm47-streaming-text-markers, vllm-long-prefill-share"):
         pack.resolve("v0.30.0", ["nope"])
 

@@ -56,3 +56,16 @@ def test_counter_name_variants_and_labels():
     assert metrics.counter_total(text, "vllm:prefix_cache_hits_total") == 5
     assert metrics.counter_total(text, "vllm:missing") is None
     assert metrics.delta("", text, "vllm:prefix_cache_hits") == 5
+
+
+def test_parse_reads_labels_escapes_and_skips_malformed_lines():
+    text = ('# HELP x_total help text\n# TYPE x_total counter\n'
+            'x_total{path="/a \\"b\\"",code="200"} 3\n'
+            'this line is not a sample {\n'
+            'y_seconds_bucket{le="+Inf"} 7\n'
+            'z NaN\n')
+    samples = metrics.parse(text)
+    assert ("x_total", {"path": '/a "b"', "code": "200"}, 3.0) in samples
+    assert ("y_seconds_bucket", {"le": "+Inf"}, 7.0) in samples
+    assert [s for s in samples if s[0] == "z"] and metrics.counter_total(text, "x") == 3
+    assert metrics.parse("") == []

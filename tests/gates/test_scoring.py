@@ -134,15 +134,15 @@ def test_tools_expected_call_passes_and_argument_order_irrelevant():
 @pytest.mark.parametrize("case,msg,why", [
     ("required", {"tool_calls": []}, "no tool call"),
     ("required", {"tool_calls": [_call("get_weather", '{"city": "Paris"')]}, "not JSON"),
-    ("required", {"tool_calls": [_call("get_weather", {"city": "Paris"})]}, "missing required 'unit'"),
+    ("required", {"tool_calls": [_call("get_weather", {"city": "Paris"})]}, "'unit' is a required property"),
     ("required", {"tool_calls": [_call("get_weather", {"city": "Paris", "unit": "kelvin"})]}, "not one of"),
     ("required", {"tool_calls": [_call("get_weather", {"city": "London", "unit": "celsius"})]}, "!= expected"),
     ("named", {"tool_calls": [_call("get_time", {"timezone": "UTC"})]}, "named tool_choice"),
     ("auto", {"tool_calls": [_call("launch_rocket", {})]}, "unknown function"),
     ("none", {"content": "", "tool_calls": None}, "no content"),
     ("none", {"content": "hi", "tool_calls": [_call("get_time", {"timezone": "UTC"})]}, "produced tool calls"),
-    ("json_schema", {"content": "{\"city\": \"Paris\"}"}, "missing required"),
-    ("json_schema", {"content": "{\"city\": \"Paris\", \"unit\": \"celsius\", \"x\": 1}"}, "unexpected property"),
+    ("json_schema", {"content": "{\"city\": \"Paris\"}"}, "is a required property"),
+    ("json_schema", {"content": "{\"city\": \"Paris\", \"unit\": \"celsius\", \"x\": 1}"}, "Additional properties are not allowed ('x' was unexpected)"),
     ("json_schema", {"content": "not json"}, "not JSON"),
 ])
 def test_tools_bad_responses_fail(case, msg, why):
@@ -177,6 +177,29 @@ def test_schema_errors_types():
     assert tools.schema_errors(True, {"type": "integer"})
     assert tools.schema_errors(2.5, {"type": "integer"})
     assert not tools.schema_errors(2, {"type": "number"})
+
+
+def test_schema_errors_cover_items_minimum_pattern():
+    # the hand-written subset this replaced accepted every one of these
+    schema = {"type": "object", "properties": {
+        "days": {"type": "array", "items": {"type": "integer"}},
+        "count": {"type": "integer", "minimum": 1},
+        "code": {"type": "string", "pattern": "^[A-Z]{3}$"}}}
+    assert tools.schema_errors({"days": [1, 2], "count": 1, "code": "CDG"}, schema) == []
+    assert tools.schema_errors({"days": [1, "two"]}, schema) == ["$.days[1]: 'two' is not of type 'integer'"]
+    assert tools.schema_errors({"count": 0}, schema, "f") == ["f.count: 0 is less than the minimum of 1"]
+    assert tools.schema_errors({"code": "paris"}, schema) == ["$.code: 'paris' does not match '^[A-Z]{3}$'"]
+
+
+def test_a_tool_call_violating_its_parameters_schema_fails(monkeypatch):
+    strict = {"type": "object", "properties": {"city": {"type": "string", "minLength": 2, "pattern": "^[A-Z]"},
+                                               "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+              "required": ["city", "unit"]}
+    tool = {"type": "function", "function": {"name": "get_weather", "parameters": strict}}
+    monkeypatch.setattr(tools, "TOOLS", [tool])
+    msg = {"tool_calls": [_call("get_weather", {"city": "paris", "unit": "celsius"})]}
+    problems, _ = tools.check_message("required", msg, "tool_calls", greedy=False)
+    assert problems == ["get_weather.city: 'paris' does not match '^[A-Z]'"]
 
 # ---- stress / speed -----------------------------------------------------------------------
 

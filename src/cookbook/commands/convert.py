@@ -4,51 +4,30 @@ from __future__ import annotations
 
 import functools
 import json
-import sys
 
 import click
 
-
-class ConvertError(Exception):
-    """A user-facing converter error (bad input, refused operation)."""
-
-    def __init__(self, reason: str, help: str | None = None):
-        self.reason, self.help = reason, help
-        super().__init__(reason + (f"\n  help: {help}" if help else ""))
-
-
-def _user_error_classes() -> tuple:
-    """Error classes that mean bad input; looked up only in modules already loaded (no numpy import)."""
-    from cookbook.gguf.errors import GGUFError
-
-    classes = [GGUFError, ConvertError]
-    for module, name in (("cookbook.mxfp4", "MXFP4Error"), ("cookbook.convert.quark_fuse", "QuarkError"),
-                         ("cookbook.convert.safetensors_io", "SafetensorsError")):
-        if module in sys.modules:
-            classes.append(getattr(sys.modules[module], name))
-    return tuple(classes)
+from cookbook.errors import INTERRUPTED, CookbookError
 
 
 def _user_errors(fn):
-    """Turn every expected error into one message and exit code 2 (no traceback)."""
+    """OS-level failures and Ctrl-C as one `error:` line (exit 2, or 130), no traceback.
+
+    The converters' own errors (GGUFError, QuarkError, SafetensorsError, MXFP4Error) are
+    CookbookErrors already and reach the user through click like every other command's.
+    """
 
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
         except FileExistsError as e:
-            click.echo(f"error: {e.args[0] if e.args else e}: output already exists\n"
-                       "  help: remove it or pass --force", err=True)
+            raise CookbookError(f"{e.args[0] if e.args else e}: output already exists",
+                                help="remove it or pass --force") from None
         except OSError as e:
-            click.echo(f"error: {e.filename or ''}: {e.strerror or e}", err=True)
+            raise CookbookError(f"{e.filename or ''}: {e.strerror or e}") from None
         except KeyboardInterrupt:
-            click.echo("interrupted; no output was written", err=True)
-            sys.exit(130)
-        except Exception as e:
-            if not isinstance(e, _user_error_classes()):
-                raise
-            click.echo(f"error: {e}", err=True)
-        sys.exit(2)
+            raise CookbookError("interrupted; no output was written", exit_code=INTERRUPTED) from None
 
     return wrapper
 
@@ -98,10 +77,10 @@ def gguf_join(inputs, output, sha256sums, expect_sha256, force, quiet):
     paths = [Path(p) for p in inputs]
     for p in paths:
         if not p.is_file():
-            raise ConvertError(f"{p}: not found", help="check the path")
+            raise CookbookError(f"{p}: not found", help="check the path")
     if is_shard_set(paths):
         if sha256sums or expect_sha256:
-            raise ConvertError("sha256 options apply to raw parts; shards are each validated as GGUF")
+            raise CookbookError("sha256 options apply to raw parts; shards are each validated as GGUF")
         r = merge_shards(paths, output, progress=not quiet, overwrite=force)
         click.echo(f"merged {r['shards']} shards into {output}: {r['tensors']} tensors, {r['bytes']:,} bytes")
     else:
@@ -128,7 +107,7 @@ def gguf_split(file, out_prefix, max_tensors, max_size, raw_parts):
             click.echo(p)
         return
     if not (max_tensors or max_size):
-        raise ConvertError("give --max-tensors or --max-size")
+        raise CookbookError("give --max-tensors or --max-size")
     max_bytes = _parse_size(max_size) if max_size else None
     for p in split_gguf(file, out_prefix, max_tensors=max_tensors, max_bytes=max_bytes, progress=True):
         click.echo(p)
@@ -141,7 +120,7 @@ def _parse_size(text: str) -> int:
     try:
         return int(float(t[: len(t) - len(unit)]) * units[unit])
     except ValueError:
-        raise ConvertError(f"--max-size {text!r} is not a size", help="e.g. 500M or 4G") from None
+        raise CookbookError(f"--max-size {text!r} is not a size", help="e.g. 500M or 4G") from None
 
 
 @convert.command("gguf-set")
@@ -161,7 +140,7 @@ def gguf_set(file, assignment, type_name, output, in_place):
     from cookbook.convert.gguf_set import set_value
 
     if "=" not in assignment:
-        raise ConvertError(f"{assignment!r} is not KEY=VALUE", help="e.g. kimi-k3.vision=true")
+        raise CookbookError(f"{assignment!r} is not KEY=VALUE", help="e.g. kimi-k3.vision=true")
     key, text = assignment.split("=", 1)
     r = set_value(file, key.strip(), text, type_name=type_name, out=output, in_place=in_place)
     verb = "unchanged" if r.get("changed") is False else f"{r['old']!r} -> {r['new']!r}"

@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
-
-from cookbook.fixes.pack import FixError
 
 _target = click.option("--target", type=click.Path(path_type=Path), default=None,
                        help="vllm package directory (default: the engine venv's installed vllm, found without importing it)")
@@ -16,11 +13,8 @@ _opt_in = click.option("--opt-in", "opt_in", multiple=True, metavar="NAME", help
 
 
 def _run(action):
-    try:
-        outcome = action()
-    except FixError as e:
-        click.echo(f"error: {e}", err=True)
-        sys.exit(1)
+    """Run a fix-pack action and print its outcome; a FixError reaches the user as `error:` (exit 1)."""
+    outcome = action()
     for line in outcome.lines:
         click.echo(line)
     if outcome.set_hash:

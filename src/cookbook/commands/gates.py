@@ -12,24 +12,15 @@ from pathlib import Path
 
 import click
 
+from cookbook.errors import FAILED, CookbookError
+from cookbook.files import atomic_write, repo_root
 from cookbook.gates.spec import GATE_NAMES
 
 
-def _fail(msg: str, hint: str | None = None) -> None:
-    click.echo(f"error: {msg}", err=True)
-    if hint:
-        click.echo(f"  help: {hint}", err=True)
-    sys.exit(2)
+def _resolve(recipe: str, action: str):
+    from cookbook.commands.recipes import resolve_or_refuse
 
-
-def _resolve(recipe: str):
-    from cookbook.recipe import RecipeError, resolve
-
-    try:
-        return resolve(recipe)
-    except RecipeError as e:
-        click.echo(str(e), err=True)
-        sys.exit(2)
+    return resolve_or_refuse(recipe, None, (), action)
 
 
 @click.group()
@@ -56,35 +47,38 @@ def run_cmd(recipe, base_url, only, data_dir, gsm8k, haystack, out, env_lock, en
     from cookbook.gates.data import DataPaths
     from cookbook.gates.runner import SuiteConfig, exit_code, run_suite, summary_table
 
-    resolved = _resolve(recipe)
+    resolved = _resolve(recipe, f"cannot run the gates of {recipe}")
     spec = resolved.recipe.gates
     declared = spec.declared()
     missing = [g for g in only if g not in declared]
     if missing:
-        _fail(f"--only {', '.join(missing)}: not declared in recipe {resolved.slug} (declares: {declared or 'none'})",
-              "declare the gate under `gates:` in the recipe, or drop it from --only")
+        raise CookbookError(f"--only {', '.join(missing)}: not declared in recipe {resolved.slug} "
+                            f"(declares: {declared or 'none'})",
+                            help="declare the gate under `gates:` in the recipe, or drop it from --only")
     for flag, p in (("--data-dir", data_dir), ("--gsm8k", gsm8k), ("--haystack", haystack)):
         if p is not None and not p.is_dir():
-            _fail(f"{flag} {p}: not a directory", "see gates/README.md ('Gate data') for how to fetch the data")
+            raise CookbookError(f"{flag} {p}: not a directory",
+                                help="see gates/README.md ('Gate data') for how to fetch the data")
     lock_text = source = None
     if sum(x is not None for x in (env_lock, env_lock_cmd, image_digest)) > 1:
-        _fail("give only one of --env-lock, --env-lock-cmd, --image-digest")
+        raise CookbookError("give only one of --env-lock, --env-lock-cmd, --image-digest")
     if env_lock is not None:
         if not env_lock.is_file():
-            _fail(f"--env-lock {env_lock}: no such file", "write it with `<serving python> -m pip freeze > FILE`")
+            raise CookbookError(f"--env-lock {env_lock}: no such file",
+                                help="write it with `<serving python> -m pip freeze > FILE`")
         lock_text, source = env_lock.read_text(encoding="utf-8"), str(env_lock)
     elif env_lock_cmd:
         proc = subprocess.run(shlex.split(env_lock_cmd), capture_output=True, text=True)
         if proc.returncode != 0:
-            _fail(f"--env-lock-cmd {env_lock_cmd!r} exited {proc.returncode}: {proc.stderr.strip()[:300]}")
+            raise CookbookError(f"--env-lock-cmd {env_lock_cmd!r} exited {proc.returncode}: "
+                                f"{proc.stderr.strip()[:300]}")
         lock_text, source = proc.stdout, env_lock_cmd
     if out is None:
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-        from cookbook.recipe.paths import repo_root
-
         out = repo_root() / "runs" / f"{resolved.slug}-{stamp}"
     if out.exists() and any(out.iterdir()):
-        _fail(f"--out {out} exists and is not empty", "choose a new directory; bundles are never overwritten")
+        raise CookbookError(f"--out {out} exists and is not empty",
+                            help="choose a new directory; bundles are never overwritten")
     serve = resolved.recipe.serve
     model = model or str(serve.arg("served_model_name") or serve.model)
     cfg = SuiteConfig(
@@ -96,8 +90,6 @@ def run_cmd(recipe, base_url, only, data_dir, gsm8k, haystack, out, env_lock, en
     )
     click.echo(f"gates for {resolved.slug} ({resolved.content_hash[:19]}) against {base_url}, model {model}")
     out.mkdir(parents=True, exist_ok=True)
-    from cookbook.gates.bundle import atomic_write
-
     atomic_write(out / "recipe.resolved.json", json.dumps(resolved.data, indent=2, default=str) + "\n")
     bundle = asyncio.run(run_suite(cfg))
     table = summary_table(bundle.doc)
@@ -118,18 +110,17 @@ def verify_cmd(recipe, bundle):
     """Write RECIPE's verified block from BUNDLE, only if every declared gate passed on this recipe."""
     from cookbook.gates.verify import verify
 
-    resolved = _resolve(recipe)
+    resolved = _resolve(recipe, f"cannot verify {recipe}")
     if not (bundle / "results.json").is_file():
-        _fail(f"{bundle}: no results.json, so not an evidence bundle", "run gates/run.sh RECIPE first")
+        raise CookbookError(f"{bundle}: no results.json, so not an evidence bundle",
+                            help="run gates/run.sh RECIPE first")
     try:
         reasons, block = verify(resolved, bundle)
     except ValueError as e:
-        _fail(f"{resolved.path}: {e}")
+        raise CookbookError(f"{resolved.path}: {e}") from None
     if reasons:
-        click.echo(f"refused: {resolved.slug} stays {'unverified' if not resolved.data.get('verified') else 'as it was'}",
-                   err=True)
-        for r in reasons:
-            click.echo(f"  - {r}", err=True)
-        sys.exit(1)
+        stays = "unverified" if not resolved.data.get("verified") else "as it was"
+        raise CookbookError(f"refused: {resolved.slug} stays {stays}:\n" + "\n".join(f"  - {r}" for r in reasons),
+                            exit_code=FAILED)
     click.echo(f"verified: wrote the verified block of {resolved.path} ({block['recipe_hash'][:19]}, "
                f"{len(block['gates'])} gates)")

@@ -8,25 +8,19 @@ from pathlib import Path
 
 import click
 
+from cookbook.errors import FAILED, CookbookError
 from cookbook.recipe import errors as E
 from cookbook.recipe import paths
 
 
-def fail(exc: E.RecipeError, action: str) -> None:
-    """Print every diagnostic of a refusal and exit non-zero."""
-    click.echo(f"error: {action}", err=True)
-    for d in exc.diagnostics:
-        click.echo(d.render(paths.repo_root()), err=True)
-    sys.exit(2)
-
-
-def _resolve_or_fail(slug, quant, sets, action):
+def resolve_or_refuse(slug, quant, sets, action):
+    """The resolved recipe; a refusal is printed as `error: <action>` and its diagnostics (exit 2)."""
     from cookbook.recipe.resolve import resolve
 
     try:
         return resolve(slug, quant, sets)
     except E.RecipeError as exc:
-        fail(exc, action)
+        raise exc.refusing(action) from None
 
 
 quant_option = click.option("--quant", "-q", help="A quant option of the recipe (default: the recipe's default).")
@@ -82,7 +76,7 @@ def show_cmd(slug, quant, sets, as_json):
     """The fully resolved recipe, each setting with its reason. Loads and downloads nothing."""
     from cookbook.recipe.show import render_show
 
-    resolved = _resolve_or_fail(slug, quant, sets, f"cannot show {slug}")
+    resolved = resolve_or_refuse(slug, quant, sets, f"cannot show {slug}")
     if as_json:
         click.echo(json.dumps({"quant": resolved.quant, "content_hash": resolved.content_hash,
                                "recipe": resolved.data}, indent=2))
@@ -99,7 +93,7 @@ def launch_cmd(slug, quant, sets, no_comments):
     """The copy-paste launch block: exports, then the server command, one flag per line."""
     from cookbook.recipe.launch import render
 
-    resolved = _resolve_or_fail(slug, quant, sets, f"cannot launch {slug}" + (f" --quant {quant}" if quant else ""))
+    resolved = resolve_or_refuse(slug, quant, sets, f"cannot launch {slug}" + (f" --quant {quant}" if quant else ""))
     click.echo(render(resolved, comments=not no_comments), nl=False)
 
 
@@ -117,9 +111,8 @@ def lint_cmd(targets):
         elif t.exists():
             files.append(t)
         else:
-            click.echo(f"error: {t}: no such file or directory", err=True)
-            click.echo("  help: pass recipe.yaml files or folders holding recipes/<slug>/recipe.yaml", err=True)
-            sys.exit(2)
+            raise CookbookError(f"{t}: no such file or directory",
+                                help="pass recipe.yaml files or folders holding recipes/<slug>/recipe.yaml")
     errors = hints = 0
     for f in files:
         for d in lint_file(f):
@@ -129,36 +122,15 @@ def lint_cmd(targets):
             else:
                 hints += 1
     click.echo(f"{len(files)} recipe(s) checked: {errors} error(s), {hints} hint(s)", err=True)
-    sys.exit(1 if errors else 0)
-
-
-def write_generated(path: Path, text: str, check: bool, command: str) -> bool:
-    """Write a generated file, or in check mode report whether it is stale (True = ok)."""
-    import difflib
-
-    current = path.read_text() if path.exists() else ""
-    if current == text:
-        return True
-    if check:
-        diff = list(difflib.unified_diff(current.splitlines(), text.splitlines(), str(path), "generated",
-                                         lineterm=""))
-        click.echo("\n".join(diff[:100]), err=True)
-        click.echo(f"error: {path} is stale; run `{command}` and commit the result", err=True)
-        return False
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_text(text)
-    tmp.replace(path)
-    click.echo(f"{path}: written")
-    return True
+    sys.exit(FAILED if errors else 0)
 
 
 @click.command("schema")
 @click.option("--check", is_flag=True, help="Fail if the committed schema is stale.")
 def schema_cmd(check):
     """Write schema/recipe.schema.json from the recipe model."""
+    from cookbook.commands.generated import write_or_check
     from cookbook.recipe.model import json_schema
 
     text = json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"
-    if not write_generated(paths.schema_file(), text, check, "cookbook schema"):
-        sys.exit(1)
+    write_or_check({paths.schema_file(): text}, check=check, command="cookbook schema")

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import click
 
-from cookbook.commands.recipes import quant_option, set_option, _resolve_or_fail
+from cookbook.commands.recipes import quant_option, resolve_or_refuse, set_option
+from cookbook.errors import FAILED, INTERRUPTED, CookbookError
 from cookbook.recipe import paths
 
 
@@ -44,19 +45,15 @@ def serve_cmd(slug, quant, sets, run_gates, data_dir, out, ready_timeout_s, keep
     from cookbook.recipe.status import verified_status
     from cookbook.serving import local
 
-    resolved = _resolve_or_fail(slug, quant, sets, f"cannot serve {slug}")
+    resolved = resolve_or_refuse(slug, quant, sets, f"cannot serve {slug}")
     if run_gates and (sets or quant):
-        click.echo("error: --gates runs on the recipe as written, so its evidence matches the recipe's hash",
-                   err=True)
-        click.echo("  help: drop --set/--quant, or serve without --gates and run `cookbook gates run` yourself",
-                   err=True)
-        sys.exit(2)
+        raise CookbookError("--gates runs on the recipe as written, so its evidence matches the recipe's hash",
+                            help="drop --set/--quant, or serve without --gates and run `cookbook gates run` yourself")
     hw = resolved.recipe.hardware
     ok, reason = platforms.can_run(hw.platform, hw.gpus, hw.min_host_memory_gib)
     if not ok:
-        click.echo(f"error: cannot serve {slug} on this machine: {reason}", err=True)
-        click.echo(f"  help: `cookbook launch {slug}` prints the block to run on the right machine", err=True)
-        sys.exit(2)
+        raise CookbookError(f"cannot serve {slug} on this machine: {reason}",
+                            help=f"`cookbook launch {slug}` prints the block to run on the right machine")
     workdir = paths.repo_root() / ".cache" / "serve" / slug
     workdir.mkdir(parents=True, exist_ok=True)
     server = None
@@ -80,9 +77,9 @@ def serve_cmd(slug, quant, sets, run_gates, data_dir, out, ready_timeout_s, keep
             local.step("gates: " + local.quote_cmd(argv[2:]))
             code = subprocess.run(argv).returncode
             if server is not None and not server.alive():
-                click.echo(f"error: the server died during the gates; last lines of {server.log}:\n{server.tail()}",
-                           err=True)
-                code = code or 1
+                click.echo(CookbookError(f"the server died during the gates; last lines of {server.log}:\n"
+                                         f"{server.tail()}").render(), err=True)
+                code = code or FAILED
             local.step(f"gates {'passed' if code == 0 else 'FAILED'}; evidence bundle: {bundle}")
             status = verified_status(slug)
             if code:   # the recorded status stands; say so, lest "verified" read as this run's result
@@ -94,13 +91,9 @@ def serve_cmd(slug, quant, sets, run_gates, data_dir, out, ready_timeout_s, keep
             local.step(f"server left running at {server.base_url} (pid {server.process.pid}); "
                        f"stop it with: kill -TERM -{server.process.pid}")
             server = None
-    except local.ServeError as exc:
-        click.echo(f"error: {exc}", err=True)
-        code = 1
     except KeyboardInterrupt:
-        click.echo("interrupted", err=True)
-        code = 130
-    finally:
+        raise CookbookError("interrupted", exit_code=INTERRUPTED) from None
+    finally:  # a ServeError (exit 1) reaches the user after the server is stopped
         if server is not None:
             server.stop()
     sys.exit(code)

@@ -1,13 +1,10 @@
-"""File plumbing shared by the converters: atomic outputs, kernel copies, progress on stderr."""
+"""File plumbing shared by the converters: kernel copies, progress on stderr (atomic outputs: cookbook.files)."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-import shutil
 import sys
 import time
-from pathlib import Path
 
 COPY_CHUNK = 64 << 20  # bytes per copy_file_range call (also the progress granularity)
 
@@ -67,49 +64,3 @@ def copy_range(src_fd: int, src_off: int, dst_fd: int, n: int, progress: Progres
         if progress:
             progress.advance(done)
     os.lseek(dst_fd, dst_off, os.SEEK_SET)
-
-
-def temp_name(path: Path) -> Path:
-    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
-
-
-@contextlib.contextmanager
-def atomic_file(path, *, overwrite: bool = False):
-    """Yield a temporary path beside `path`; rename it to `path` only if the block succeeds."""
-    path = Path(path)
-    if path.exists() and not overwrite:
-        raise FileExistsError(path)
-    tmp = temp_name(path)
-    try:
-        yield tmp
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-        raise
-
-
-@contextlib.contextmanager
-def atomic_dir(path, *, force: bool = False):
-    """Yield `<path>.tmp` to fill; at the end it replaces `path` (which must be absent or empty unless force)."""
-    path = Path(path)
-    if path.exists() and (not path.is_dir() or any(path.iterdir())) and not force:
-        raise FileExistsError(path)
-    tmp = path.with_name(path.name + ".tmp")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir(parents=True)
-    try:
-        yield tmp
-        if path.exists():
-            old = path.with_name(path.name + ".old")
-            if old.exists():
-                shutil.rmtree(old)
-            os.replace(path, old)
-            os.replace(tmp, path)
-            shutil.rmtree(old)
-        else:
-            os.replace(tmp, path)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise

@@ -17,7 +17,8 @@ import re
 import threading
 from pathlib import Path
 
-from cookbook.convert.fileio import Progress, atomic_file, copy_range
+from cookbook.convert.fileio import Progress, copy_range
+from cookbook.files import atomic_file
 from cookbook.gguf.errors import GGUFError
 from cookbook.gguf.format import MAGIC, ValueType, pad
 from cookbook.gguf.reader import GGUFFile, read_gguf

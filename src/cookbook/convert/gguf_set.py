@@ -11,7 +11,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from cookbook.convert.fileio import Progress, atomic_file
+from cookbook.convert.fileio import Progress
+from cookbook.files import atomic_file
 from cookbook.convert.gguf_join import SHARD_RE, SPLIT_KEYS, shard_name
 from cookbook.gguf.errors import GGUFError
 from cookbook.gguf.format import ALIGNMENT_KEY, INTEGER_RANGE, ValueType

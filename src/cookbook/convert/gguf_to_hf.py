@@ -17,7 +17,8 @@ import os
 import re
 from pathlib import Path
 
-from cookbook.convert.fileio import Progress, atomic_dir
+from cookbook.convert.fileio import Progress
+from cookbook.files import atomic_dir
 from cookbook.convert.safetensors_io import Writer, plan_shards, shard_names, write_index
 from cookbook.gguf.errors import GGUFError
 from cookbook.gguf.format import BLOCK_LAYOUT

@@ -27,19 +27,20 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cookbook.convert.fileio import Progress, atomic_dir, copy_range
+from cookbook.convert.fileio import Progress, copy_range
 from cookbook.convert.safetensors_io import (
     SafetensorsError, STensor, Writer, nbytes_of, plan_shards, read_header, shard_names, write_index,
 )
+from cookbook.errors import CookbookError
+from cookbook.files import atomic_dir
 
 EXPERT_RE = re.compile(r"^(?P<prefix>.*\.mlp\.experts)\.(?P<e>\d+)\.(?P<proj>gate|up|down)_proj\.(?P<kind>weight|weight_scale)$")
 SHARED_RE = re.compile(r"^(?P<prefix>.*\.mlp\.shared_experts?)\.(?P<proj>gate|up|down)_proj\.(?P<kind>weight|weight_scale)$")
 ROW_CHUNK_BYTES = 16 << 20
 
 
-class QuarkError(ValueError):
-    def __init__(self, reason: str, help: str | None = None):
-        super().__init__(reason + (f"\n  help: {help}" if help else ""))
+class QuarkError(CookbookError, ValueError):
+    """A checkpoint this converter cannot repack: what and why, with a help line."""
 
 
 @dataclass

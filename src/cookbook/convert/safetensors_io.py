@@ -15,6 +15,8 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+from cookbook.errors import CookbookError
+
 MAX_HEADER = 100_000_000  # the reference reader's limit
 DTYPE_BITS = {
     "BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8, "I16": 16, "U16": 16, "F16": 16,
@@ -22,9 +24,9 @@ DTYPE_BITS = {
 }
 
 
-class SafetensorsError(ValueError):
+class SafetensorsError(CookbookError, ValueError):
     def __init__(self, path, reason: str, help: str | None = None):
-        super().__init__(f"{path}: {reason}" + (f"\n  help: {help}" if help else ""))
+        super().__init__(f"{path}: {reason}", help=help)
 
 
 @dataclass

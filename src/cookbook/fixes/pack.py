@@ -15,13 +15,25 @@ from pathlib import Path
 
 import yaml
 
+from cookbook.errors import FAILED, CookbookError
 from cookbook.fixes import patchfile
 
 PACK = "pack"
 
 
-class FixError(Exception):
-    """Bad profile, opt-in or pack content: the message says what, where and how to fix."""
+class FixError(CookbookError):
+    """Bad profile, opt-in or pack content, or a target the pack does not fit (exit 1).
+
+    The message says what and where; a last line `help: ...` becomes the help line.
+    """
+
+    exit_code = FAILED
+
+    def __init__(self, message: str, help: str | None = None):
+        head, sep, tail = message.rpartition("\nhelp: ")
+        if help is None and sep and "\n" not in tail:
+            message, help = head, tail
+        super().__init__(message, help=help)
 
 
 @dataclass(frozen=True)

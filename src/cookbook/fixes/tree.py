@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cookbook.files import atomic_write
 from cookbook.fixes import patchfile
 from cookbook.fixes.pack import PACK, FixError, FixInfo, Profile, resolve_profile, set_hash
 
@@ -102,17 +101,7 @@ def _read_state(target: Path) -> dict | None:
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        if path.exists():
-            shutil.copymode(path, tmp)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    atomic_write(path, data)
     # Stale bytecode would keep running the old source if size and mtime collide.
     for pyc in (path.parent / "__pycache__").glob(f"{path.stem}.*.pyc"):
         pyc.unlink(missing_ok=True)

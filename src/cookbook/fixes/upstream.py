@@ -11,10 +11,11 @@ import hashlib
 import re
 import shutil
 import tarfile
-import urllib.request
 from pathlib import Path
 
-from cookbook.engine import repo_root
+import httpx
+
+from cookbook.files import repo_root
 from cookbook.fixes.pack import FixError
 
 INDEX = "https://pypi.org/simple/vllm/"
@@ -32,9 +33,10 @@ def vllm_source(version: str) -> Path:
         return pkg
     name = f"vllm-{version}.tar.gz"
     try:
-        with urllib.request.urlopen(urllib.request.Request(INDEX, headers={"Accept": "text/html"}), timeout=60) as r:
-            page = r.read().decode("utf-8", "replace")
-    except OSError as e:
+        r = httpx.get(INDEX, headers={"Accept": "text/html"}, timeout=60, follow_redirects=True)
+        r.raise_for_status()
+        page = r.text
+    except (httpx.HTTPError, OSError) as e:
         raise FixError(f"cannot read {INDEX}: {e}\nhelp: check network access to PyPI") from None
     m = re.search(r'href="([^"]*/' + re.escape(name) + r')#sha256=([0-9a-f]{64})"', page)
     if not m:
@@ -44,10 +46,15 @@ def vllm_source(version: str) -> Path:
     archive = dest / name
     tmp = archive.with_suffix(".part")
     h = hashlib.sha256()
-    with urllib.request.urlopen(url, timeout=300) as r, open(tmp, "wb") as f:
-        while chunk := r.read(1 << 20):
-            h.update(chunk)
-            f.write(chunk)
+    try:
+        with httpx.stream("GET", url, timeout=300, follow_redirects=True) as r, open(tmp, "wb") as f:
+            r.raise_for_status()
+            for chunk in r.iter_bytes(1 << 20):
+                h.update(chunk)
+                f.write(chunk)
+    except (httpx.HTTPError, OSError) as e:
+        tmp.unlink(missing_ok=True)
+        raise FixError(f"cannot download {url}: {e}\nhelp: check network access to PyPI") from None
     if h.hexdigest() != sha:
         tmp.unlink()
         raise FixError(f"{url}: sha256 {h.hexdigest()} is not the index's {sha}\nhelp: retry the download")

@@ -3,27 +3,31 @@
 from __future__ import annotations
 
 import math
-import re
 
-_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
-_LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
+def _samples(text: str) -> list[tuple[str, dict[str, str], float]]:
+    from prometheus_client.parser import text_string_to_metric_families
+
+    return [(s.name, dict(s.labels), float(s.value))
+            for family in text_string_to_metric_families(text) for s in family.samples]
 
 
 def parse(text: str) -> list[tuple[str, dict[str, str], float]]:
-    """(name, labels, value) for every sample line; comments and malformed lines skipped."""
+    """(name, labels, value) for every sample, read by prometheus_client's text parser.
+
+    A text the parser refuses is read again line by line, so one malformed line costs only
+    itself (comments are skipped either way).
+    """
+    try:
+        return _samples(text)
+    except ValueError:
+        pass
     out = []
     for line in text.splitlines():
-        if not line or line.startswith("#"):
-            continue
-        m = _SAMPLE.match(line)
-        if not m:
-            continue
-        try:
-            value = float(m.group(3))
-        except ValueError:
-            continue
-        labels = dict(_LABEL.findall(m.group(2) or ""))
-        out.append((m.group(1), labels, value))
+        if line.strip() and not line.startswith("#"):
+            try:
+                out += _samples(line + "\n")
+            except ValueError:
+                continue
     return out
 
 

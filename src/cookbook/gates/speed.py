@@ -12,6 +12,7 @@ import random
 import time
 from pathlib import Path
 
+from cookbook.files import atomic_file
 from cookbook.gates import metrics
 from cookbook.gates.client import Stream, bounded_gather
 from cookbook.gates.context import Context
@@ -47,8 +48,15 @@ async def _decode(ctx: Context, cfg: SpeedGate, tag: str) -> Stream:
                                                         "temperature": 0.0, "ignore_eos": True}, tag=tag)
 
 
-def plot(rows: list[dict], path: Path) -> None:
-    import matplotlib
+PLOTS_HELP = "install the plots extra: .venv/bin/pip install -e '.[plots]'"
+
+
+def plot(rows: list[dict], path: Path) -> str | None:
+    """Draw the sweep to `path` (PNG); None, or why no plot was drawn (matplotlib is the plots extra)."""
+    try:
+        import matplotlib
+    except ImportError:
+        return f"no plot: matplotlib is not installed ({PLOTS_HELP})"
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -63,10 +71,10 @@ def plot(rows: list[dict], path: Path) -> None:
     ax.grid(True, alpha=0.3)
     ax.set_title("Concurrency sweep")
     fig.tight_layout()
-    tmp = path.with_suffix(".tmp.png")
-    fig.savefig(tmp, dpi=100)
+    with atomic_file(path, overwrite=True) as tmp:
+        fig.savefig(tmp, dpi=100, format="png")
     plt.close(fig)
-    tmp.replace(path)
+    return None
 
 
 async def run(ctx: Context, cfg: SpeedGate) -> None:
@@ -142,8 +150,10 @@ async def run(ctx: Context, cfg: SpeedGate) -> None:
                        f"sweep at {c}: {sum(tokens)} tokens, expected {n_req * cfg.sweep_max_tokens}"))
     m["sweep"] = rows
     if rows:
-        plot(rows, ctx.out_dir / "speed-sweep.png")
-        m["sweep_plot"] = "speed-sweep.png"
+        why = plot(rows, ctx.out_dir / "speed-sweep.png")
+        m["sweep_plot"] = None if why else "speed-sweep.png"
+        if why:
+            m["sweep_plot_note"] = why
     for k in ("decode_tok_s_1_stream", "decode_tok_s_4_streams"):
         if isinstance(m.get(k), float):
             m[k] = round(m[k], 2)

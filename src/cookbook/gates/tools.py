@@ -52,28 +52,11 @@ FORMULAS = {
 
 
 def schema_errors(value: Any, schema: dict, where: str = "$") -> list[str]:
-    """The subset of JSON Schema the gate's tools use: type, enum, properties, required, additionalProperties."""
-    errs = []
-    t = schema.get("type")
-    types = {"object": dict, "string": str, "array": list, "boolean": bool}
-    if t in types and not isinstance(value, types[t]):
-        return [f"{where}: expected {t}, got {type(value).__name__}"]
-    if t in ("number", "integer") and (isinstance(value, bool) or not isinstance(value, (int, float))
-                                       or (t == "integer" and not float(value).is_integer())):
-        return [f"{where}: expected {t}, got {value!r}"]
-    if "enum" in schema and value not in schema["enum"]:
-        errs.append(f"{where}: {value!r} not one of {schema['enum']}")
-    if t == "object":
-        props = schema.get("properties", {})
-        for req in schema.get("required", []):
-            if req not in value:
-                errs.append(f"{where}: missing required {req!r}")
-        for k, v in value.items():
-            if k in props:
-                errs += schema_errors(v, props[k], f"{where}.{k}")
-            elif schema.get("additionalProperties") is False:
-                errs.append(f"{where}: unexpected property {k!r}")
-    return errs
+    """Every way `value` breaks JSON Schema `schema` (all of draft 2020-12, by jsonschema), one line each."""
+    from jsonschema import Draft202012Validator
+
+    errors = sorted(Draft202012Validator(schema).iter_errors(value), key=lambda e: list(map(str, e.absolute_path)))
+    return [f"{where}{e.json_path[1:]}: {e.message}" for e in errors]
 
 
 def canon(value: Any) -> Any:

@@ -7,7 +7,6 @@ included, stays as written.
 
 from __future__ import annotations
 
-import os
 import re
 from datetime import datetime, timezone
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 
 import yaml
 
+from cookbook.files import atomic_write
 from cookbook.gates.bundle import load_results
 from cookbook.gates.spec import GATE_NAMES
 
@@ -111,9 +111,7 @@ def with_block(recipe_text: str, block: dict) -> str:
 
 def write_verified(recipe_path: Path, block: dict) -> None:
     new = with_block(recipe_path.read_text(encoding="utf-8"), block)
-    tmp = recipe_path.with_name(f".{recipe_path.name}.tmp")
-    tmp.write_text(new, encoding="utf-8")
-    os.replace(tmp, recipe_path)
+    atomic_write(recipe_path, new)
 
 
 def verify(resolved, bundle: Path) -> tuple[list[str], dict | None]:

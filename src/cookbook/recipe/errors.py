@@ -7,8 +7,10 @@ IDs never change meaning; retired IDs stay listed with `retired=True`.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+
+from cookbook.errors import CookbookError
 
 
 @dataclass(frozen=True)
@@ -134,11 +136,27 @@ class Diagnostic:
         return text
 
 
-@dataclass
-class RecipeError(Exception):
-    """One or more diagnostics that stop a command; rendered all at once."""
+class RecipeError(CookbookError):
+    """One or more diagnostics that stop a command; rendered all at once (exit 2).
 
-    diagnostics: list[Diagnostic] = field(default_factory=list)
+    Printed as `error: <action>` (what was refused, when a command says so) and then every
+    diagnostic, its file relative to the checkout root.
+    """
+
+    def __init__(self, diagnostics: list[Diagnostic] | None = None, action: str | None = None):
+        self.diagnostics = list(diagnostics or [])
+        self.action = action
+        super().__init__(action or "")
+
+    def refusing(self, action: str) -> RecipeError:
+        """The same diagnostics, printed under `error: <action>`."""
+        return RecipeError(self.diagnostics, action)
+
+    def format_message(self) -> str:
+        from cookbook.files import repo_root
+
+        lines = [d.render(repo_root()) for d in self.diagnostics]
+        return "\n".join(([self.action] if self.action else []) + lines)
 
     def __str__(self) -> str:
         return "\n".join(d.render() for d in self.diagnostics)

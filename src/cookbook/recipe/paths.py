@@ -5,17 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-
-def repo_root() -> Path:
-    """The checkout root: $COOKBOOK_ROOT, else the nearest parent holding recipes/."""
-    env = os.environ.get("COOKBOOK_ROOT")
-    if env:
-        return Path(env).resolve()
-    here = Path(__file__).resolve()
-    for parent in here.parents:
-        if (parent / "recipes").is_dir() and (parent / "pyproject.toml").is_file():
-            return parent
-    return Path.cwd()
+from cookbook.files import repo_root  # noqa: F401  (the one repo_root; paths.repo_root() reads on)
 
 
 def recipes_dir() -> Path:

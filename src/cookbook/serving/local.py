@@ -13,17 +13,18 @@ import signal
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from cookbook.errors import FAILED, CookbookError
 from cookbook.recipe.launch import env_items, render
 from cookbook.recipe.resolve import ResolvedRecipe
 
 
-class ServeError(RuntimeError):
-    """A step failed; the message says which, why and what to do."""
+class ServeError(CookbookError, RuntimeError):
+    """A step failed; the message says which, why and what to do (exit 1)."""
+
+    exit_code = FAILED
 
 
 def step(msg: str) -> None:
@@ -51,8 +52,8 @@ def fetch(resolved: ResolvedRecipe) -> Path:
     repo = resolved.recipe.model.source.repo
     if repo not in FETCHERS:
         include = " ".join(f'"{p}"' for p in resolved.recipe.model.source.include)
-        raise ServeError(f"{resolved.slug}: {repo} is not fetched automatically here\n"
-                         f"  help: hf download {repo} --include {include} --local-dir $MODELS/...")
+        raise ServeError(f"{resolved.slug}: {repo} is not fetched automatically here",
+                         help=f"hf download {repo} --include {include} --local-dir $MODELS/...")
     step(f"fetch {repo}")
     t0 = time.monotonic()
     path = FETCHERS[repo]()
@@ -170,8 +171,8 @@ def launch(resolved: ResolvedRecipe, env: dict[str, str], workdir: Path) -> Serv
     port = serve.arg("port", 8000)
     base_url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"
     if _get(base_url + "/health", 2) is not None:
-        raise ServeError(f"something already answers on {base_url}\n"
-                         f"  help: stop it, or pick another port with --set port=8001")
+        raise ServeError(f"something already answers on {base_url}",
+                         help="stop it, or pick another port with --set port=8001")
     step(f"launch: bash {block}  (log: {log})")
     for line in render(resolved, comments=False).splitlines():
         note(line)
@@ -181,11 +182,14 @@ def launch(resolved: ResolvedRecipe, env: dict[str, str], workdir: Path) -> Serv
 
 
 def _get(url: str, timeout: float) -> bytes | None:
+    """The body of a 200 answer; None when nothing answers, or with another status."""
+    import httpx
+
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as r:
-            return r.read() if r.status == 200 else None
-    except (urllib.error.URLError, OSError, ValueError):
+        r = httpx.get(url, timeout=timeout)
+    except (httpx.HTTPError, OSError, ValueError):
         return None
+    return r.content if r.status_code == 200 else None
 
 
 def wait_ready(server: Server, timeout_s: float) -> float:
@@ -210,7 +214,7 @@ def wait_ready(server: Server, timeout_s: float) -> float:
             note(f"waiting for the server ({elapsed:.0f} s): {lines[-120:]}")
         time.sleep(1)
     raise ServeError(f"the server was not ready after {timeout_s:.0f} s; last lines of {server.log}:\n"
-                     f"{server.tail()}\n  help: raise --ready-timeout-s, or read the log")
+                     f"{server.tail()}", help="raise --ready-timeout-s, or read the log")
 
 
 def env_lock(env: dict[str, str]) -> str:

@@ -12,8 +12,9 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-import tempfile
 from pathlib import Path
+
+from cookbook.files import atomic_write
 
 from ..catalogue import MXFP4_MOE
 from .config import ENV_CONFIG, ConfigError, load_table, table_json
@@ -26,11 +27,7 @@ def _fail(msg: str, help_: str) -> int:
 
 
 def _write_atomic(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    atomic_write(path, text)
 
 
 def _warm(variant: str, table) -> str:
