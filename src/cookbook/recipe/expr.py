@@ -130,9 +130,11 @@ def _eval(node: ast.AST, ctx: dict[str, Any]) -> Any:
         if left is MISSING or right is MISSING:
             return MISSING
         _check_size(node, left, right)
+        if isinstance(node.op, ast.Mod) and isinstance(left, str):
+            raise ExprError(f"cannot compute {ast.unparse(node)}: % is arithmetic, not string formatting")
         try:
             return _ARITH[type(node.op)](left, right)
-        except (TypeError, ZeroDivisionError, OverflowError) as exc:
+        except (TypeError, ValueError, ZeroDivisionError, OverflowError) as exc:
             raise ExprError(f"cannot compute {ast.unparse(node)}: {exc}") from None
     if isinstance(node, ast.Compare):
         left = _eval(node.left, ctx)
