@@ -14,7 +14,9 @@ class ConvertError(Exception):
 
     def __init__(self, reason: str, help: str | None = None):
         self.reason, self.help = reason, help
-        super().__init__(reason + (f"\n  help: {help}" if help else ""))
+        from cookbook.untrusted import printable
+
+        super().__init__(printable(reason) + (f"\n  help: {printable(help)}" if help else ""))
 
 
 def _user_error_classes() -> tuple:
@@ -32,22 +34,25 @@ def _user_error_classes() -> tuple:
 def _user_errors(fn):
     """Turn every expected error into one message and exit code 2 (no traceback)."""
 
+    from cookbook.untrusted import printable, printable_lines
+
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
         except FileExistsError as e:
-            click.echo(f"error: {e.args[0] if e.args else e}: output already exists\n"
+            click.echo(f"error: {printable(e.args[0] if e.args else e)}: output already exists\n"
                        "  help: remove it or pass --force", err=True)
         except OSError as e:
-            click.echo(f"error: {e.filename or ''}: {e.strerror or e}", err=True)
+            where = f"{printable(e.filename)}: " if e.filename else ""
+            click.echo(f"error: {where}{printable_lines(e.strerror or e)}", err=True)
         except KeyboardInterrupt:
             click.echo("interrupted; no output was written", err=True)
             sys.exit(130)
         except Exception as e:
             if not isinstance(e, _user_error_classes()):
                 raise
-            click.echo(f"error: {e}", err=True)
+            click.echo(f"error: {printable_lines(e)}", err=True)
         sys.exit(2)
 
     return wrapper
@@ -165,7 +170,9 @@ def gguf_set(file, assignment, type_name, output, in_place):
     key, text = assignment.split("=", 1)
     r = set_value(file, key.strip(), text, type_name=type_name, out=output, in_place=in_place)
     verb = "unchanged" if r.get("changed") is False else f"{r['old']!r} -> {r['new']!r}"
-    click.echo(f"{r['file']}: {r['key']} ({r['type']}) {verb} [{r['mode']}]")
+    from cookbook.untrusted import printable
+
+    click.echo(printable(f"{r['file']}: {r['key']} ({r['type']}) {verb} [{r['mode']}]"))
 
 
 @convert.command("gguf-to-hf")

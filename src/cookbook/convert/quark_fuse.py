@@ -27,6 +27,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cookbook.untrusted import printable
 from cookbook.convert.fileio import Progress, atomic_dir, copy_range
 from cookbook.convert.safetensors_io import (
     SafetensorsError, STensor, Writer, nbytes_of, plan_shards, read_header, shard_names, write_index,
@@ -39,7 +40,7 @@ ROW_CHUNK_BYTES = 16 << 20
 
 class QuarkError(ValueError):
     def __init__(self, reason: str, help: str | None = None):
-        super().__init__(reason + (f"\n  help: {help}" if help else ""))
+        super().__init__(printable(reason) + (f"\n  help: {printable(help)}" if help else ""))
 
 
 @dataclass

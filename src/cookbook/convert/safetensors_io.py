@@ -15,6 +15,8 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+from cookbook.untrusted import printable
+
 MAX_HEADER = 100_000_000  # the reference reader's limit
 DTYPE_BITS = {
     "BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8, "I16": 16, "U16": 16, "F16": 16,
@@ -24,7 +26,7 @@ DTYPE_BITS = {
 
 class SafetensorsError(ValueError):
     def __init__(self, path, reason: str, help: str | None = None):
-        super().__init__(f"{path}: {reason}" + (f"\n  help: {help}" if help else ""))
+        super().__init__(printable(f"{path}: {reason}") + (f"\n  help: {printable(help)}" if help else ""))
 
 
 @dataclass

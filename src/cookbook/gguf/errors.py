@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from cookbook.untrusted import printable
+
 
 class GGUFError(Exception):
     """A problem with a GGUF file: what, where (path, byte offset, field) and how to fix it."""
@@ -23,7 +25,8 @@ class GGUFError(Exception):
             where.append(f"byte {self.offset}")
         if self.field:
             where.append(self.field)
-        text = (": ".join(where) + ": " if where else "") + self.reason
+        # paths, keys and tensor names come from files: escaped, so no file writes to the terminal raw
+        text = printable((": ".join(where) + ": " if where else "") + self.reason)
         if self.help:
-            text += f"\n  help: {self.help}"
+            text += f"\n  help: {printable(self.help)}"
         return text
