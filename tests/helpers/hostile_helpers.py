@@ -49,7 +49,10 @@ def st_file(path, tensors: dict) -> Path:
     w = Writer(path, specs)
     for n, d, s in specs:
         nb = nbytes_of(d, s)
-        w.write(n, (np.arange(nb, dtype=np.uint32) * 2654435761 >> 13).astype(np.uint8).tobytes())
+        if d == "BF16":  # finite values (0x3c00.. is 2**-7 and up)
+            w.write(n, (0x3C00 + np.arange(nb // 2) % 128).astype("<u2").tobytes())
+        else:
+            w.write(n, (np.arange(nb, dtype=np.uint32) * 2654435761 >> 13).astype(np.uint8).tobytes())
     w.close()
     return path
 
