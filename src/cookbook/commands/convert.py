@@ -86,10 +86,11 @@ def gguf_inspect(file, as_json, full, no_tensors):
 @click.option("--sha256sums", type=click.Path(dir_okay=False, exists=True),
               help="sha256sum-style file listing the parts and/or the joined file.")
 @click.option("--expect-sha256", help="sha256 of the joined file.")
+@click.option("--no-checksum", is_flag=True, help="Join raw parts without a sha256 (order not verifiable; warns).")
 @click.option("--force", is_flag=True, help="Replace an existing output.")
 @click.option("--quiet", is_flag=True, help="No progress on stderr.")
 @_user_errors
-def gguf_join(inputs, output, sha256sums, expect_sha256, force, quiet):
+def gguf_join(inputs, output, sha256sums, expect_sha256, no_checksum, force, quiet):
     """Join raw parts (x.gguf.part00 ..) or merge gguf-split shards (x-00001-of-0000N.gguf).
 
     \b
@@ -102,7 +103,7 @@ def gguf_join(inputs, output, sha256sums, expect_sha256, force, quiet):
 
     paths = [Path(p) for p in inputs]
     for p in paths:
-        if not p.is_file():
+        if not p.exists():
             raise ConvertError(f"{p}: not found", help="check the path")
     if is_shard_set(paths):
         if sha256sums or expect_sha256:
@@ -111,7 +112,10 @@ def gguf_join(inputs, output, sha256sums, expect_sha256, force, quiet):
         click.echo(f"merged {r['shards']} shards into {output}: {r['tensors']} tensors, {r['bytes']:,} bytes")
     else:
         r = join_parts(paths, output, sha256sums=sha256sums, expect_sha256=expect_sha256,
-                       progress=not quiet, overwrite=force)
+                       progress=not quiet, overwrite=force, unverified_ok=no_checksum)
+        if not r["sha256_checked"]:
+            click.echo("warning: --no-checksum: the parts' order and contents were not verified; only the "
+                       "GGUF structure was checked", err=True)
         checked = ", ".join(r["sha256_checked"]) or "none (no sums given)"
         click.echo(f"joined {r['parts']} parts into {output}: {r['bytes']:,} bytes, {r['tensors']} tensors; "
                    f"sha256 verified: {checked}")
@@ -123,19 +127,21 @@ def gguf_join(inputs, output, sha256sums, expect_sha256, force, quiet):
 @click.option("--max-tensors", type=click.IntRange(1), help="Tensors per shard.")
 @click.option("--max-size", help="Bytes of tensor data per shard (e.g. 500M, 4G).")
 @click.option("--raw-parts", type=click.IntRange(2), help="Instead: cut into N raw byte parts.")
+@click.option("--force", is_flag=True, help="Replace existing files of the output names (never the input).")
 @_user_errors
-def gguf_split(file, out_prefix, max_tensors, max_size, raw_parts):
+def gguf_split(file, out_prefix, max_tensors, max_size, raw_parts, force):
     """Split FILE into gguf-split shards OUT_PREFIX-0000k-of-0000N.gguf (or raw parts)."""
     from cookbook.convert.gguf_join import split_gguf, split_raw
 
     if raw_parts:
-        for p in split_raw(file, raw_parts, out_prefix):
+        for p in split_raw(file, raw_parts, out_prefix, overwrite=force):
             click.echo(p)
         return
     if not (max_tensors or max_size):
         raise ConvertError("give --max-tensors or --max-size")
     max_bytes = _parse_size(max_size) if max_size else None
-    for p in split_gguf(file, out_prefix, max_tensors=max_tensors, max_bytes=max_bytes, progress=True):
+    for p in split_gguf(file, out_prefix, max_tensors=max_tensors, max_bytes=max_bytes, progress=True,
+                        overwrite=force):
         click.echo(p)
 
 

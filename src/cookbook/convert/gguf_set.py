@@ -17,6 +17,7 @@ from cookbook.gguf.errors import GGUFError
 from cookbook.gguf.format import ALIGNMENT_KEY, INTEGER_RANGE, ValueType
 from cookbook.gguf.reader import read_gguf
 from cookbook.gguf.writer import encode_kv, encode_value, raw_kvs, tensor_specs, write_gguf
+from cookbook.untrusted import open_regular
 
 TRUE_WORDS = {"true", "1", "yes", "on"}
 FALSE_WORDS = {"false", "0", "no", "off"}
@@ -89,7 +90,7 @@ def set_value(path, key: str, text: str, *, type_name: str | None = None, out=No
     old_value = field.value if field is not None else None
     same_layout = field is not None and field.type == vtype and field.end - field.value_offset == len(new)
     if same_layout and out is None:
-        fd = os.open(path, os.O_RDWR)
+        fd = open_regular(path, os.O_RDWR)
         try:
             cur = os.pread(fd, len(new), field.value_offset)
             if cur != new:

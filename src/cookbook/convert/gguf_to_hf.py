@@ -212,8 +212,8 @@ def _require_libraries() -> None:
 
 
 def convert_gguf_to_hf(src, out_dir, *, dtype: str = "float32", force: bool = False, progress: bool = True) -> dict:
+    g = read_gguf(src)  # first: a bad input is named before a missing library
     _require_libraries()
-    g = read_gguf(src)
     arch = g.get("general.architecture")
     if arch not in ARCHS:
         raise GGUFError(f"architecture {arch!r} is not supported by gguf-to-hf (supported: {', '.join(ARCHS)})",

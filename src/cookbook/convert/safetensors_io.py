@@ -15,7 +15,7 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
-from cookbook.untrusted import printable
+from cookbook.untrusted import NotRegularFile, open_regular, printable
 
 MAX_HEADER = 100_000_000  # the reference reader's limit
 DTYPE_BITS = {
@@ -49,8 +49,12 @@ def nbytes_of(dtype: str, shape) -> int:
 def read_header(path) -> tuple[dict[str, STensor], dict[str, str]]:
     """Validated tensor table of a safetensors file (no data read)."""
     path = Path(path)
-    size = path.stat().st_size
-    with open(path, "rb") as f:
+    try:
+        fd = open_regular(path)
+    except NotRegularFile as e:
+        raise SafetensorsError(path, e.strerror, help="give the safetensors file itself") from None
+    size = os.fstat(fd).st_size
+    with open(fd, "rb") as f:
         head = f.read(8)
         if len(head) < 8:
             raise SafetensorsError(path, f"file has {size} bytes, smaller than the 8-byte header length")
