@@ -184,8 +184,12 @@ def plan(tensors: dict[str, Src]) -> tuple[list[OutTensor], dict]:
             group = shared[m["prefix"]]
             w, sc = group.get((m["proj"], "weight")), group.get((m["proj"], "weight_scale"))
             if m["kind"] == "weight_scale":
+                _check(w is not None, f"{m['prefix']}.{m['proj']}_proj.weight is missing (its weight_scale "
+                       "is present)")
                 continue  # consumed with its weight
             if w.t.dtype == "U8" and sc is not None:
+                _check(len(w.t.shape) == 2 and w.t.shape[1] * 2 % 32 == 0,
+                       f"{key}: shape {w.t.shape} is not [out, in/2] with in a multiple of 32")
                 _check(sc.t.dtype == "U8" and sc.t.shape == (w.t.shape[0], w.t.shape[1] * 2 // 32),
                        f"{key}: scale shape {sc.t.shape} does not match weight {w.t.shape}")
                 out.append(OutTensor(key, "BF16", (w.t.shape[0], w.t.shape[1] * 2), "dequant_bf16", [w, sc]))
@@ -219,9 +223,13 @@ def _fuse_layer(prefix: str, by_e: dict, stats: dict) -> list[OutTensor]:
     d = by_e[0][("down", "weight")].t.shape
     _check(len(g) == 2 and len(d) == 2, f"{prefix}: expert weights must be 2-D, got {g} and {d}")
     stats["experts"] += n
+    u = by_e[0][("up", "weight")].t.shape
+    _check(u == g, f"{prefix}.0.up_proj.weight is {u}, expected {g} like gate_proj.weight")
     if bf16:
         inter, hidden = g
         _check(hidden % 32 == 0 and inter % 32 == 0, f"{prefix}: H={hidden}, I={inter} must be multiples of 32")
+        _check(d == (hidden, inter), f"{prefix}.0.down_proj.weight is {d}, expected {(hidden, inter)} = [H, I] "
+               f"from gate_proj.weight {g} = [I, H] (transposed?)")
         stats["encoded_layers"] += 1
         w13 = [by_e[e][(p, "weight")] for e in range(n) for p in ("gate", "up")]
         w2 = [by_e[e][("down", "weight")] for e in range(n)]
@@ -232,9 +240,16 @@ def _fuse_layer(prefix: str, by_e: dict, stats: dict) -> list[OutTensor]:
             OutTensor(f"{prefix}.w2_weight_scale", "U8", (n, hidden, inter // 32), "encode_scales", w2),
         ]
     inter, half_h = g
+    hidden = half_h * 2
+    _check(hidden % 32 == 0 and inter % 32 == 0, f"{prefix}: H={hidden} (from gate_proj.weight {g} = [I, H/2]) "
+           f"and I={inter} must be multiples of 32 (one E8M0 scale per 32 elements)")
+    _check(d == (hidden, inter // 2), f"{prefix}.0.down_proj.weight is {d}, expected {(hidden, inter // 2)} = "
+           f"[H, I/2] from gate_proj.weight {g} = [I, H/2] (transposed?)")
+    for proj, want in (("gate", (inter, hidden // 32)), ("up", (inter, hidden // 32)), ("down", (hidden, inter // 32))):
+        sh = by_e[0][(proj, "weight_scale")].t.shape
+        _check(sh == want, f"{prefix}.0.{proj}_proj.weight_scale is {sh}, expected {want} "
+               "(one E8M0 scale per 32 along the input axis)")
     gs = by_e[0][("gate", "weight_scale")].t.shape
-    _check(gs == (inter, half_h * 2 // 32), f"{prefix}.0.gate_proj.weight_scale is {gs}, expected "
-           f"{(inter, half_h * 2 // 32)} (one E8M0 scale per 32 along the input axis)")
     stats["fused_layers"] += 1
     cat = lambda kind, projs: [by_e[e][(p, kind)] for e in range(n) for p in projs]  # noqa: E731
     return [
