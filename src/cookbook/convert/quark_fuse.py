@@ -29,11 +29,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cookbook.untrusted import check_regular, is_plain_name, open_regular, printable, read_regular
 from cookbook.convert.fileio import Progress, atomic_dir, copy_range
 from cookbook.convert.safetensors_io import (
-    SafetensorsError, STensor, Writer, nbytes_of, plan_shards, read_header, shard_names, write_index,
+    STensor, Writer, nbytes_of, plan_shards, read_header, shard_names, write_index,
 )
+from cookbook.untrusted import check_regular, is_plain_name, open_regular, printable, read_regular
 
 EXPERT_RE = re.compile(r"^(?P<prefix>.*\.mlp\.experts)\.(?P<e>\d+)\.(?P<proj>gate|up|down)_proj\.(?P<kind>weight|weight_scale)$")
 SHARED_RE = re.compile(r"^(?P<prefix>.*\.mlp\.shared_experts?)\.(?P<proj>gate|up|down)_proj\.(?P<kind>weight|weight_scale)$")
@@ -383,10 +383,7 @@ def fuse_checkpoint(src_dir, out_dir, *, shard_bytes: int = 4 << 30, scale_rule:
     src_dir, out_dir = Path(src_dir), Path(out_dir)
     if not src_dir.is_dir():
         raise QuarkError(f"{src_dir}: not a directory")
-    try:
-        tensors = _load_tensors(src_dir)
-    except SafetensorsError as e:
-        raise QuarkError(str(e)) from None
+    tensors = _load_tensors(src_dir)  # a bad shard is a SafetensorsError (one message, help line kept)
     outs, stats = plan(tensors)
     if not stats["fused_layers"] and not stats["encoded_layers"]:
         raise QuarkError(f"{src_dir}: no per-expert tensors (model.layers.L.mlp.experts.E.*_proj.weight)",

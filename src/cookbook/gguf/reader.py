@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from cookbook.gguf.errors import GGUFError
-from cookbook.untrusted import NotRegularFile, open_regular
 from cookbook.gguf.format import (
     ALIGNMENT_KEY, BLOCK_LAYOUT, DEFAULT_ALIGNMENT, MAGIC, MAX_DIMS, MAX_NAME_BYTES, SCALAR_FORMAT,
     SCALAR_NUMPY, SCALAR_SIZE, SUPPORTED_VERSIONS, GGMLType, ValueType, pad,
 )
+from cookbook.untrusted import NotRegularFile, open_regular
 
 MiB = 1 << 20
 
