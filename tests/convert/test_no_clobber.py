@@ -122,3 +122,18 @@ def test_split_whose_final_renames_fail_says_what_was_left(tmp_path, monkeypatch
     msg = str(e.value)
     assert "x-00002-of-00002.gguf" in msg and "no shard" in msg.lower()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.gguf"]  # the one renamed shard was taken back
+
+
+def test_outputs_get_the_usual_mode_not_the_temp_files_0600(tmp_path):
+    import os
+    import stat
+
+    src = two_tensor_gguf(tmp_path / "m.gguf")
+    mask = os.umask(0o022)
+    try:
+        shards = split_gguf(src, tmp_path / "x", max_tensors=1)
+        fuse_checkpoint(quark_dir(tmp_path / "src"), tmp_path / "out", progress=False)
+    finally:
+        os.umask(mask)
+    assert stat.S_IMODE(shards[0].stat().st_mode) == 0o644
+    assert stat.S_IMODE((tmp_path / "out").stat().st_mode) == 0o755

@@ -74,10 +74,20 @@ def copy_range(src_fd: int, src_off: int, dst_fd: int, n: int, progress: Progres
 WRITE_ERRNOS = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS}
 
 
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
 def _temp_beside(path: Path, suffix: str = ".tmp") -> Path:
-    """A new empty file beside `path` with a unique name (mkstemp: O_EXCL, never an existing file)."""
+    """A new empty file beside `path` with a unique name (mkstemp: O_EXCL, never an existing file),
+    with the mode a plain open() would give (mkstemp's 0600 would carry over to the output)."""
     fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
-    os.close(fd)
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())
+    finally:
+        os.close(fd)
     return Path(name)
 
 
@@ -125,6 +135,7 @@ def atomic_dir(path, *, force: bool = False):
         raise FileExistsError(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
+    os.chmod(tmp, 0o777 & ~_umask())  # the mode of a plain mkdir, not mkdtemp's 0700
     try:
         try:
             yield tmp
