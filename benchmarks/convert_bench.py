@@ -78,7 +78,7 @@ def bench_join(work: Path, gemma: Path, gib: float) -> list[tuple]:
     copies = max(1, round(gib * 2**30 / gemma.stat().st_size))
     big = big_gguf(gemma, work / "big.gguf", copies)
     size = big.stat().st_size
-    parts = split_raw(big, 4, work)
+    parts = split_raw(big, 4, work, overwrite=True)
     sums = work / "SHA256SUMS"
     if not sums.exists():
         import hashlib
@@ -91,7 +91,7 @@ def bench_join(work: Path, gemma: Path, gib: float) -> list[tuple]:
                     h.update(b)
             lines.append(f"{h.hexdigest()}  {p.name}\n")
         sums.write_text("".join(lines))
-    shards = split_gguf(big, work / "shard", max_bytes=512 << 20)
+    shards = split_gguf(big, work / "shard", max_bytes=512 << 20, overwrite=True)
     out = work / "out.gguf"
 
     scratch = work / "cp-scratch"
@@ -115,7 +115,7 @@ def bench_join(work: Path, gemma: Path, gib: float) -> list[tuple]:
 
     rows = []
     for name, sources, fn in (
-        ("gguf-join 4 raw parts, no sha256", parts, lambda: join_parts(parts, out, progress=False)),
+        ("gguf-join 4 raw parts, no sha256", parts, lambda: join_parts(parts, out, progress=False, unverified_ok=True)),
         ("gguf-join 4 raw parts + sha256 each", parts, lambda: join_parts(parts, out, sha256sums=sums, progress=False)),
         (f"gguf-join merge {len(shards)} gguf-split shards", shards, lambda: merge_shards(shards, out, progress=False)),
     ):

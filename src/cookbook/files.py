@@ -2,14 +2,18 @@
 
 Nothing ever leaves a half-written output: every writer fills a temporary file beside its
 target and renames it over the target only when the content is complete; on any failure
-the temporary file is removed and the target is untouched. Imports only the standard library.
+the temporary file is removed and the target is untouched. Temporary names are unique and
+made here (mkstemp, mkdtemp), so a tool never removes or replaces a file it did not create,
+and errors name the target, not the temporary file. Imports only the standard library.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import shutil
+import tempfile
 from pathlib import Path
 
 
@@ -25,31 +29,184 @@ def repo_root() -> Path:
     return Path.cwd()
 
 
-def temp_name(path: Path) -> Path:
-    """The temporary name beside `path` that its atomic writers fill (hidden, per process)."""
-    return path.with_name(f".{path.name}.tmp-{os.getpid()}")
+WRITE_ERRNOS = {errno.ENOSPC, errno.EFBIG, errno.EDQUOT, errno.EROFS}
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+def _temp_beside(path: Path, suffix: str = ".tmp") -> Path:
+    """A new empty file beside `path` with a unique name (mkstemp: O_EXCL, never an existing file),
+    with the mode a plain open() would give (mkstemp's 0600 would carry over to the output)."""
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
+    try:
+        os.fchmod(fd, 0o666 & ~_umask())
+    finally:
+        os.close(fd)
+    return Path(name)
+
+
+def _named(e: OSError, final: Path, temps=()) -> OSError:
+    """An OSError from writing `final` (under a temporary name), naming `final` rather than the temp file."""
+    if e.filename is not None and str(e.filename) not in {str(t) for t in temps}:
+        return e  # about an input: its name is right as it is
+    what = "could not write" if e.errno in WRITE_ERRNOS else "failed while writing"
+    return OSError(e.errno, f"{what} ({e.strerror or e})", str(final))
 
 
 @contextlib.contextmanager
 def atomic_file(path, *, overwrite: bool = False):
-    """Yield a temporary path beside `path`; rename it to `path` only if the block succeeds.
+    """Yield a new temporary path beside `path`; rename it to `path` only if the block succeeds.
 
-    An existing `path` is refused (FileExistsError) unless overwrite; when replaced, its
-    permission bits carry over to the new file.
-    """
+    The temporary name is unique and created here, so nothing but it is ever removed; errors
+    while writing name `path`, not the temporary file."""
     path = Path(path)
-    if path.exists() and not overwrite:
+    if (path.exists() or path.is_symlink()) and not overwrite:
         raise FileExistsError(path)
-    tmp = temp_name(path)
+    tmp = _temp_beside(path)
     try:
-        yield tmp
-        if path.exists():
-            shutil.copymode(path, tmp)
+        try:
+            yield tmp
+        except OSError as e:
+            raise _named(e, path, [tmp]) from None
+        if not overwrite and (path.exists() or path.is_symlink()):
+            raise FileExistsError(path)  # appeared meanwhile: not ours to replace
+        if path.is_file():
+            shutil.copymode(path, tmp)  # a replaced file keeps its permission bits
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
         raise
+
+
+@contextlib.contextmanager
+def atomic_dir(path, *, force: bool = False):
+    """Yield a new temporary folder beside `path` to fill; at the end it becomes `path`.
+
+    `path` must be absent or an empty folder unless force. The temporary folder (and, with
+    force, the one holding the replaced `path` until the swap is done) are unique names made
+    here: a user's `path.tmp` or `path.old` is never touched."""
+    path = Path(path)
+    if path.exists() and (not path.is_dir() or any(path.iterdir())) and not force:
+        raise FileExistsError(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
+    os.chmod(tmp, 0o777 & ~_umask())  # the mode of a plain mkdir, not mkdtemp's 0700
+    try:
+        try:
+            yield tmp
+        except OSError as e:
+            raise _named(e, path, [tmp]) from None
+        if not (path.exists() or path.is_symlink()):
+            os.rename(tmp, path)
+        elif not force:
+            os.rename(tmp, path)  # onto an empty folder; fails (ENOTEMPTY) if it was filled meanwhile
+        else:
+            old = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".old"))
+            os.rename(path, old / "previous")
+            try:
+                os.rename(tmp, path)
+            except BaseException:
+                os.rename(old / "previous", path)
+                old.rmdir()
+                raise
+            shutil.rmtree(old)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def same_file(a, b) -> bool:
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+class AtomicSet:
+    """Several output files that appear together: each is written under a unique temporary name
+    beside it, and all are renamed to their final names only once every one is complete.
+
+    An interrupted or failed run leaves no file under a final name (kill -9 can leave hidden
+    `.NAME.*.tmp` files, never a partial set). If a final rename fails, the files already
+    renamed are removed again when they replaced nothing, and the error says what is left.
+    """
+
+    def __init__(self, finals, *, overwrite: bool = False, inputs=(), what: str = "file"):
+        self.finals = [Path(p) for p in finals]
+        self.overwrite, self.what = overwrite, what
+        for f in self.finals:
+            for i in inputs:
+                if same_file(f, i) or Path(f).absolute() == Path(i).absolute():
+                    raise OSError(errno.EINVAL, f"is also the input; refused (the {what} would be "
+                                                "overwritten while it is read): choose another output name", str(f))
+        if not overwrite:
+            for f in self.finals:
+                if f.exists() or f.is_symlink():
+                    raise FileExistsError(f)
+        self.temps: dict[Path, Path] = {}
+        self.current: Path | None = None
+
+    def temp(self, final) -> Path:
+        final = Path(final)
+        self.current = final
+        self.temps[final] = t = _temp_beside(final)
+        return t
+
+    def _remove_temps(self) -> None:
+        for t in self.temps.values():
+            with contextlib.suppress(FileNotFoundError):
+                t.unlink()
+
+    def commit(self) -> None:
+        if not self.overwrite:
+            for f in self.finals:
+                if f.exists() or f.is_symlink():
+                    self._remove_temps()
+                    raise FileExistsError(f)  # appeared meanwhile: not ours to replace
+        done: list[Path] = []
+        try:
+            for f in self.finals:
+                os.replace(self.temps[f], f)
+                done.append(f)
+        except BaseException as e:
+            failed = self.finals[len(done)]
+            kept = []
+            for f in done:
+                if self.overwrite:
+                    kept.append(f)  # it replaced a file of the same name: nothing to restore
+                else:
+                    with contextlib.suppress(OSError):
+                        f.unlink()
+            for f in self.finals[len(done):]:
+                with contextlib.suppress(FileNotFoundError):
+                    self.temps[f].unlink()
+            left = (f"{len(kept)} of {len(self.finals)} {self.what}s were already renamed into place "
+                    f"(replacing files of the same name): {', '.join(str(k) for k in kept)}; the others were "
+                    "removed" if kept else f"no {self.what} was left under its final name")
+            reason = getattr(e, "strerror", None) or type(e).__name__
+            raise OSError(getattr(e, "errno", None) or errno.EIO,
+                          f"could not rename the finished {self.what} into place ({reason}); {left}",
+                          str(failed)) from None
+
+
+@contextlib.contextmanager
+def atomic_set(finals, *, overwrite: bool = False, inputs=(), what: str = "file"):
+    """`with atomic_set([a, b]) as s: write s.temp(a), s.temp(b)` -> a and b appear together, or neither."""
+    s = AtomicSet(finals, overwrite=overwrite, inputs=inputs, what=what)
+    try:
+        try:
+            yield s
+        except OSError as e:
+            raise _named(e, s.current or s.finals[0], s.temps.values()) from None
+    except BaseException:
+        s._remove_temps()
+        raise
+    s.commit()
 
 
 def atomic_write(path, data: str | bytes, *, encoding: str = "utf-8") -> None:
@@ -61,29 +218,3 @@ def atomic_write(path, data: str | bytes, *, encoding: str = "utf-8") -> None:
             tmp.write_bytes(data)
         else:
             tmp.write_text(data, encoding=encoding)
-
-
-@contextlib.contextmanager
-def atomic_dir(path, *, force: bool = False):
-    """Yield `<path>.tmp` to fill; at the end it replaces `path` (which must be absent or empty unless force)."""
-    path = Path(path)
-    if path.exists() and (not path.is_dir() or any(path.iterdir())) and not force:
-        raise FileExistsError(path)
-    tmp = path.with_name(path.name + ".tmp")
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    tmp.mkdir(parents=True)
-    try:
-        yield tmp
-        if path.exists():
-            old = path.with_name(path.name + ".old")
-            if old.exists():
-                shutil.rmtree(old)
-            os.replace(path, old)
-            os.replace(tmp, path)
-            shutil.rmtree(old)
-        else:
-            os.replace(tmp, path)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise

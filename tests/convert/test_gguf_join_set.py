@@ -94,10 +94,15 @@ def test_join_refuses_bad_parts_and_leaves_nothing(gemma_gguf, tmp_path):
         join_parts([parts[1], parts[0], parts[2]], out, progress=False)
     with pytest.raises(GGUFError, match="sha256 of the joined file is"):
         join_parts(parts, out, expect_sha256="0" * 64, progress=False)
-    with pytest.raises(GGUFError, match="truncated"):
+    with pytest.raises(GGUFError, match="no sha256 given"):
         join_parts(parts[:2], out, progress=False)
+    with pytest.raises(GGUFError, match="truncated"):
+        join_parts(parts[:2], out, progress=False, unverified_ok=True)
+    with pytest.raises(GGUFError, match="out of order"):
+        join_parts([parts[0], parts[1], parts[2], parts[2]], out, progress=False, unverified_ok=True)
+    extra = shutil.copy(parts[2], tmp_path / "extra.bin")
     with pytest.raises(GGUFError, match="after the last tensor"):
-        join_parts([parts[0], parts[1], parts[2], parts[2]], out, progress=False)
+        join_parts([parts[0], parts[1], parts[2], extra], out, progress=False, unverified_ok=True)
     assert not out.exists() and not list(tmp_path.glob(".j.gguf.tmp*"))
     shards = split_gguf(gemma_gguf, tmp_path / "s", max_tensors=100)
     with pytest.raises(GGUFError, match="is a gguf-split shard, not a raw part"):

@@ -17,15 +17,18 @@ def _user_errors(fn):
     CookbookErrors already and reach the user through click like every other command's.
     """
 
+    from cookbook.untrusted import printable, printable_lines
+
     @functools.wraps(fn)
     def wrapper(*args, **kwargs):
         try:
             return fn(*args, **kwargs)
         except FileExistsError as e:
-            raise CookbookError(f"{e.args[0] if e.args else e}: output already exists",
+            raise CookbookError(f"{printable(e.args[0] if e.args else e)}: output already exists",
                                 help="remove it or pass --force") from None
         except OSError as e:
-            raise CookbookError(f"{e.filename or ''}: {e.strerror or e}") from None
+            where = f"{printable(e.filename)}: " if e.filename else ""
+            raise CookbookError(f"{where}{printable_lines(e.strerror or e)}") from None
         except KeyboardInterrupt:
             raise CookbookError("interrupted; no output was written", exit_code=INTERRUPTED) from None
 
@@ -60,10 +63,11 @@ def gguf_inspect(file, as_json, full, no_tensors):
 @click.option("--sha256sums", type=click.Path(dir_okay=False, exists=True),
               help="sha256sum-style file listing the parts and/or the joined file.")
 @click.option("--expect-sha256", help="sha256 of the joined file.")
+@click.option("--no-checksum", is_flag=True, help="Join raw parts without a sha256 (order not verifiable; warns).")
 @click.option("--force", is_flag=True, help="Replace an existing output.")
 @click.option("--quiet", is_flag=True, help="No progress on stderr.")
 @_user_errors
-def gguf_join(inputs, output, sha256sums, expect_sha256, force, quiet):
+def gguf_join(inputs, output, sha256sums, expect_sha256, no_checksum, force, quiet):
     """Join raw parts (x.gguf.part00 ..) or merge gguf-split shards (x-00001-of-0000N.gguf).
 
     \b
@@ -76,7 +80,7 @@ def gguf_join(inputs, output, sha256sums, expect_sha256, force, quiet):
 
     paths = [Path(p) for p in inputs]
     for p in paths:
-        if not p.is_file():
+        if not p.exists():
             raise CookbookError(f"{p}: not found", help="check the path")
     if is_shard_set(paths):
         if sha256sums or expect_sha256:
@@ -85,7 +89,10 @@ def gguf_join(inputs, output, sha256sums, expect_sha256, force, quiet):
         click.echo(f"merged {r['shards']} shards into {output}: {r['tensors']} tensors, {r['bytes']:,} bytes")
     else:
         r = join_parts(paths, output, sha256sums=sha256sums, expect_sha256=expect_sha256,
-                       progress=not quiet, overwrite=force)
+                       progress=not quiet, overwrite=force, unverified_ok=no_checksum)
+        if not r["sha256_checked"]:
+            click.echo("warning: --no-checksum: the parts' order and contents were not verified; only the "
+                       "GGUF structure was checked", err=True)
         checked = ", ".join(r["sha256_checked"]) or "none (no sums given)"
         click.echo(f"joined {r['parts']} parts into {output}: {r['bytes']:,} bytes, {r['tensors']} tensors; "
                    f"sha256 verified: {checked}")
@@ -97,19 +104,21 @@ def gguf_join(inputs, output, sha256sums, expect_sha256, force, quiet):
 @click.option("--max-tensors", type=click.IntRange(1), help="Tensors per shard.")
 @click.option("--max-size", help="Bytes of tensor data per shard (e.g. 500M, 4G).")
 @click.option("--raw-parts", type=click.IntRange(2), help="Instead: cut into N raw byte parts.")
+@click.option("--force", is_flag=True, help="Replace existing files of the output names (never the input).")
 @_user_errors
-def gguf_split(file, out_prefix, max_tensors, max_size, raw_parts):
+def gguf_split(file, out_prefix, max_tensors, max_size, raw_parts, force):
     """Split FILE into gguf-split shards OUT_PREFIX-0000k-of-0000N.gguf (or raw parts)."""
     from cookbook.convert.gguf_join import split_gguf, split_raw
 
     if raw_parts:
-        for p in split_raw(file, raw_parts, out_prefix):
+        for p in split_raw(file, raw_parts, out_prefix, overwrite=force):
             click.echo(p)
         return
     if not (max_tensors or max_size):
         raise CookbookError("give --max-tensors or --max-size")
     max_bytes = _parse_size(max_size) if max_size else None
-    for p in split_gguf(file, out_prefix, max_tensors=max_tensors, max_bytes=max_bytes, progress=True):
+    for p in split_gguf(file, out_prefix, max_tensors=max_tensors, max_bytes=max_bytes, progress=True,
+                        overwrite=force):
         click.echo(p)
 
 
@@ -144,7 +153,9 @@ def gguf_set(file, assignment, type_name, output, in_place):
     key, text = assignment.split("=", 1)
     r = set_value(file, key.strip(), text, type_name=type_name, out=output, in_place=in_place)
     verb = "unchanged" if r.get("changed") is False else f"{r['old']!r} -> {r['new']!r}"
-    click.echo(f"{r['file']}: {r['key']} ({r['type']}) {verb} [{r['mode']}]")
+    from cookbook.untrusted import printable
+
+    click.echo(printable(f"{r['file']}: {r['key']} ({r['type']}) {verb} [{r['mode']}]"))
 
 
 @convert.command("gguf-to-hf")

@@ -18,16 +18,18 @@ import threading
 from pathlib import Path
 
 from cookbook.convert.fileio import Progress, copy_range
-from cookbook.files import atomic_file
+from cookbook.files import atomic_file, atomic_set, same_file
 from cookbook.gguf.errors import GGUFError
 from cookbook.gguf.format import MAGIC, ValueType, pad
 from cookbook.gguf.reader import GGUFFile, read_gguf
 from cookbook.gguf.writer import TensorSpec, encode_kv, raw_kvs, tensor_specs, write_gguf
+from cookbook.untrusted import check_regular, open_regular, read_regular
 
 SHARD_RE = re.compile(r"^(?P<prefix>.+)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$")
 SPLIT_NO, SPLIT_COUNT, SPLIT_TENSORS = "split.no", "split.count", "split.tensors.count"
 SPLIT_KEYS = (SPLIT_NO, SPLIT_COUNT, SPLIT_TENSORS)
 HASH_CHUNK = 8 << 20
+SUMS_MAX_BYTES = 16 << 20  # a sha256sums file (100k lines is 7 MB)
 
 
 # ---------- gguf-split shards ----------
@@ -63,8 +65,11 @@ def is_shard_set(paths: list[Path]) -> bool:
 
 
 def split_gguf(src, out_prefix, *, max_tensors: int | None = None, max_bytes: int | None = None,
-               progress: bool = False) -> list[Path]:
-    """Split `src` into llama.cpp-compatible shards `<out_prefix>-0000k-of-0000N.gguf`."""
+               progress: bool = False, overwrite: bool = False) -> list[Path]:
+    """Split `src` into llama.cpp-compatible shards `<out_prefix>-0000k-of-0000N.gguf`.
+
+    The shards appear together (written under temporary names, renamed at the end); an
+    existing file of a shard's name is refused unless overwrite, and the input never is."""
     g = read_gguf(src, decode_arrays=False)
     if g.get(SPLIT_COUNT):
         raise GGUFError("is already a split shard", path=src, field=SPLIT_COUNT)
@@ -80,18 +85,16 @@ def split_gguf(src, out_prefix, *, max_tensors: int | None = None, max_bytes: in
         size += t.nbytes
     n = len(groups)
     kv_bytes = raw_kvs(g, g.fields)
-    out_paths = []
+    out_paths = [Path(shard_name(str(out_prefix), i + 1, n)) for i in range(n)]
     prog = Progress(g.data_end - g.data_offset, "split", enabled=progress)
-    for i, grp in enumerate(groups):
-        split_kvs = [encode_kv(SPLIT_NO, ValueType.UINT16, i), encode_kv(SPLIT_COUNT, ValueType.UINT16, n),
-                     encode_kv(SPLIT_TENSORS, ValueType.INT32, len(g.tensors))]
-        kvs = split_kvs + (kv_bytes if i == 0 else [])
-        align = g.alignment if i == 0 else 32  # shards 2..N carry no general.alignment
-        specs = [TensorSpec(t.name, t.dims, t.type, t.nbytes, g.path, g.tensor_offset(t)) for t in grp]
-        out = Path(shard_name(str(out_prefix), i + 1, n))
-        with atomic_file(out, overwrite=True) as tmp:
-            write_gguf(tmp, kvs, specs, align, version=g.version, progress=prog)
-        out_paths.append(out)
+    with atomic_set(out_paths, overwrite=overwrite, inputs=[g.path], what="shard") as outs:
+        for i, grp in enumerate(groups):
+            split_kvs = [encode_kv(SPLIT_NO, ValueType.UINT16, i), encode_kv(SPLIT_COUNT, ValueType.UINT16, n),
+                         encode_kv(SPLIT_TENSORS, ValueType.INT32, len(g.tensors))]
+            kvs = split_kvs + (kv_bytes if i == 0 else [])
+            align = g.alignment if i == 0 else 32  # shards 2..N carry no general.alignment
+            specs = [TensorSpec(t.name, t.dims, t.type, t.nbytes, g.path, g.tensor_offset(t)) for t in grp]
+            write_gguf(outs.temp(out_paths[i]), kvs, specs, align, version=g.version, progress=prog)
     prog.finish()
     return out_paths
 
@@ -134,6 +137,9 @@ def merge_shards(shards: list[Path], out, *, progress: bool = True, overwrite: b
 
     header, offsets = encode_header(kvs, specs, first.alignment, first.version)
     expected = len(header) + (offsets[-1] + specs[-1].nbytes if specs else 0)
+    for p in shards:
+        if same_file(p, out):
+            raise GGUFError("is both a shard and the output", path=out, help="choose another output name")
     with atomic_file(out, overwrite=overwrite) as tmp:
         write_gguf(tmp, kvs, specs, first.alignment, version=first.version, progress=prog)
         # Every input was validated and the header is ours: checking the size is enough here
@@ -147,22 +153,19 @@ def merge_shards(shards: list[Path], out, *, progress: bool = True, overwrite: b
 
 # ---------- raw byte parts ----------
 
-def split_raw(src, n_parts: int, out_dir=None) -> list[Path]:
+def split_raw(src, n_parts: int, out_dir=None, *, overwrite: bool = False) -> list[Path]:
     """Cut `src` into n_parts raw byte slices `<name>.part00..` (the form published on PyPI/HF)."""
     src = Path(src)
-    size = src.stat().st_size
+    fd = open_regular(src)
+    size = os.fstat(fd).st_size
     step = -(-size // n_parts)
     out_dir = Path(out_dir) if out_dir else src.parent
-    paths = []
-    import os
-
-    fd = os.open(src, os.O_RDONLY)
+    paths = [out_dir / f"{src.name}.part{i:02d}" for i in range(n_parts)]
     try:
-        for i in range(n_parts):
-            p = out_dir / f"{src.name}.part{i:02d}"
-            with atomic_file(p, overwrite=True) as tmp, open(tmp, "wb") as out:
-                copy_range(fd, i * step, out.fileno(), max(0, min(step, size - i * step)))
-            paths.append(p)
+        with atomic_set(paths, overwrite=overwrite, inputs=[src], what="part") as outs:
+            for i, p in enumerate(paths):
+                with open(outs.temp(p), "wb") as out:
+                    copy_range(fd, i * step, out.fileno(), max(0, min(step, size - i * step)))
     finally:
         os.close(fd)
     return paths
@@ -171,7 +174,11 @@ def split_raw(src, n_parts: int, out_dir=None) -> list[Path]:
 def read_sha256sums(path) -> dict[str, str]:
     """`sha256sum` output (`HEX  NAME` or `HEX *NAME`) -> {basename: hex}."""
     sums = {}
-    for n, line in enumerate(Path(path).read_text().splitlines(), 1):
+    try:
+        text = read_regular(path, SUMS_MAX_BYTES).decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise GGUFError(f"is not UTF-8 text (byte {e.start})", path=path, help="use the output of sha256sum") from None
+    for n, line in enumerate(text.splitlines(), 1):
         line = line.strip()
         if not line or line.startswith("#"):
             continue
@@ -211,7 +218,7 @@ class _Hasher(threading.Thread):
         h = hashlib.sha256()
         buf = bytearray(HASH_CHUNK)
         view = memoryview(buf)
-        with open(path, "rb", buffering=0) as f:
+        with open(open_regular(path), "rb", buffering=0) as f:
             while n := f.readinto(buf):
                 h.update(view[:n])
                 if also is not None:
@@ -219,15 +226,45 @@ class _Hasher(threading.Thread):
         return h.hexdigest()
 
 
-def join_parts(parts: list[Path], out, *, sha256sums=None, expect_sha256: str | None = None,
-               verify: bool = True, progress: bool = True, overwrite: bool = False) -> dict:
-    """Concatenate raw parts into `out`, verifying sha256 (per part and/or whole) and the GGUF structure."""
-    import os
+PART_SUFFIX_RE = re.compile(r"^(?P<stem>.*?)(?P<key>\d+|[a-z])$")
 
+
+def _check_name_order(parts: list[Path]) -> None:
+    """Parts named alike (x.part00.., x-split-a..) must be given in name order: swapped parts of equal
+    size parse alike, so a wrong order would be a valid-looking, wrong file."""
+    ms = [PART_SUFFIX_RE.match(p.name) for p in parts]
+    if len(parts) < 2 or not all(ms) or len({m["stem"] for m in ms}) != 1:
+        return
+    keys = [(int(m["key"]) if m["key"].isdigit() else m["key"]) for m in ms]
+    if len({type(k) for k in keys}) != 1:
+        return
+    for a, b, pa, pb in zip(keys, keys[1:], parts, parts[1:]):
+        if not a < b:
+            raise GGUFError(f"parts are out of order: {pb.name} comes after {pa.name}", path=pb,
+                            help="give the parts in name order (x.part00 x.part01 ..., or a shell glob)")
+
+
+def _validated_as(tmp: Path, shown: Path, what: str):
+    """read_gguf of a temporary output; its errors name the real output, not the temporary file."""
+    try:
+        return read_gguf(tmp, decode_arrays=False)
+    except GGUFError as e:
+        raise GGUFError(f"{what} would not be a valid GGUF: {e.reason}", path=shown, offset=e.offset,
+                        field=e.field, help=e.help) from None
+
+
+def join_parts(parts: list[Path], out, *, sha256sums=None, expect_sha256: str | None = None,
+               verify: bool = True, progress: bool = True, overwrite: bool = False,
+               unverified_ok: bool = False) -> dict:
+    """Concatenate raw parts into `out`, verifying sha256 (per part and/or whole) and the GGUF structure.
+
+    Without a checksum the order of equal-sized parts cannot be verified: refused unless
+    unverified_ok (the CLI's --no-checksum, which warns)."""
     parts = [Path(p) for p in parts]
     for p in parts:
-        if not p.is_file():
+        if not p.exists():
             raise GGUFError("part not found", path=p, help="check the part names and their order")
+        check_regular(p)  # a FIFO or a device would never end
     with open(parts[0], "rb") as f:
         if f.read(4) != MAGIC:
             raise GGUFError("the first part does not start with b'GGUF'", path=parts[0], offset=0,
@@ -243,6 +280,15 @@ def join_parts(parts: list[Path], out, *, sha256sums=None, expect_sha256: str | 
                 if g is not None and g.get(SPLIT_COUNT):
                     raise GGUFError("is a gguf-split shard, not a raw part", path=p,
                                     help="merge shards with: gguf-join FIRST-00001-of-0000N.gguf -o OUT")
+    _check_name_order(parts)
+    for p in parts:
+        if same_file(p, out):
+            raise GGUFError("is both a part and the output", path=out, help="choose another output name")
+    if not (sha256sums or expect_sha256 or unverified_ok) or not verify and not unverified_ok:
+        raise GGUFError("no sha256 given: the parts' order and contents cannot be verified (swapped parts of "
+                        "equal size would parse alike)", path=out,
+                        help="pass --sha256sums FILE or --expect-sha256 HEX (published with the parts), "
+                             "or --no-checksum to join without checking")
     want_each: dict[Path, str] = {}
     want_whole = expect_sha256.lower() if expect_sha256 else None
     if sha256sums:
@@ -262,7 +308,7 @@ def join_parts(parts: list[Path], out, *, sha256sums=None, expect_sha256: str | 
             hasher.start()
         with open(tmp, "wb") as dst:
             for p in parts:
-                fd = os.open(p, os.O_RDONLY)
+                fd = open_regular(p)
                 try:
                     copy_range(fd, 0, dst.fileno(), os.fstat(fd).st_size, prog)
                 finally:
@@ -284,7 +330,7 @@ def join_parts(parts: list[Path], out, *, sha256sums=None, expect_sha256: str | 
                     raise GGUFError(f"sha256 of the joined file is {got}, expected {want_whole}", path=out,
                                     help="a part is corrupt or the parts are out of order")
                 checked[str(out)] = got
-        g = read_gguf(tmp, decode_arrays=False)
+        g = _validated_as(tmp, Path(out), f"the join of {len(parts)} parts")
         if g.data_end != g.file_size:
             raise GGUFError(f"{g.file_size - g.data_end} bytes after the last tensor", path=out,
                             help="a part is duplicated or from another file")

@@ -12,12 +12,13 @@ import os
 from pathlib import Path
 
 from cookbook.convert.fileio import Progress
+from cookbook.convert.gguf_join import SHARD_RE, SPLIT_KEYS, _validated_as, shard_name
 from cookbook.files import atomic_file
-from cookbook.convert.gguf_join import SHARD_RE, SPLIT_KEYS, shard_name
 from cookbook.gguf.errors import GGUFError
 from cookbook.gguf.format import ALIGNMENT_KEY, INTEGER_RANGE, ValueType
 from cookbook.gguf.reader import read_gguf
 from cookbook.gguf.writer import encode_kv, encode_value, raw_kvs, tensor_specs, write_gguf
+from cookbook.untrusted import open_regular
 
 TRUE_WORDS = {"true", "1", "yes", "on"}
 FALSE_WORDS = {"false", "0", "no", "off"}
@@ -70,9 +71,10 @@ def set_value(path, key: str, text: str, *, type_name: str | None = None, out=No
     path = first_shard(Path(path))
     if key in SPLIT_KEYS or key == ALIGNMENT_KEY or key.startswith("GGUF."):
         raise GGUFError(f"{key} describes the file layout and cannot be set", field=key)
-    # Parse only up to the key (every byte before it validated): an in-place edit needs no more,
-    # so its cost is O(metadata before the key), not O(header) or O(file).
-    g = read_gguf(path, decode_arrays=False, stop_at_key=key)
+    # Validate the whole header (and that the tensor data fits in the file) before any edit: an
+    # in-place edit of a file that gguf-inspect refuses would report success on a broken file.
+    # The cost is O(header), not O(file): arrays are skipped, not decoded.
+    g = read_gguf(path, decode_arrays=False)
     field = g.fields.get(key)
     if type_name is not None:
         vtype = TYPE_NAMES.get(type_name.lower())
@@ -90,7 +92,7 @@ def set_value(path, key: str, text: str, *, type_name: str | None = None, out=No
     old_value = field.value if field is not None else None
     same_layout = field is not None and field.type == vtype and field.end - field.value_offset == len(new)
     if same_layout and out is None:
-        fd = os.open(path, os.O_RDWR)
+        fd = open_regular(path, os.O_RDWR)
         try:
             cur = os.pread(fd, len(new), field.value_offset)
             if cur != new:
@@ -103,7 +105,6 @@ def set_value(path, key: str, text: str, *, type_name: str | None = None, out=No
         raise GGUFError(f"the new value changes the header size ({vtype.name}), so the file must be rewritten",
                         path=path, field=key, help="give -o NEW_FILE, or --in-place to replace the file atomically")
     target = Path(out) if out is not None else path
-    g = read_gguf(path, decode_arrays=False)  # a rewrite copies everything: validate everything
     kvs = raw_kvs(g, g.fields)
     keys = list(g.fields)
     kv = encode_kv(key, vtype, value)
@@ -115,7 +116,7 @@ def set_value(path, key: str, text: str, *, type_name: str | None = None, out=No
     prog = Progress(sum(s.nbytes for s in specs), f"rewrite {target.name}", enabled=progress)
     with atomic_file(target, overwrite=in_place or target == path) as tmp:
         write_gguf(tmp, kvs, specs, g.alignment, version=g.version, progress=prog)
-        read_gguf(tmp, decode_arrays=False)  # validate before the rename
+        _validated_as(tmp, target, "the rewritten file")  # validate before the rename
     prog.finish()
     return {"mode": "rewrite", "file": str(target), "key": key, "type": vtype.name, "old": old_value,
             "new": value}

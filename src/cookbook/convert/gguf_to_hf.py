@@ -50,7 +50,7 @@ _GEMMA3_NAMES = {
 ARCHS = {
     # llama.cpp stores Gemma's RMSNorm weights as (1 + w); HF stores w.
     "gemma3": {"names": _GEMMA3_NAMES, "model_type": "gemma3_text", "architectures": ["Gemma3ForCausalLM"],
-               "norm_shift": 1.0},
+               "norm_shift": 1.0, "optional": {"output.weight"}},  # absent output.weight = tied embeddings
 }
 
 HF_DTYPES = {"float32": ("F32", "float32"), "bfloat16": ("BF16", "bfloat16"), "float16": ("F16", "float16")}
@@ -70,6 +70,32 @@ def _name_map(arch: str, names: list[str]) -> dict[str, str]:
             raise GGUFError(f"tensor {name!r} has no HF name for architecture {arch}",
                             help="this architecture's tensor table in cookbook/convert/gguf_to_hf.py needs it")
     return out
+
+
+def check_complete(g: GGUFFile, arch: str) -> None:
+    """Every tensor the architecture needs is present, for every block 0..block_count-1, and no other:
+    a GGUF missing tensors would otherwise convert "successfully" into a checkpoint that cannot load."""
+    _name_map(arch, [t.name for t in g.tensors])  # every tensor has an HF name
+    n_blocks = g.get(f"{arch}.block_count")
+    if not isinstance(n_blocks, int) or isinstance(n_blocks, bool) or not 0 < n_blocks <= 10_000:
+        raise GGUFError(f"{arch}.block_count is {n_blocks!r}, not a block count", path=g.path,
+                        field=f"{arch}.block_count", help="the file's metadata is incomplete or corrupt")
+    have = {t.name for t in g.tensors}
+    spec = ARCHS[arch]
+    want = []
+    for name in spec["names"]:
+        if name in spec.get("optional", ()):
+            continue
+        want += [name.replace("{n}", str(i)) for i in range(n_blocks)] if "{n}" in name else [name]
+    beyond = [n for n in sorted(have) if (m := re.match(r"^blk\.(\d+)\.", n)) and int(m[1]) >= n_blocks]
+    if beyond:
+        raise GGUFError(f"tensor {beyond[0]!r} is beyond {arch}.block_count = {n_blocks}", path=g.path,
+                        field=f"tensor {beyond[0]!r}", help="the file's metadata and tensors disagree")
+    missing = [n for n in want if n not in have]
+    if missing:
+        raise GGUFError(f"{len(missing)} of the {len(want)} tensors a {arch} model with {n_blocks} blocks needs "
+                        f"are missing: {', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''}",
+                        path=g.path, help="the file is incomplete: re-download it, or join/merge all of its parts")
 
 
 def build_config(g: GGUFFile, arch: str, dtype: str) -> dict:
@@ -213,8 +239,7 @@ def _require_libraries() -> None:
 
 
 def convert_gguf_to_hf(src, out_dir, *, dtype: str = "float32", force: bool = False, progress: bool = True) -> dict:
-    _require_libraries()
-    g = read_gguf(src)
+    g = read_gguf(src)  # first: a bad input is named before a missing library
     arch = g.get("general.architecture")
     if arch not in ARCHS:
         raise GGUFError(f"architecture {arch!r} is not supported by gguf-to-hf (supported: {', '.join(ARCHS)})",
@@ -225,6 +250,8 @@ def convert_gguf_to_hf(src, out_dir, *, dtype: str = "float32", force: bool = Fa
     if "tokenizer.ggml.tokens" not in g.fields:
         raise GGUFError("has no tokenizer (tokenizer.ggml.tokens)", path=src,
                         help="gguf-to-hf needs a GGUF that embeds its tokenizer")
+    check_complete(g, arch)
+    _require_libraries()
     out_dir = Path(out_dir)
     try:
         with atomic_dir(out_dir, force=force) as tmp:

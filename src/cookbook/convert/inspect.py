@@ -6,6 +6,7 @@ from collections import Counter
 
 from cookbook.gguf.format import ValueType
 from cookbook.gguf.reader import GGUFArray, GGUFFile, read_gguf
+from cookbook.untrusted import printable
 
 PREVIEW = 8  # array elements shown
 
@@ -53,13 +54,18 @@ def describe(g: GGUFFile, full: bool = False) -> dict:
     }
 
 
+def _quote(v) -> str:
+    """repr, except that strings show their non-printable characters (and non-UTF-8 bytes) escaped."""
+    return "'" + printable(v).replace("'", "\\'") + "'" if isinstance(v, str) else repr(v)
+
+
 def _fmt_value(v) -> str:
     if isinstance(v, dict) and "array" in v:
         items = v["items"]
-        shown = "" if items is None else " " + ", ".join(repr(x) for x in items[:PREVIEW])
+        shown = "" if items is None else " " + ", ".join(_quote(x) for x in items[:PREVIEW])
         more = ", ..." if v["count"] > PREVIEW else ""
         return f"[{v['array']} x {v['count']}]{shown}{more}"
-    return repr(v)
+    return _quote(v)
 
 
 def render_text(d: dict, show_tensors: bool = True) -> str:
@@ -83,7 +89,8 @@ def render_text(d: dict, show_tensors: bool = True) -> str:
         for t in d["tensors"]:
             shape = "x".join(str(s) for s in t["shape"])
             out.append(f"  {t['name']:<{nw}}  {t['type']:<8} {shape:<18} @{t['offset']:<14,} {t['bytes']:>14,}")
-    return "\n".join(out)
+    # keys, values and tensor names come from the file: every line is escaped before it is printed
+    return "\n".join(printable(line) for line in out)
 
 
 def inspect(path, as_json: bool = False, full: bool = False, show_tensors: bool = True) -> str:

@@ -19,20 +19,23 @@ Memory stays bounded by one expert tensor (or one row chunk), whatever the check
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
+import tempfile
 from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from cookbook.convert.fileio import Progress, copy_range
 from cookbook.convert.safetensors_io import (
-    SafetensorsError, STensor, Writer, nbytes_of, plan_shards, read_header, shard_names, write_index,
+    STensor, Writer, nbytes_of, plan_shards, read_header, shard_names, write_index,
 )
 from cookbook.errors import CookbookError
 from cookbook.files import atomic_dir
+from cookbook.untrusted import check_regular, is_plain_name, open_regular, printable, read_regular
 
 EXPERT_RE = re.compile(r"^(?P<prefix>.*\.mlp\.experts)\.(?P<e>\d+)\.(?P<proj>gate|up|down)_proj\.(?P<kind>weight|weight_scale)$")
 SHARED_RE = re.compile(r"^(?P<prefix>.*\.mlp\.shared_experts?)\.(?P<proj>gate|up|down)_proj\.(?P<kind>weight|weight_scale)$")
@@ -40,7 +43,10 @@ ROW_CHUNK_BYTES = 16 << 20
 
 
 class QuarkError(CookbookError, ValueError):
-    """A checkpoint this converter cannot repack: what and why, with a help line."""
+    """A checkpoint this converter cannot repack: what and why, with a help line (escaped: names come from the file)."""
+
+    def __init__(self, reason: str, help: str | None = None):
+        super().__init__(printable(reason), help=printable(help) if help else None)
 
 
 @dataclass
@@ -58,21 +64,83 @@ class OutTensor:
     srcs: list = field(default_factory=list)  # list[Src] (for dequant: [weight, scale])
 
 
+INDEX = "model.safetensors.index.json"
+JSON_MAX_BYTES = 64 << 20  # an index or config file
+
+
+def _inside(src_dir: Path, name: str, what: str) -> Path:
+    """src_dir/name, refused unless `name` is a plain file name whose file (links followed) is a regular
+    file inside src_dir. Nothing a checkpoint says may make the tool read or copy a file elsewhere."""
+    if not is_plain_name(name):
+        raise QuarkError(f"{what}: {name!r} is not a plain file name inside the source folder {src_dir}",
+                         help="an index may only name files beside it (no '/', '..' or absolute paths)")
+    p = src_dir / name
+    if p.is_symlink():
+        target = p.resolve()
+        if not target.is_relative_to(src_dir.resolve()):
+            raise QuarkError(f"{p}: is a symbolic link to {os.readlink(p)}, outside the source folder; refused",
+                             help="copy the real file into the folder (an HF cache snapshot links outside "
+                                  "itself: download with `hf download --local-dir DIR` instead)")
+    if p.exists():
+        check_regular(p)
+    return p
+
+
+def _read_json(path: Path, what: str):
+    try:
+        return json.loads(read_regular(path, JSON_MAX_BYTES).decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise QuarkError(f"{path}: {what} is not UTF-8 (byte {e.start})", help=f"fix or re-download {path.name}") from None
+    except (ValueError, RecursionError) as e:
+        reason = str(e) if isinstance(e, ValueError) else "nested too deeply"
+        raise QuarkError(f"{path}: {what} is not valid JSON ({reason})", help=f"fix or re-download {path.name}") from None
+
+
+def _read_config(path: Path) -> dict:
+    cfg = _read_json(path, "config")
+    if not isinstance(cfg, dict):
+        raise QuarkError(f"{path}: config is a JSON {type(cfg).__name__}, not an object",
+                         help="config.json must be a JSON object")
+    return cfg
+
+
+def _index_files(index: Path) -> list[str]:
+    data = _read_json(index, "safetensors index")
+    wm = data.get("weight_map") if isinstance(data, dict) else None
+    if not isinstance(wm, dict) or not all(isinstance(v, str) for v in wm.values()):
+        raise QuarkError(f"{index}: not a valid safetensors index (needs \"weight_map\": {{tensor: file name}})",
+                         help="fix or re-download the index, or remove it to read every *.safetensors file")
+    return sorted(set(wm.values()))
+
+
+def _side_files(src_dir: Path) -> list[str]:
+    """The non-weight files to copy: regular files (or links to regular files inside src_dir).
+    Folders are skipped; FIFOs, devices and links leaving the folder are refused."""
+    names = []
+    for p in sorted(src_dir.iterdir()):
+        if p.name.endswith(".safetensors") or p.name == INDEX or (p.is_dir() and not p.is_symlink()):
+            continue
+        if p.is_symlink() and p.is_dir():
+            continue
+        _inside(src_dir, p.name, "source folder")
+        if p.exists():  # a dangling link inside the folder: nothing to copy
+            names.append(p.name)
+    return names
+
+
 def _load_tensors(src_dir: Path) -> dict[str, Src]:
-    index = src_dir / "model.safetensors.index.json"
-    if index.exists():
-        try:
-            files = sorted(set(json.loads(index.read_text())["weight_map"].values()))
-        except (ValueError, KeyError, TypeError):
-            raise QuarkError(f"{index}: not a valid safetensors index (needs a weight_map)") from None
+    index = src_dir / INDEX
+    if index.exists() or index.is_symlink():
+        _inside(src_dir, INDEX, "index")
+        files = _index_files(index)
     else:
         files = sorted(p.name for p in src_dir.glob("*.safetensors"))
     if not files:
         raise QuarkError(f"{src_dir}: no *.safetensors files", help="point at the checkpoint directory")
     out: dict[str, Src] = {}
     for name in files:
-        p = src_dir / name
-        if not p.is_file():
+        p = _inside(src_dir, name, f"{index} weight_map" if index.exists() else "source folder")
+        if not p.exists():
             raise QuarkError(f"{p}: listed in the index but missing", help="download every shard")
         tensors, _ = read_header(p)
         for tname, t in tensors.items():
@@ -120,8 +188,12 @@ def plan(tensors: dict[str, Src]) -> tuple[list[OutTensor], dict]:
             group = shared[m["prefix"]]
             w, sc = group.get((m["proj"], "weight")), group.get((m["proj"], "weight_scale"))
             if m["kind"] == "weight_scale":
+                _check(w is not None, f"{m['prefix']}.{m['proj']}_proj.weight is missing (its weight_scale "
+                       "is present)")
                 continue  # consumed with its weight
             if w.t.dtype == "U8" and sc is not None:
+                _check(len(w.t.shape) == 2 and w.t.shape[1] * 2 % 32 == 0,
+                       f"{key}: shape {w.t.shape} is not [out, in/2] with in a multiple of 32")
                 _check(sc.t.dtype == "U8" and sc.t.shape == (w.t.shape[0], w.t.shape[1] * 2 // 32),
                        f"{key}: scale shape {sc.t.shape} does not match weight {w.t.shape}")
                 out.append(OutTensor(key, "BF16", (w.t.shape[0], w.t.shape[1] * 2), "dequant_bf16", [w, sc]))
@@ -155,9 +227,13 @@ def _fuse_layer(prefix: str, by_e: dict, stats: dict) -> list[OutTensor]:
     d = by_e[0][("down", "weight")].t.shape
     _check(len(g) == 2 and len(d) == 2, f"{prefix}: expert weights must be 2-D, got {g} and {d}")
     stats["experts"] += n
+    u = by_e[0][("up", "weight")].t.shape
+    _check(u == g, f"{prefix}.0.up_proj.weight is {u}, expected {g} like gate_proj.weight")
     if bf16:
         inter, hidden = g
         _check(hidden % 32 == 0 and inter % 32 == 0, f"{prefix}: H={hidden}, I={inter} must be multiples of 32")
+        _check(d == (hidden, inter), f"{prefix}.0.down_proj.weight is {d}, expected {(hidden, inter)} = [H, I] "
+               f"from gate_proj.weight {g} = [I, H] (transposed?)")
         stats["encoded_layers"] += 1
         w13 = [by_e[e][(p, "weight")] for e in range(n) for p in ("gate", "up")]
         w2 = [by_e[e][("down", "weight")] for e in range(n)]
@@ -168,9 +244,16 @@ def _fuse_layer(prefix: str, by_e: dict, stats: dict) -> list[OutTensor]:
             OutTensor(f"{prefix}.w2_weight_scale", "U8", (n, hidden, inter // 32), "encode_scales", w2),
         ]
     inter, half_h = g
+    hidden = half_h * 2
+    _check(hidden % 32 == 0 and inter % 32 == 0, f"{prefix}: H={hidden} (from gate_proj.weight {g} = [I, H/2]) "
+           f"and I={inter} must be multiples of 32 (one E8M0 scale per 32 elements)")
+    _check(d == (hidden, inter // 2), f"{prefix}.0.down_proj.weight is {d}, expected {(hidden, inter // 2)} = "
+           f"[H, I/2] from gate_proj.weight {g} = [I, H/2] (transposed?)")
+    for proj, want in (("gate", (inter, hidden // 32)), ("up", (inter, hidden // 32)), ("down", (hidden, inter // 32))):
+        sh = by_e[0][(proj, "weight_scale")].t.shape
+        _check(sh == want, f"{prefix}.0.{proj}_proj.weight_scale is {sh}, expected {want} "
+               "(one E8M0 scale per 32 along the input axis)")
     gs = by_e[0][("gate", "weight_scale")].t.shape
-    _check(gs == (inter, half_h * 2 // 32), f"{prefix}.0.gate_proj.weight_scale is {gs}, expected "
-           f"{(inter, half_h * 2 // 32)} (one E8M0 scale per 32 along the input axis)")
     stats["fused_layers"] += 1
     cat = lambda kind, projs: [by_e[e][(p, kind)] for e in range(n) for p in projs]  # noqa: E731
     return [
@@ -189,7 +272,7 @@ class _Fds:
 
     def __call__(self, p: Path) -> int:
         if p not in self.fds:
-            self.fds[p] = os.open(p, os.O_RDONLY)
+            self.fds[p] = open_regular(p)
         return self.fds[p]
 
     def close(self):
@@ -210,7 +293,32 @@ def _rows(src: Src, fd: int):
         yield n, data
 
 
-def _emit(w: Writer, o: OutTensor, fds: _Fds, prog: Progress, scale_rule: str, scratch: Path) -> None:
+class _Scratch:
+    """Side files for the scales of encoded experts, in the output's temporary folder.
+
+    Their names are random (mkstemp: O_EXCL, mode 0600), never derived from a tensor name, so
+    no name in a checkpoint can make the tool write, truncate or delete a file elsewhere.
+    """
+
+    def __init__(self, folder: Path):
+        self.folder, self.files = folder, {}
+
+    def create(self, tensor: str):
+        fd, name = tempfile.mkstemp(dir=self.folder, prefix=".scales-", suffix=".part")
+        self.files[tensor] = Path(name)
+        return os.fdopen(fd, "wb")
+
+    def take(self, tensor: str) -> Path | None:
+        return self.files.pop(tensor, None)
+
+    def remove_all(self) -> None:
+        for p in self.files.values():
+            with contextlib.suppress(FileNotFoundError):
+                p.unlink()
+        self.files.clear()
+
+
+def _emit(w: Writer, o: OutTensor, fds: _Fds, prog: Progress, scale_rule: str, scratch: _Scratch) -> None:
     import numpy as np
 
     from cookbook import mxfp4
@@ -234,9 +342,9 @@ def _emit(w: Writer, o: OutTensor, fds: _Fds, prog: Progress, scale_rule: str, s
         return
     # BF16 -> MXFP4 in one pass: the packed codes go to the output, the scales to a side file
     # that the scale tensor (emitted next) copies in, so each expert is encoded once.
-    side = scratch / f".{o.name}_scale.part" if o.op == "encode_packed" else scratch / f".{o.name}.part"
-    if o.op == "encode_scales" and side.exists():
-        fd = os.open(side, os.O_RDONLY)
+    side = scratch.take(o.name) if o.op == "encode_scales" else None
+    if side is not None:
+        fd = os.open(side, os.O_RDONLY | os.O_NOFOLLOW)
         try:
             n = os.fstat(fd).st_size
             w.reserve(o.name, n)
@@ -245,7 +353,7 @@ def _emit(w: Writer, o: OutTensor, fds: _Fds, prog: Progress, scale_rule: str, s
             os.close(fd)
             side.unlink()
         return
-    with open(side, "wb") if o.op == "encode_packed" else open(os.devnull, "wb") as side_f:
+    with scratch.create(o.name + "_scale") if o.op == "encode_packed" else open(os.devnull, "wb") as side_f:
         for s in o.srcs:
             for n, raw in _rows(s, fds(s.file)):
                 x = mxfp4.bf16_bits_to_float32(np.frombuffer(raw, np.uint16).reshape(n, -1))
@@ -279,10 +387,7 @@ def fuse_checkpoint(src_dir, out_dir, *, shard_bytes: int = 4 << 30, scale_rule:
     src_dir, out_dir = Path(src_dir), Path(out_dir)
     if not src_dir.is_dir():
         raise QuarkError(f"{src_dir}: not a directory")
-    try:
-        tensors = _load_tensors(src_dir)
-    except SafetensorsError as e:
-        raise QuarkError(str(e)) from None
+    tensors = _load_tensors(src_dir)  # a bad shard is a SafetensorsError (one message, help line kept)
     outs, stats = plan(tensors)
     if not stats["fused_layers"] and not stats["encoded_layers"]:
         raise QuarkError(f"{src_dir}: no per-expert tensors (model.layers.L.mlp.experts.E.*_proj.weight)",
@@ -293,22 +398,26 @@ def fuse_checkpoint(src_dir, out_dir, *, shard_bytes: int = 4 << 30, scale_rule:
     by_name = {o.name: o for o in outs}
     total_in = sum(s.t.nbytes for s in tensors.values())
     prog = Progress(total_in, "fuse", enabled=progress)
+    side_files = _side_files(src_dir)  # checked before anything is written
+    cfg = _read_config(src_dir / "config.json") if "config.json" in side_files else None
     fds = _Fds()
     try:
         with atomic_dir(out_dir, force=force) as tmp:
-            for fname, grp in zip(files, shards):
-                w = Writer(tmp / fname, grp, metadata={"format": "pt"})
-                for name, _, _ in grp:
-                    _emit(w, by_name[name], fds, prog, scale_rule, tmp)
-                w.close()
+            scratch = _Scratch(tmp)
+            try:
+                for fname, grp in zip(files, shards):
+                    w = Writer(tmp / fname, grp, metadata={"format": "pt"})
+                    for name, _, _ in grp:
+                        _emit(w, by_name[name], fds, prog, scale_rule, scratch)
+                    w.close()
+            finally:
+                scratch.remove_all()
             write_index(tmp, shards)
-            for p in sorted(src_dir.iterdir()):
-                if p.is_file() and not p.name.endswith(".safetensors") and p.name != "model.safetensors.index.json":
-                    if p.name == "config.json":
-                        cfg = _update_config(json.loads(p.read_text()), outs)
-                        (tmp / p.name).write_text(json.dumps(cfg, indent=2) + "\n")
-                    else:
-                        shutil.copy2(p, tmp / p.name)
+            for name in side_files:  # plain names, regular files inside src_dir (links copied as files)
+                if name == "config.json":
+                    (tmp / name).write_text(json.dumps(_update_config(cfg, outs), indent=2) + "\n")
+                else:
+                    shutil.copyfile(src_dir / name, tmp / name)
             prog.finish()
     except FileExistsError:
         raise QuarkError(f"output directory {out_dir} is not empty", help="choose a new one or pass --force") from None

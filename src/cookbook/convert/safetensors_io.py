@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cookbook.errors import CookbookError
+from cookbook.untrusted import NotRegularFile, open_regular, printable
 
 MAX_HEADER = 100_000_000  # the reference reader's limit
 DTYPE_BITS = {
@@ -26,7 +27,7 @@ DTYPE_BITS = {
 
 class SafetensorsError(CookbookError, ValueError):
     def __init__(self, path, reason: str, help: str | None = None):
-        super().__init__(f"{path}: {reason}", help=help)
+        super().__init__(printable(f"{path}: {reason}"), help=printable(help) if help else None)
 
 
 @dataclass
@@ -46,44 +47,89 @@ def nbytes_of(dtype: str, shape) -> int:
     return (bits + 7) // 8
 
 
+FIX = "the file is corrupt or not safetensors: re-download it"
+
+
+def _is_int(x) -> bool:
+    return isinstance(x, int) and not isinstance(x, bool)
+
+
+def _short(v) -> str:
+    r = repr(v)
+    return r if len(r) <= 80 else r[:77] + "..."
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _parse_header(path: Path, raw: bytes) -> dict:
+    """The header's JSON object; every way it can be malformed is one SafetensorsError."""
+    try:
+        header = json.loads(raw.decode("utf-8"), parse_constant=_no_constant)
+    except UnicodeDecodeError as e:
+        raise SafetensorsError(path, f"header is not UTF-8 (byte {8 + e.start})", help=FIX) from None
+    except RecursionError:
+        raise SafetensorsError(path, "header JSON is nested too deeply", help=FIX) from None
+    except ValueError as e:
+        raise SafetensorsError(path, f"header is not valid JSON ({_short(str(e))[1:-1]})", help=FIX) from None
+    if not isinstance(header, dict):
+        raise SafetensorsError(path, f"header is a JSON {type(header).__name__}, not an object", help=FIX)
+    return header
+
+
 def read_header(path) -> tuple[dict[str, STensor], dict[str, str]]:
     """Validated tensor table of a safetensors file (no data read)."""
     path = Path(path)
-    size = path.stat().st_size
-    with open(path, "rb") as f:
+    try:
+        fd = open_regular(path)
+    except NotRegularFile as e:
+        raise SafetensorsError(path, e.strerror, help="give the safetensors file itself") from None
+    size = os.fstat(fd).st_size
+    with open(fd, "rb") as f:
         head = f.read(8)
         if len(head) < 8:
-            raise SafetensorsError(path, f"file has {size} bytes, smaller than the 8-byte header length")
+            raise SafetensorsError(path, f"file has {size} bytes, smaller than the 8-byte header length", help=FIX)
         (n,) = struct.unpack("<Q", head)
         if n > MAX_HEADER or 8 + n > size:
             raise SafetensorsError(path, f"header length {n} is larger than {MAX_HEADER} or the file ({size} bytes)",
                                    help="the file is truncated or not safetensors")
         raw = f.read(n)
-    try:
-        header = json.loads(raw)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise SafetensorsError(path, f"header is not valid JSON ({e})") from None
-    if not isinstance(header, dict):
-        raise SafetensorsError(path, "header is not a JSON object")
-    meta = header.pop("__metadata__", None) or {}
+    header = _parse_header(path, raw)
+    meta = header.pop("__metadata__", None)
+    if meta is None:
+        meta = {}
+    if not isinstance(meta, dict) or not all(isinstance(v, str) for v in meta.values()):
+        raise SafetensorsError(path, f"__metadata__ must be an object of strings, found {_short(meta)}", help=FIX)
     tensors: dict[str, STensor] = {}
     spans = []
     for name, info in header.items():
-        try:
-            dtype, shape, (b, e) = info["dtype"], tuple(int(x) for x in info["shape"]), info["data_offsets"]
-        except (KeyError, TypeError, ValueError):
-            raise SafetensorsError(path, f"tensor {name!r}: entry needs dtype, shape, data_offsets") from None
-        if dtype not in DTYPE_BITS or any(d < 0 for d in shape) or not (0 <= b <= e):
-            raise SafetensorsError(path, f"tensor {name!r}: bad dtype/shape/offsets {info}")
+        where = f"header: tensor {name!r}"
+        if not isinstance(info, dict):
+            raise SafetensorsError(path, f"{where}: entry is {_short(info)}, not an object with dtype, shape, "
+                                   "data_offsets", help=FIX)
+        dtype, shape, offs = info.get("dtype"), info.get("shape"), info.get("data_offsets")
+        if not isinstance(dtype, str) or dtype not in DTYPE_BITS:
+            raise SafetensorsError(path, f"{where}: dtype {_short(dtype)} is not one of {', '.join(DTYPE_BITS)}",
+                                   help=FIX)
+        if not isinstance(shape, list) or len(shape) > 64 or not all(_is_int(d) and 0 <= d < 2**63 for d in shape):
+            raise SafetensorsError(path, f"{where}: shape {_short(shape)} is not a list of whole numbers "
+                                   "0 <= d < 2**63", help=FIX)
+        if not isinstance(offs, list) or len(offs) != 2 or not all(_is_int(x) and 0 <= x < 2**63 for x in offs) \
+                or offs[0] > offs[1]:
+            raise SafetensorsError(path, f"{where}: data_offsets {_short(offs)} is not [begin, end] with "
+                                   "0 <= begin <= end", help=FIX)
+        shape, (b, e) = tuple(shape), offs
         if e - b != nbytes_of(dtype, shape):
-            raise SafetensorsError(path, f"tensor {name!r}: {e - b} bytes for {dtype} {list(shape)}")
+            raise SafetensorsError(path, f"{where}: {e - b} bytes for {dtype} {list(shape)} "
+                                   f"(needs {nbytes_of(dtype, shape)})", help=FIX)
         tensors[name] = STensor(name, dtype, shape, 8 + n + b, e - b)
         spans.append((b, e, name))
     spans.sort()
     pos = 0
     for b, e, name in spans:
         if b != pos:
-            raise SafetensorsError(path, f"tensor {name!r} starts at {b}, expected {pos} (data must be contiguous)")
+            raise SafetensorsError(path, f"tensor {name!r} starts at {b}, expected {pos} (data must be contiguous)", help=FIX)
         pos = e
     if 8 + n + pos != size:
         raise SafetensorsError(path, f"data ends at {8 + n + pos} but the file has {size} bytes",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from cookbook.errors import CookbookError
+from cookbook.untrusted import printable
 
 
 class GGUFError(CookbookError):
@@ -14,7 +15,8 @@ class GGUFError(CookbookError):
         self.path = str(path) if path is not None else None
         self.offset = offset
         self.field = field
-        super().__init__(self.where() + reason, help=help)
+        # paths, keys and tensor names come from files: escaped, so no file writes to the terminal raw
+        super().__init__(printable(self.where() + reason), help=printable(help) if help else None)
 
     def where(self) -> str:
         where = []

@@ -21,6 +21,7 @@ from cookbook.gguf.format import (
     ALIGNMENT_KEY, BLOCK_LAYOUT, DEFAULT_ALIGNMENT, MAGIC, MAX_DIMS, MAX_NAME_BYTES, SCALAR_FORMAT,
     SCALAR_NUMPY, SCALAR_SIZE, SUPPORTED_VERSIONS, GGMLType, ValueType, pad,
 )
+from cookbook.untrusted import NotRegularFile, open_regular
 
 MiB = 1 << 20
 
@@ -37,6 +38,10 @@ class Limits:
     max_array_depth: int = 2
     max_header_bytes: int = 1024 * MiB  # metadata + tensor infos together
     max_alignment: int = 1 << 24
+    # Budgets for the whole header (each item above may be within its limit while the sum is not:
+    # a 192 MB file of nested empty arrays once took 5.4 GB and 68 s to decode).
+    max_total_array_elems: int = 16_000_000  # elements of all arrays together (Gemma 3: 0.8M; worst case ~9 s, 0.6 GB)
+    max_nested_arrays: int = 65_536  # arrays inside arrays, all together (each one a Python object)
 
 
 @dataclass
@@ -127,6 +132,21 @@ class _Cursor:
     def __init__(self, buf, size: int, path: Path, limits: Limits):
         self.buf, self.size, self.path, self.limits = buf, size, path, limits
         self.pos = 0
+        self.array_elems = 0  # budget use so far (Limits.max_total_array_elems / max_nested_arrays)
+        self.nested = 0
+
+    def spend(self, count: int, nested: bool, what: str, offset: int) -> None:
+        self.array_elems += count
+        if self.array_elems > self.limits.max_total_array_elems:
+            self.fail(f"arrays hold more than {self.limits.max_total_array_elems:,} elements in all "
+                      f"(Limits.max_total_array_elems; {self.array_elems:,} so far)", field=what, offset=offset,
+                      help="real vocabularies need far fewer; raise the limit only for a file you trust")
+        if nested:
+            self.nested += count
+            if self.nested > self.limits.max_nested_arrays:
+                self.fail(f"more than {self.limits.max_nested_arrays:,} arrays nested in arrays in all "
+                          f"(Limits.max_nested_arrays; {self.nested:,} so far)", field=what, offset=offset,
+                          help="raise the limit only for a file you trust")
 
     def fail(self, reason: str, *, field: str | None = None, offset: int | None = None, help=None):
         raise GGUFError(reason, path=self.path, offset=self.pos if offset is None else offset,
@@ -221,6 +241,7 @@ def _read_value(cur: _Cursor, vtype: ValueType, what: str, depth: int, decode: b
     count = cur.u64(what + " (array count)")
     if count > lim.max_array_elems:
         cur.fail(f"array count {count} exceeds the limit of {lim.max_array_elems}", field=what, offset=count_at)
+    cur.spend(count, etype == ValueType.ARRAY, what, count_at)
     if etype in SCALAR_SIZE:
         nbytes = count * SCALAR_SIZE[etype]
         cur.need(nbytes, what)
@@ -233,6 +254,11 @@ def _read_value(cur: _Cursor, vtype: ValueType, what: str, depth: int, decode: b
                 bad = int((items > 1).argmax())
                 cur.fail(f"bool array element {bad} is {int(items[bad])}, must be 0 or 1", field=what,
                          offset=cur.pos + bad)
+        elif etype == ValueType.BOOL and count:
+            raw = bytes(cur.buf[cur.pos:cur.pos + count])
+            if raw.translate(None, b"\0\1"):  # the same check without numpy, so no mode accepts what inspect refuses
+                bad = next(i for i, b in enumerate(raw) if b > 1)
+                cur.fail(f"bool array element {bad} is {raw[bad]}, must be 0 or 1", field=what, offset=cur.pos + bad)
         cur.pos += nbytes
         return GGUFArray(etype, count, items)
     # strings and nested arrays: each element at least 8 bytes, so the count is bounded by the file
@@ -260,7 +286,9 @@ def read_gguf(path, *, limits: Limits | None = None, decode_arrays: bool = True,
     path = Path(path)
     limits = limits or Limits()
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = open_regular(path)  # a FIFO or a device would block or never end
+    except NotRegularFile as e:
+        raise GGUFError(e.strerror, path=path, help="give the GGUF file itself") from None
     except OSError as e:
         raise GGUFError(f"cannot open: {e.strerror}", path=path,
                         help="check the path and its permissions") from None

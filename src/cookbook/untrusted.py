@@ -1,0 +1,115 @@
+"""Input from strangers: text that is safe to print, inputs opened only when they are regular files.
+
+Imports nothing of the cookbook, so every layer (cookbook.gguf, cookbook.convert, the CLI) can use it.
+
+- `printable(text)`: untrusted text (GGUF keys, values, tensor names, file names from an index)
+  with every control, format, separator, private-use or unassigned character written as an
+  escape (`\\x1b`, `\\u202e`); bytes that were not UTF-8 (kept by `surrogateescape`) come back
+  as `\\xNN`. Every printer and every error message of the converters goes through it, so a
+  file cannot move the cursor, retitle the terminal, or hide text behind a bidi override.
+- `open_regular(path)`: open an input only if it is a regular file (FIFOs, devices, sockets
+  and directories are refused before anything blocks or reads forever).
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+
+
+def _escape(c: str) -> str:
+    o = ord(c)
+    if 0xDC80 <= o <= 0xDCFF:  # a byte that was not UTF-8, kept by surrogateescape
+        return f"\\x{o - 0xDC00:02x}"
+    if o < 0x100:
+        return f"\\x{o:02x}"
+    if o < 0x10000:
+        return f"\\u{o:04x}"
+    return f"\\U{o:08x}"
+
+
+def printable(text) -> str:
+    """`text` with every non-printable character escaped (space stays; tab and newline are escaped)."""
+    s = text if isinstance(text, str) else str(text)
+    if s.isprintable():
+        return s
+    return "".join(c if c.isprintable() else _escape(c) for c in s)
+
+
+def printable_lines(text) -> str:
+    """Like printable, but the line breaks of a multi-line message (reason + help) are kept."""
+    return "\n".join(printable(line) for line in str(text).split("\n"))
+
+
+_KINDS = ((stat.S_ISDIR, "directory"), (stat.S_ISFIFO, "FIFO (named pipe)"), (stat.S_ISCHR, "character device"),
+          (stat.S_ISBLK, "block device"), (stat.S_ISSOCK, "socket"))
+
+
+def file_kind(mode: int) -> str:
+    for test, name in _KINDS:
+        if test(mode):
+            return name
+    return "regular file" if stat.S_ISREG(mode) else "special file"
+
+
+class NotRegularFile(OSError):
+    """An input that is a FIFO, a device, a socket or a directory (an OSError, so CLIs name the path)."""
+
+    def __init__(self, path, kind: str):
+        super().__init__(errno.EINVAL, f"is a {kind}, not a regular file (inputs must be regular files: "
+                                       "FIFOs, devices, sockets and directories are refused)", str(path))
+        self.kind = kind
+
+
+def check_regular(path) -> os.stat_result:
+    """stat(path) (following links); NotRegularFile unless it is a regular file."""
+    st = os.stat(path)
+    if not stat.S_ISREG(st.st_mode):
+        raise NotRegularFile(path, file_kind(st.st_mode))
+    return st
+
+
+def open_regular(path, flags: int = os.O_RDONLY) -> int:
+    """os.open(path, flags) only if path is a regular file, checked before and after opening.
+
+    The open is non-blocking (a FIFO swapped in between the checks cannot hang it); the
+    returned descriptor is blocking again.
+    """
+    check_regular(path)
+    fd = os.open(path, flags | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRegularFile(path, file_kind(st.st_mode))
+        os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def read_regular(path, limit: int) -> bytes:
+    """The bytes of a small regular file (a sums file, an index, a config): refused above `limit`."""
+    fd = open_regular(path)
+    try:
+        size = os.fstat(fd).st_size
+        if size > limit:
+            raise OSError(errno.EFBIG, f"is {size:,} bytes, more than the {limit:,} allowed for this kind of "
+                                       "file", str(path))
+        chunks, left = [], limit + 1
+        while left > 0 and (b := os.read(fd, min(left, 1 << 20))):
+            chunks.append(b)
+            left -= len(b)
+        data = b"".join(chunks)
+        if len(data) > limit:
+            raise OSError(errno.EFBIG, f"grew past the {limit:,} bytes allowed while being read", str(path))
+        return data
+    finally:
+        os.close(fd)
+
+
+def is_plain_name(name) -> bool:
+    """True for a plain file name: a non-empty str without path separators, NUL, or '.'/'..'."""
+    return (isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and "\\" not in name
+            and "\0" not in name)
