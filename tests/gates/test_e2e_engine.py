@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from cookbook.cli import main
 from cookbook.gates.data import DataPaths
 from cookbook.gates.runner import SuiteConfig, run_suite
-from cookbook.gates.spec import GatesSpec
+from cookbook.recipe.gates_spec import GatesSpec
 
 pytestmark = pytest.mark.engine
 REPO = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import click
 
-from cookbook.gates.spec import GATE_NAMES
+from cookbook.recipe.gates_spec import GATE_NAMES
 
 
 def _fail(msg: str, hint: str | None = None) -> None:

@@ -15,7 +15,7 @@ from cookbook.gates.client import RequestTimeout, Server, ServerDown, ServerErro
 from cookbook.gates.context import Context
 from cookbook.gates.data import DataPaths
 from cookbook.gates.result import GateFailure, GateResult
-from cookbook.gates.spec import GATE_NAMES, GatesSpec
+from cookbook.recipe.gates_spec import GATE_NAMES, GatesSpec
 
 
 @dataclass

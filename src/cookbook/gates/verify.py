@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from cookbook.gates.bundle import load_results
-from cookbook.gates.spec import GATE_NAMES
+from cookbook.recipe.gates_spec import GATE_NAMES
 
 _VERIFIED_LINE = re.compile(r"^verified:", re.MULTILINE)
 

@@ -14,7 +14,7 @@ from typing import Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from cookbook.gates.spec import GatesSpec
+from cookbook.recipe.gates_spec import GatesSpec
 
 SCHEMA_VERSION = 1
 
