@@ -17,7 +17,8 @@ import re
 import threading
 from pathlib import Path
 
-from cookbook.convert.fileio import Progress, atomic_file, copy_range
+from cookbook.convert.fileio import Progress, atomic_file
+from cookbook.filecopy import copy_range
 from cookbook.gguf.errors import GGUFError
 from cookbook.gguf.format import MAGIC, ValueType, pad
 from cookbook.gguf.reader import GGUFFile, read_gguf

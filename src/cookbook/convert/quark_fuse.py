@@ -27,10 +27,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cookbook.convert.fileio import Progress, atomic_dir, copy_range
+from cookbook.convert.fileio import Progress, atomic_dir
 from cookbook.convert.safetensors_io import (
     SafetensorsError, STensor, Writer, nbytes_of, plan_shards, read_header, shard_names, write_index,
 )
+from cookbook.filecopy import copy_range
 
 EXPERT_RE = re.compile(r"^(?P<prefix>.*\.mlp\.experts)\.(?P<e>\d+)\.(?P<proj>gate|up|down)_proj\.(?P<kind>weight|weight_scale)$")
 SHARED_RE = re.compile(r"^(?P<prefix>.*\.mlp\.shared_experts?)\.(?P<proj>gate|up|down)_proj\.(?P<kind>weight|weight_scale)$")
