@@ -71,16 +71,6 @@ def test_verify_refuses_missing_declared_gate(recipes_dir, tmp_path):
     assert any("needles is declared but absent" in x for x in reasons)
 
 
-def test_with_block_replaces_to_eof_and_refuses_keys_after():
-    text = "a: 1\n# keep me\nb: 2\nverified:\n  date: old\n  recipe_hash: x\n"
-    out = verify.with_block(text, {"date": "new", "recipe_hash": "y"})
-    assert out.startswith("a: 1\n# keep me\nb: 2\n") and "old" not in out
-    assert yaml.safe_load(out)["verified"] == {"date": "new", "recipe_hash": "y"}
-    assert verify.with_block("a: 1", {"date": "d"}).startswith("a: 1\n# written by")
-    with pytest.raises(ValueError, match="last top-level key"):
-        verify.with_block("verified:\n  date: x\nlater: 1\n", {"date": "d"})
-
-
 def test_cli_verify_refusal_is_clear(recipes_dir, tmp_path):
     from click.testing import CliRunner
 
