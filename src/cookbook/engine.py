@@ -87,11 +87,3 @@ def vllm_package_dir() -> Path | None:
 
 def engine_installed() -> bool:
     return engine_version() == ENGINE_PIN
-
-
-def require_engine() -> None:
-    """In a test: skip with a visible reason when the pinned engine is absent."""
-    if not engine_installed():
-        import pytest
-
-        pytest.skip(SKIP_REASON)

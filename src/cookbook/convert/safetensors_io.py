@@ -10,7 +10,6 @@ in offset order (NeMo Automodel's approach), padding the JSON with spaces to 8 b
 from __future__ import annotations
 
 import json
-import os
 import struct
 from dataclasses import dataclass
 from pathlib import Path
@@ -189,11 +188,3 @@ def write_index(out_dir, shards: list[list], metadata: dict | None = None) -> Pa
     p = Path(out_dir) / "model.safetensors.index.json"
     p.write_text(json.dumps(index, indent=2) + "\n")
     return p
-
-
-def fsync_dir(path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

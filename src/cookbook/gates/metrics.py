@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
@@ -83,7 +82,3 @@ def spec_decode_stats(before: str, after: str) -> dict:
         "mean_acceptance_length": 1.0 + accepted / drafts,
         "per_position_rate": per_pos,
     }
-
-
-def is_finite(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)

@@ -22,11 +22,6 @@ def verified_status(resolved) -> str:
     return status_of(resolved)
 
 
-def _served_name(resolved) -> str:
-    serve = resolved.recipe.serve
-    return str(serve.arg("served_model_name") or serve.model)
-
-
 def refusals(resolved, doc: dict) -> list[str]:
     """Every reason the bundle cannot verify this recipe (empty list: it can)."""
     out = []

@@ -18,7 +18,7 @@ from cookbook.gguf.errors import GGUFError
 from cookbook.gguf.format import (
     INTEGER_RANGE, MAGIC, SCALAR_FORMAT, SCALAR_NUMPY, SCALAR_SIZE, GGMLType, ValueType, pad,
 )
-from cookbook.gguf.reader import Field, GGUFArray, GGUFFile
+from cookbook.gguf.reader import GGUFArray, GGUFFile
 
 
 def encode_string(s: str | bytes) -> bytes:
@@ -55,13 +55,6 @@ def encode_value(vtype: ValueType, value) -> bytes:
 
 def encode_kv(key: str, vtype: ValueType, value) -> bytes:
     return encode_string(key) + struct.pack("<I", vtype) + encode_value(vtype, value)
-
-
-def raw_kv(src: GGUFFile, f: Field) -> bytes:
-    """The exact bytes of an existing KV entry."""
-    with open(src.path, "rb") as fh:
-        fh.seek(f.key_offset)
-        return fh.read(f.end - f.key_offset)
 
 
 def raw_kvs(src: GGUFFile, keys: Iterable[str]) -> list[bytes]:

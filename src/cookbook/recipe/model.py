@@ -201,11 +201,6 @@ class Reported(Strict):
     notes: list[str] = Field(default_factory=list)
 
 
-class GateSummary(Strict):
-    status: Literal["passed", "failed", "skipped"]
-    measured: dict[str, Any] = Field(default_factory=dict)
-
-
 class Verified(BaseModel):
     """Written only by `cookbook gates verify` from an evidence bundle."""
 
@@ -240,10 +235,6 @@ class Recipe(Strict):
     docs: dict[str, str] = Field(default_factory=dict,
                                  description="Extra prose sections for the generated page.")
     verified: Verified | None = Field(None, description="Written only by the gate tool.")
-
-    def default_quant(self) -> str | None:
-        defaults = [q for q, spec in self.quants.items() if spec.default]
-        return defaults[0] if defaults else None
 
 
 @functools.lru_cache(maxsize=1)
