@@ -8,7 +8,7 @@ from cookbook import platforms
 from cookbook.recipe import errors as E
 from cookbook.recipe import expr
 from cookbook.recipe.resolve import (
-    apply_quant, check_rules, load_chain, locator, merge_chain, validate)
+    WHY_REF, apply_quant, check_rules, load_chain, locator, merge_chain, validate)
 from cookbook.recipe.status import verified_status
 
 
@@ -74,6 +74,12 @@ def _raw_checks(data: dict, diag) -> list[E.Diagnostic]:
                             "mark exactly one quant `default: true`"))
     rules = data.get("rules")
     for i, rule in enumerate(rules if isinstance(rules, list) else []):
+        for field in ("message", "help"):  # a `{KEY.why}` merge_chain could not fill
+            text = rule.get(field) if isinstance(rule, dict) else None
+            for key in WHY_REF.findall(text) if isinstance(text, str) else []:
+                out.append(diag(E.BAD_VALUE, f"rules.{i}.{field}",
+                                f"cites {{{key}.why}} but {key} is not a setting with a why",
+                                "cite a {value, why} setting of this recipe, e.g. {serve.args.block_size.why}"))
         for field in ("when", "require"):
             text = rule.get(field) if isinstance(rule, dict) else None
             if not isinstance(text, str):

@@ -176,7 +176,8 @@ class Rule(Strict):
         "holds and `require` does not.")
     when: str = Field("true", description="Expression over the resolved recipe (see docs/rules.md).")
     require: str | None = Field(None, description="For kind=requires: what must hold.")
-    message: str = Field(description="The refusal, quoting the source's reason; {dotted.keys} are filled in.")
+    message: str = Field(description="The refusal, quoting the source's reason; {dotted.keys} are filled in, "
+                         "and {dotted.key.why} quotes that setting's why.")
     help: str | None = Field(None, description="What would work instead.")
     source: str | None = Field(None, description="The document and section stating the rule.")
 
