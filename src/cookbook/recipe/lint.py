@@ -8,11 +8,13 @@ from cookbook import platforms
 from cookbook.recipe import errors as E
 from cookbook.recipe import expr
 from cookbook.recipe.resolve import (
-    WHY_REF, apply_quant, check_rules, load_chain, locator, merge_chain, validate)
-from cookbook.recipe.status import verified_status
+    WHY_REF, apply_quant, check_rules, load_chain, locator, merge_chain, resolved_from, validate)
+from cookbook.recipe.status import status_of
 
 
 def lint_file(path: Path) -> list[E.Diagnostic]:
+    """Every problem of one recipe file. The file (and its extends chain) is loaded, merged
+    and validated once; the stale check reuses that resolution."""
     try:
         chain = load_chain(path)
     except E.RecipeError as exc:
@@ -40,8 +42,8 @@ def lint_file(path: Path) -> list[E.Diagnostic]:
     if recipe is None:
         return _in_file_order(out)
     out += _fix_diagnostics(recipe, diag)
+    resolved_data, quant, qd = apply_quant(data, None, folder) if not recipe.abstract else (data, None, [])
     if not recipe.abstract and not any(d.kind is E.BAD_EXPRESSION for d in out):
-        resolved_data, quant, qd = apply_quant(data, None, folder)
         for d in qd:
             d.file, (d.line, d.col) = leaf.path, leaf.where(d.key)
         out += qd
@@ -50,7 +52,10 @@ def lint_file(path: Path) -> list[E.Diagnostic]:
                 d.kind = E.DEFAULT_REFUSED
                 out.append(d)
     if recipe.verified is not None and not recipe.abstract:
-        status = verified_status(path)
+        # The configuration the gates ran on: the default quant applied (its overrides
+        # validated on their own only when it has some).
+        applied = recipe if resolved_data is data else validate(resolved_data, locate)[0]
+        status = status_of(resolved_from(chain, resolved_data, applied, quant)) if applied else "unverified"
         if status == "stale":
             out.append(diag(E.STALE_VERIFIED, "verified",
                             "the recipe changed after it was verified (recipe_hash differs)",

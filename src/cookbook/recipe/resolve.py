@@ -460,12 +460,20 @@ def resolve(slug: str | Path, quant: str | None = None, sets: list[str] | tuple 
         diags += check_rules(recipe, data, chosen, locate)
         if diags:
             raise E.RecipeError(diags)
+    return resolved_from(chain, data, recipe, chosen, sets)
+
+
+def resolved_from(chain: list[SourceFile], data: dict, recipe: Recipe, quant: str | None,
+                  sets: list[str] | tuple = ()) -> ResolvedRecipe:
+    """The ResolvedRecipe of a chain already merged, quant-applied and validated (resolve's
+    last step; lint calls it too, so it need not load and validate the file again)."""
     # Keep the resolved data normalized the way the model sees it (settings as {value, why}).
     normalized = recipe.model_dump(mode="json", exclude_none=True, exclude_defaults=False)
     normalized.pop("verified", None)
     if data.get("verified") is not None:
         normalized["verified"] = data["verified"]
-    return ResolvedRecipe(name, leaf.path, chain, normalized, recipe, chosen, list(sets))
+    leaf = chain[-1]
+    return ResolvedRecipe(leaf.path.parent.name, leaf.path, chain, normalized, recipe, quant, list(sets))
 
 
 def _extends(slug: str, parent: str) -> bool:
