@@ -15,13 +15,6 @@ from cookbook.recipe.gates_spec import GATE_NAMES
 from cookbook.recipe.verified import write_verified
 
 
-def verified_status(resolved) -> str:
-    """The one definition lives in cookbook.recipe.status (list, lint and docs use it too)."""
-    from cookbook.recipe.status import status_of
-
-    return status_of(resolved)
-
-
 def refusals(resolved, doc: dict) -> list[str]:
     """Every reason the bundle cannot verify this recipe (empty list: it can)."""
     out = []
