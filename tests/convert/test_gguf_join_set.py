@@ -6,9 +6,9 @@ import subprocess
 import time
 
 import pytest
-from convert_helpers import TOOLS
+from convert_helpers import TOOLS, data_bytes_equal, gemma_sha256
 
-from cookbook.convert.gguf_join import data_bytes_equal, join_parts, merge_shards, split_gguf, split_raw
+from cookbook.convert.gguf_join import join_parts, merge_shards, split_gguf, split_raw
 from cookbook.convert.gguf_set import parse_value, set_value
 from cookbook.gguf import GGUFError, read_gguf
 from cookbook.gguf.format import ValueType
@@ -24,7 +24,7 @@ def sha256(p):
 
 
 def test_packaged_file_is_verified(gemma_gguf):
-    assert sha256(gemma_gguf) == gemma.expected_sha256()
+    assert sha256(gemma_gguf) == gemma_sha256()
 
 
 def test_split_shards_then_merge_is_byte_identical(gemma_gguf, tmp_path):
@@ -65,7 +65,7 @@ def test_join_packaged_raw_parts_with_its_sha256sums(gemma_gguf, tmp_path):
     sums = files(pkg).joinpath("data/SHA256SUMS")  # lists the joined file only
     out = tmp_path / "gemma-3-270m-q4_k_m.gguf"
     r = join_parts(gemma.chunk_paths(), out, sha256sums=sums, progress=False)
-    assert r["sha256_checked"] == {str(out): gemma.expected_sha256()}
+    assert r["sha256_checked"] == {str(out): gemma_sha256()}
     assert sha256(out) == sha256(gemma_gguf)
 
 
@@ -206,6 +206,6 @@ def test_gemma_path_rebuilds_a_corrupt_cached_file(tmp_path):
     target = tmp_path / "gemma-3-270m-q4_k_m.gguf"
     target.write_bytes(b"partial download")
     p = gemma.gguf_path(tmp_path)
-    assert p == target and sha256(p) == gemma.expected_sha256()
+    assert p == target and sha256(p) == gemma_sha256()
     assert gemma.gguf_path(tmp_path) == p  # second call: the stamp, no hashing
     assert not list(tmp_path.glob(".*tmp*"))

@@ -6,11 +6,11 @@ import subprocess
 import numpy as np
 import pytest
 from convert_helpers import TOOLS
+from quark_synthetic import make_quark_checkpoint
 from safetensors import safe_open
 
 from cookbook import mxfp4
 from cookbook.convert.quark_fuse import QuarkError, fuse_checkpoint
-from cookbook.convert.quark_synthetic import make_quark_checkpoint
 from cookbook.convert.safetensors_io import read_bytes, read_header
 
 H, I, E, L = 64, 32, 4, 2

@@ -28,8 +28,8 @@ def test_engine_module_does_not_import_vllm():
 
 @pytest.mark.engine
 def test_pinned_engine_versions():
-    assert engine.engine_version() == engine.ENGINE_PIN
-    assert engine.torch_version() == engine.TORCH_PIN
+    assert engine.engine_version() == engine.pin().version
+    assert engine.torch_version() == engine.pin().torch
     vdir = engine.vllm_package_dir()
     assert vdir is not None and (vdir / "entrypoints" / "openai" / "api_server.py").is_file()
 

@@ -11,7 +11,7 @@ import subprocess
 import httpx
 import pytest
 
-from cookbook.engine import ENGINE_PIN, engine_python
+from cookbook.engine import engine_python, pin
 
 from fixes_helpers import env_for, start_server
 
@@ -32,7 +32,7 @@ def test_unpatched_console_script_dies(pristine_tree):
 def test_patched_console_script_prints_version(patched_tree):
     res = _vllm(patched_tree, "--version")
     assert res.returncode == 0, res.stderr[-2000:]
-    assert res.stdout.strip().splitlines()[-1] == ENGINE_PIN
+    assert res.stdout.strip().splitlines()[-1] == pin().version
 
 
 @pytest.mark.slow

@@ -17,7 +17,7 @@ from cookbook.fixes.pack import FixError
 
 @pytest.fixture(scope="module")
 def v030():
-    from cookbook.fixes.upstream import vllm_source
+    from vllm_sdist import vllm_source
 
     try:
         return vllm_source("0.30.0")

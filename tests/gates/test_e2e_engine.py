@@ -21,7 +21,7 @@ from click.testing import CliRunner
 from cookbook.cli import main
 from cookbook.gates.data import DataPaths
 from cookbook.gates.runner import SuiteConfig, run_suite
-from cookbook.gates.spec import GatesSpec
+from cookbook.recipe.gates_spec import GatesSpec
 
 pytestmark = pytest.mark.engine
 REPO = Path(__file__).resolve().parents[2]
@@ -125,9 +125,9 @@ def test_full_suite_writes_a_complete_bundle(server, recipes_dir, tmp_path, data
     # verify agrees with the outcome: writes the block only if everything passed
     v = CliRunner().invoke(main, ["gates", "verify", "gates-cpu", str(out)])
     assert v.exit_code == (1 if failed else 0), v.output
-    from cookbook.gates.verify import verified_status
+    from cookbook.recipe.status import status_of
 
-    assert verified_status(resolve("gates-cpu")) == ("unverified" if failed else "verified")
+    assert status_of(resolve("gates-cpu")) == ("unverified" if failed else "verified")
     print(res.output)
 
 

@@ -88,7 +88,7 @@ def test_server_that_never_answers_is_a_clear_failure(tmp_path):
     import threading
 
     from cookbook.gates.runner import SuiteConfig, run_suite
-    from cookbook.gates.spec import GatesSpec
+    from cookbook.recipe.gates_spec import GatesSpec
 
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))

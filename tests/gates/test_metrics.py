@@ -3,7 +3,7 @@
 import pytest
 
 from cookbook.gates import metrics
-from cookbook.gates.spec import SpecAcceptanceGate
+from cookbook.recipe.gates_spec import SpecAcceptanceGate
 from cookbook.gates.spec_acceptance import judge_stats
 
 BEFORE = """# HELP vllm:spec_decode_num_drafts_total Number of spec decoding drafts.

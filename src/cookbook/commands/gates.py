@@ -14,7 +14,7 @@ import click
 
 from cookbook.errors import FAILED, CookbookError
 from cookbook.files import atomic_write, repo_root
-from cookbook.gates.spec import GATE_NAMES
+from cookbook.recipe.gates_spec import GATE_NAMES
 
 
 def _resolve(recipe: str, action: str):

@@ -1,12 +1,12 @@
-"""File plumbing shared by the converters: kernel copies, progress on stderr (atomic outputs: cookbook.files)."""
+"""File plumbing shared by the converters: progress on stderr.
+
+Atomic outputs live in cookbook.files and kernel copies (copy_range) in cookbook.filecopy,
+below gguf and convert both."""
 
 from __future__ import annotations
 
-import os
 import sys
 import time
-
-COPY_CHUNK = 64 << 20  # bytes per copy_file_range call (also the progress granularity)
 
 
 class Progress:
@@ -40,27 +40,3 @@ class Progress:
             self._draw(time.monotonic(), end="\n")
 
 
-def copy_range(src_fd: int, src_off: int, dst_fd: int, n: int, progress: Progress | None = None) -> None:
-    """Copy n bytes from src_fd at src_off to dst_fd's current position, in the kernel when it can."""
-    dst_off = os.lseek(dst_fd, 0, os.SEEK_CUR)
-    left = n
-    use_cfr = hasattr(os, "copy_file_range")
-    while left:
-        step = min(left, COPY_CHUNK)
-        done = 0
-        if use_cfr:
-            try:
-                done = os.copy_file_range(src_fd, dst_fd, step, src_off, dst_off)
-            except OSError:
-                use_cfr = False  # e.g. across filesystems on old kernels: fall back below
-        if not use_cfr:
-            data = os.pread(src_fd, step, src_off)
-            done = os.pwrite(dst_fd, data, dst_off) if data else 0
-        if done <= 0:
-            raise OSError(f"source ended {left} bytes early at offset {src_off}")
-        src_off += done
-        dst_off += done
-        left -= done
-        if progress:
-            progress.advance(done)
-    os.lseek(dst_fd, dst_off, os.SEEK_SET)

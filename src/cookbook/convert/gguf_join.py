@@ -17,11 +17,12 @@ import re
 import threading
 from pathlib import Path
 
-from cookbook.convert.fileio import Progress, copy_range
+from cookbook.convert.fileio import Progress
+from cookbook.filecopy import copy_range
 from cookbook.files import atomic_file, atomic_set, same_file
 from cookbook.gguf.errors import GGUFError
 from cookbook.gguf.format import MAGIC, ValueType, pad
-from cookbook.gguf.reader import GGUFFile, read_gguf
+from cookbook.gguf.reader import read_gguf
 from cookbook.gguf.writer import TensorSpec, encode_kv, raw_kvs, tensor_specs, write_gguf
 from cookbook.untrusted import check_regular, open_regular, read_regular
 
@@ -336,24 +337,6 @@ def join_parts(parts: list[Path], out, *, sha256sums=None, expect_sha256: str | 
                             help="a part is duplicated or from another file")
     return {"output": str(out), "bytes": total, "parts": len(parts), "sha256_checked": checked,
             "tensors": len(g.tensors)}
-
-
-def data_bytes_equal(a, b) -> bool:
-    """True when two GGUFs hold the same tensors (names, types, shapes, bytes), in order."""
-    ga, gb = read_gguf(a, decode_arrays=False), read_gguf(b, decode_arrays=False)
-    if [(t.name, t.type, t.dims) for t in ga.tensors] != [(t.name, t.type, t.dims) for t in gb.tensors]:
-        return False
-    with open(ga.path, "rb") as fa, open(gb.path, "rb") as fb:
-        for ta, tb in zip(ga.tensors, gb.tensors):
-            fa.seek(ga.tensor_offset(ta))
-            fb.seek(gb.tensor_offset(tb))
-            left = ta.nbytes
-            while left:
-                n = min(left, HASH_CHUNK)
-                if fa.read(n) != fb.read(n):
-                    return False
-                left -= n
-    return True
 
 
 __all__ = ["join_parts", "merge_shards", "split_gguf", "split_raw", "shard_paths", "is_shard_set", "pad"]

@@ -29,11 +29,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cookbook.convert.fileio import Progress, copy_range
+from cookbook.convert.fileio import Progress
 from cookbook.convert.safetensors_io import (
     STensor, Writer, nbytes_of, plan_shards, read_header, shard_names, write_index,
 )
 from cookbook.errors import CookbookError
+from cookbook.filecopy import copy_range
 from cookbook.files import atomic_dir
 from cookbook.untrusted import check_regular, is_plain_name, open_regular, printable, read_regular
 

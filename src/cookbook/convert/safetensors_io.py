@@ -237,11 +237,3 @@ def write_index(out_dir, shards: list[list], metadata: dict | None = None) -> Pa
     p = Path(out_dir) / "model.safetensors.index.json"
     p.write_text(json.dumps(index, indent=2) + "\n")
     return p
-
-
-def fsync_dir(path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from cookbook.gates.context import Context
-from cookbook.gates.spec import GreedyGate
+from cookbook.recipe.gates_spec import GreedyGate
 
 FORMULAS = {"identical_prompts": "prompts whose `repeats` completions are byte-identical and non-empty"}
 

@@ -13,7 +13,7 @@ import re
 from cookbook.gates import data as gate_data
 from cookbook.gates.client import bounded_gather
 from cookbook.gates.context import Context
-from cookbook.gates.spec import Gsm8kGate
+from cookbook.recipe.gates_spec import Gsm8kGate
 
 STRICT = re.compile(r"#### (\-?[0-9\.\,]+)")
 FLEXIBLE = re.compile(r"(-?[$0-9.,]{2,})|(-?[0-9]+)")

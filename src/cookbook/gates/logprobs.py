@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 from cookbook.gates.context import Context
-from cookbook.gates.spec import LogprobsGate
+from cookbook.recipe.gates_spec import LogprobsGate
 
 FORMULAS = {
     "bad_tokens": "generated tokens whose logprob or any of its top-K is missing, non-finite, > 0, "

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import math
 
 def _samples(text: str) -> list[tuple[str, dict[str, str], float]]:
     from prometheus_client.parser import text_string_to_metric_families
@@ -87,7 +86,3 @@ def spec_decode_stats(before: str, after: str) -> dict:
         "mean_acceptance_length": 1.0 + accepted / drafts,
         "per_position_rate": per_pos,
     }
-
-
-def is_finite(x) -> bool:
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)

@@ -14,7 +14,7 @@ from cookbook.gates import data as gate_data
 from cookbook.gates.client import bounded_gather
 from cookbook.gates.context import Context
 from cookbook.gates.result import GateFailure
-from cookbook.gates.spec import NeedlesGate
+from cookbook.recipe.gates_spec import NeedlesGate
 
 KEYS = ["amber harbour", "silent orchard", "copper lantern", "northern meadow", "velvet compass",
         "hidden ladder", "marble window", "distant thunder", "silver pocket", "quiet anchor",

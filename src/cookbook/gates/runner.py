@@ -15,7 +15,7 @@ from cookbook.gates.client import RequestTimeout, Server, ServerDown, ServerErro
 from cookbook.gates.context import Context
 from cookbook.gates.data import DataPaths
 from cookbook.gates.result import GateFailure, GateResult
-from cookbook.gates.spec import GATE_NAMES, GatesSpec
+from cookbook.recipe.gates_spec import GATE_NAMES, GatesSpec
 
 
 @dataclass
@@ -40,6 +40,7 @@ async def _probe(server: Server) -> list[dict]:
 
 
 async def _run_gate(name: str, cfg_gate, ctx: Context) -> None:
+    # Each gate's module is named after its GatesSpec field (the registry: recipe/gates_spec.py).
     module = importlib.import_module(f"cookbook.gates.{name}")
     await asyncio.wait_for(module.run(ctx, cfg_gate), timeout=cfg_gate.timeout_s)
 

@@ -11,7 +11,7 @@ from cookbook.gates import metrics
 from cookbook.gates.client import bounded_gather
 from cookbook.gates.context import Context
 from cookbook.gates.result import GateFailure
-from cookbook.gates.spec import SpecAcceptanceGate
+from cookbook.recipe.gates_spec import SpecAcceptanceGate
 
 
 def judge_stats(stats: dict, cfg: SpecAcceptanceGate) -> list[tuple[bool, str]]:

@@ -16,7 +16,7 @@ from cookbook.files import atomic_file
 from cookbook.gates import metrics
 from cookbook.gates.client import Stream, bounded_gather
 from cookbook.gates.context import Context
-from cookbook.gates.spec import SpeedGate
+from cookbook.recipe.gates_spec import SpeedGate
 
 FORMULAS = {
     "decode_tok_s": "(n - n_first) / (t_last - t_first) per stream: n = final usage.completion_tokens, "

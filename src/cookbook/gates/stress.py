@@ -13,7 +13,7 @@ import random
 import time
 
 from cookbook.gates.context import Context
-from cookbook.gates.spec import StressGate
+from cookbook.recipe.gates_spec import StressGate
 
 FORMULAS = {
     "max_decode_gap_s": "max over decodes of the largest difference between arrival times of consecutive "

@@ -14,7 +14,7 @@ from typing import Any
 
 from cookbook.gates.client import ServerError, bounded_gather
 from cookbook.gates.context import Context
-from cookbook.gates.spec import ToolsGate
+from cookbook.recipe.gates_spec import ToolsGate
 
 WEATHER_PARAMS = {
     "type": "object",

@@ -1,36 +1,18 @@
 """Earned verification: a recipe's `verified` block comes only from a passing evidence bundle.
 
-The block is the last top-level key of recipe.yaml. Writing replaces everything from the
-line `verified:` to the end of the file (or appends), so the rest of the file, comments
-included, stays as written.
+This module decides whether a bundle may verify a recipe and builds the block from it; the
+recipe package writes it into recipe.yaml (cookbook.recipe.verified.write_verified).
 """
 
 from __future__ import annotations
 
-import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import yaml
-
-from cookbook.files import atomic_write
 from cookbook.gates.bundle import load_results
-from cookbook.gates.spec import GATE_NAMES
-
-_VERIFIED_LINE = re.compile(r"^verified:", re.MULTILINE)
-
-
-def verified_status(resolved) -> str:
-    """The one definition lives in cookbook.recipe.status (list, lint and docs use it too)."""
-    from cookbook.recipe.status import status_of
-
-    return status_of(resolved)
-
-
-def _served_name(resolved) -> str:
-    serve = resolved.recipe.serve
-    return str(serve.arg("served_model_name") or serve.model)
+from cookbook.recipe.gates_spec import GATE_NAMES
+from cookbook.recipe.verified import write_verified
 
 
 def refusals(resolved, doc: dict) -> list[str]:
@@ -86,32 +68,6 @@ def block_for(resolved, doc: dict, bundle: Path) -> dict[str, Any]:
                          "measured": _key_figures(doc["gates"][name]["measured"])}
                   for name in GATE_NAMES if name in doc["gates"]},
     }
-
-
-def render_block(block: dict) -> str:
-    text = yaml.safe_dump({"verified": block}, sort_keys=False, default_flow_style=False, width=100)
-    return "# written by `cookbook gates verify` from an evidence bundle; do not edit by hand\n" + text
-
-
-def with_block(recipe_text: str, block: dict) -> str:
-    """recipe.yaml text with its verified block replaced (from `verified:` to EOF) or appended."""
-    m = _VERIFIED_LINE.search(recipe_text)
-    if m:
-        rest = recipe_text[m.end():]
-        later = re.search(r"^[A-Za-z_][\w-]*:", rest, re.MULTILINE)
-        if later:
-            raise ValueError(f"`verified:` must be the last top-level key, but {later.group(0)!r} follows it; "
-                             "move that key above `verified:`")
-    head = recipe_text[:m.start()] if m else recipe_text
-    head = re.sub(r"# written by `cookbook gates verify`[^\n]*\n\Z", "", head)
-    if head and not head.endswith("\n"):
-        head += "\n"
-    return head + render_block(block)
-
-
-def write_verified(recipe_path: Path, block: dict) -> None:
-    new = with_block(recipe_path.read_text(encoding="utf-8"), block)
-    atomic_write(recipe_path, new)
 
 
 def verify(resolved, bundle: Path) -> tuple[list[str], dict | None]:

@@ -188,15 +188,6 @@ class _Cursor:
         self.pos += n
         return b
 
-    def skip_string(self, what: str) -> None:
-        start = self.pos
-        n = self.u64(what + " (length)")
-        if n > self.limits.max_string_bytes:
-            self.fail(f"string length {n} exceeds the limit of {self.limits.max_string_bytes} bytes",
-                      field=what, offset=start)
-        self.need(n, what)
-        self.pos += n
-
 
 _U64 = struct.Struct("<Q").unpack_from
 

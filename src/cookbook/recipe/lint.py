@@ -9,11 +9,13 @@ from cookbook.recipe import checks_paths
 from cookbook.recipe import errors as E
 from cookbook.recipe import expr
 from cookbook.recipe.resolve import (
-    apply_quant, check_rules, load_chain, locator, merge_chain, validate)
-from cookbook.recipe.status import verified_status
+    WHY_REF, apply_quant, check_rules, load_chain, locator, merge_chain, resolved_from, validate)
+from cookbook.recipe.status import status_of
 
 
 def lint_file(path: Path) -> list[E.Diagnostic]:
+    """Every problem of one recipe file. The file (and its extends chain) is loaded, merged
+    and validated once; the stale check reuses that resolution."""
     try:
         chain = load_chain(path)
     except E.RecipeError as exc:
@@ -42,8 +44,8 @@ def lint_file(path: Path) -> list[E.Diagnostic]:
         return _in_file_order(out)
     out += _fix_diagnostics(recipe, diag)
     out += checks_paths.check(recipe, diag)
+    resolved_data, quant, qd = apply_quant(data, None, folder) if not recipe.abstract else (data, None, [])
     if not recipe.abstract and not any(d.kind is E.BAD_EXPRESSION for d in out):
-        resolved_data, quant, qd = apply_quant(data, None, folder)
         for d in qd:
             d.file, (d.line, d.col) = leaf.path, leaf.where(d.key)
         out += qd
@@ -52,7 +54,10 @@ def lint_file(path: Path) -> list[E.Diagnostic]:
                 d.kind = E.DEFAULT_REFUSED
                 out.append(d)
     if recipe.verified is not None and not recipe.abstract:
-        status = verified_status(path)
+        # The configuration the gates ran on: the default quant applied (its overrides
+        # validated on their own only when it has some).
+        applied = recipe if resolved_data is data else validate(resolved_data, locate)[0]
+        status = status_of(resolved_from(chain, resolved_data, applied, quant)) if applied else "unverified"
         if status == "stale":
             out.append(diag(E.STALE_VERIFIED, "verified",
                             "the recipe changed after it was verified (recipe_hash differs)",
@@ -76,6 +81,12 @@ def _raw_checks(data: dict, diag) -> list[E.Diagnostic]:
                             "mark exactly one quant `default: true`"))
     rules = data.get("rules")
     for i, rule in enumerate(rules if isinstance(rules, list) else []):
+        for field in ("message", "help"):  # a `{KEY.why}` merge_chain could not fill
+            text = rule.get(field) if isinstance(rule, dict) else None
+            for key in WHY_REF.findall(text) if isinstance(text, str) else []:
+                out.append(diag(E.BAD_VALUE, f"rules.{i}.{field}",
+                                f"cites {{{key}.why}} but {key} is not a setting with a why",
+                                "cite a {value, why} setting of this recipe, e.g. {serve.args.block_size.why}"))
         for field in ("when", "require"):
             text = rule.get(field) if isinstance(rule, dict) else None
             if not isinstance(text, str):

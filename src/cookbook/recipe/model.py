@@ -14,7 +14,7 @@ from typing import Any, Literal, Union
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from cookbook.gates.spec import GatesSpec
+from cookbook.recipe.gates_spec import GatesSpec
 
 SCHEMA_VERSION = 1
 
@@ -183,7 +183,8 @@ class Rule(Strict):
         "holds and `require` does not.")
     when: str = Field("true", description="Expression over the resolved recipe (see docs/rules.md).")
     require: str | None = Field(None, description="For kind=requires: what must hold.")
-    message: str = Field(description="The refusal, quoting the source's reason; {dotted.keys} are filled in.")
+    message: str = Field(description="The refusal, quoting the source's reason; {dotted.keys} are filled in, "
+                         "and {dotted.key.why} quotes that setting's why.")
     help: str | None = Field(None, description="What would work instead.")
     source: str | None = Field(None, description="The document and section stating the rule.")
 
@@ -206,11 +207,6 @@ class Reported(Strict):
     rows: list[list[Any]] = Field(default_factory=list)
     values: dict[str, Any] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
-
-
-class GateSummary(Strict):
-    status: Literal["passed", "failed", "skipped"]
-    measured: dict[str, Any] = Field(default_factory=dict)
 
 
 class Verified(BaseModel):
@@ -247,10 +243,6 @@ class Recipe(Strict):
     docs: dict[str, str] = Field(default_factory=dict,
                                  description="Extra prose sections for the generated page.")
     verified: Verified | None = Field(None, description="Written only by the gate tool.")
-
-    def default_quant(self) -> str | None:
-        defaults = [q for q, spec in self.quants.items() if spec.default]
-        return defaults[0] if defaults else None
 
 
 @functools.lru_cache(maxsize=1)

@@ -10,6 +10,7 @@ import copy
 import difflib
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -154,11 +155,41 @@ def merge_chain(chain: list[SourceFile]) -> dict[str, Any]:
         if i < len(chain) - 1:
             for key in NOT_INHERITED:
                 layer.pop(key, None)
+        if isinstance(layer.get("rules"), list):
+            layer["rules"] = cite_whys(layer["rules"], deep_merge(data, layer))
         data = deep_merge(data, layer)
     data.pop("extends", None)
     if len(chain) > 1:
         data["extends"] = chain[-1].data.get("extends")
     return data
+
+
+# `{serve.args.block_size.why}` in a rule's message or help cites that setting's `why`, so a
+# refusal quotes the reason without a second copy of it. Filled as the chain merges, against
+# the recipe that writes the rule (a variant that rewords the setting's why for its own case
+# does not reword an inherited rule), before quants and --set; show, docs and the content
+# hash see the quoted text itself.
+WHY_REF = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)\.why\}")
+
+
+def why_of(data: dict[str, Any], dotted: str) -> str | None:
+    """The `why` of the {value, why} setting at `dotted`, or None."""
+    node = expr.lookup(data, dotted, unwrap=False)
+    why = node.get("why") if isinstance(node, dict) and "value" in node else None
+    return why if isinstance(why, str) else None
+
+
+def cite_whys(rules: list, data: dict[str, Any]) -> list:
+    """`rules` with every `{KEY.why}` of their message and help filled from `data` (an
+    unknown KEY stays as written; lint reports it)."""
+    out = []
+    for rule in rules:
+        if isinstance(rule, dict):
+            rule = {k: (WHY_REF.sub(lambda m: why_of(data, m.group(1)) or m.group(0), v)
+                        if k in ("message", "help") and isinstance(v, str) else v)
+                    for k, v in rule.items()}
+        out.append(rule)
+    return out
 
 
 # ---- validation -> diagnostics --------------------------------------------------------
@@ -429,12 +460,20 @@ def resolve(slug: str | Path, quant: str | None = None, sets: list[str] | tuple 
         diags += check_rules(recipe, data, chosen, locate)
         if diags:
             raise E.RecipeError(diags)
+    return resolved_from(chain, data, recipe, chosen, sets)
+
+
+def resolved_from(chain: list[SourceFile], data: dict, recipe: Recipe, quant: str | None,
+                  sets: list[str] | tuple = ()) -> ResolvedRecipe:
+    """The ResolvedRecipe of a chain already merged, quant-applied and validated (resolve's
+    last step; lint calls it too, so it need not load and validate the file again)."""
     # Keep the resolved data normalized the way the model sees it (settings as {value, why}).
     normalized = recipe.model_dump(mode="json", exclude_none=True, exclude_defaults=False)
     normalized.pop("verified", None)
     if data.get("verified") is not None:
         normalized["verified"] = data["verified"]
-    return ResolvedRecipe(name, leaf.path, chain, normalized, recipe, chosen, list(sets))
+    leaf = chain[-1]
+    return ResolvedRecipe(leaf.path.parent.name, leaf.path, chain, normalized, recipe, quant, list(sets))
 
 
 def _extends(slug: str, parent: str) -> bool:

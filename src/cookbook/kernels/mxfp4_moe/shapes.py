@@ -52,7 +52,3 @@ VARIANTS: dict[str, MoEShape] = {
                "run on a 3584-wide latent of the 7168 hidden), as quoted in public repositories",
     ),
 }
-
-
-def variant_names() -> list[str]:
-    return sorted(VARIANTS)

@@ -1,4 +1,4 @@
-"""Synthetic AMD Quark MXFP4 MoE checkpoints (real safetensors files) for tests and the benchmark.
+"""Synthetic AMD Quark MXFP4 MoE checkpoints (real safetensors files) for tests and benchmarks/convert_bench.py.
 
 Layout as a Quark export writes it (one tensor per expert, U8 E2M1 + U8 E8M0 per 32),
 DeepSeek-style: layers 0..L-1 quantized, layer L the MTP layer with BF16 experts.

@@ -3,42 +3,48 @@
 A recipe's `gates:` block validates against `GatesSpec`. Every gate is optional; a recipe
 with no gates is valid (and can never be verified by a gate it does not declare). Each
 gate carries `calibrated_on`, naming the run that set its thresholds, so a threshold is
-never a number without a source. Units are part of field names (_tokens, _s, _pct,
-_fraction, _tok_s).
+never a number without a source; `gates.calibrated_on` gives it to every gate that does
+not set its own. Units are part of field names (_tokens, _s, _pct, _fraction, _tok_s).
+
+GatesSpec's gate fields are the registry: their order is the order `cookbook gates run`
+executes and prints them (cheap correctness gates first, load and speed last, so a broken
+server fails fast), and GATE_NAMES is derived from them. To add a gate:
+  1. here, a `<Name>Gate(GateBase)` model with its thresholds, and a field
+     `<name>: Optional[<Name>Gate]` in GatesSpec, in run order;
+  2. src/cookbook/gates/<name>.py with `async def run(ctx, cfg)` (the runner imports
+     `cookbook.gates.<name>`; tests/gates/test_registry.py checks every gate has one);
+  3. `make docs` (the schema and pages list the new keys).
 
 Only pydantic is imported here: the recipe model imports this module on every command.
 """
 
 from __future__ import annotations
 
+import typing
 from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-# Order in which `cookbook gates run` executes gates and prints them. Cheap correctness
-# gates first, load and speed last, so a broken server fails fast.
-GATE_NAMES: tuple[str, ...] = (
-    "greedy",
-    "logprobs",
-    "tools",
-    "needles",
-    "gsm8k",
-    "spec_acceptance",
-    "stress",
-    "speed",
-)
 
+def _calibrated_on_not_required(schema: dict, cls) -> None:
+    """In the JSON schema a gate may leave out calibrated_on (gates.calibrated_on fills it
+    before validation); the model still refuses a gate with neither."""
+    required = schema.get("required", [])
+    if "calibrated_on" in required:
+        required.remove("calibrated_on")
+        if not required:
+            del schema["required"]
 
 
 class GateBase(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", json_schema_extra=_calibrated_on_not_required)
 
     calibrated_on: str = Field(
         min_length=1,
         description=(
             "Which run set this gate's thresholds: an evidence bundle path, a hardware + "
             "engine + date note, or 'reported: <source>'. Say 'uncalibrated' when a "
-            "threshold is a placeholder."
+            "threshold is a placeholder. Default: gates.calibrated_on."
         ),
     )
     timeout_s: float = Field(
@@ -237,7 +243,14 @@ class SpeedGate(GateBase):
 class GatesSpec(BaseModel):
     """The gates a recipe must pass to be verified; absent gates are not run."""
 
+    # The gate fields below, in order, are the registry of gates (see the module docstring).
     model_config = ConfigDict(extra="forbid")
+
+    calibrated_on: Optional[str] = Field(
+        None, min_length=1, exclude=True,
+        description="calibrated_on of every gate here that does not set its own (resolved into "
+                    "each gate, so it is not kept beside them).",
+    )
 
     greedy: Optional[GreedyGate] = Field(None, description="Determinism: fixed prompts at temperature 0 give identical text.")
     logprobs: Optional[LogprobsGate] = Field(None, description="Logprobs: top-K present for every token, finite, not clamped.")
@@ -250,6 +263,25 @@ class GatesSpec(BaseModel):
     stress: Optional[StressGate] = Field(None, description="Decodes keep flowing while long prompts prefill.")
     speed: Optional[SpeedGate] = Field(None, description="Decode speed, uncached TTFT, and a concurrency sweep.")
 
+    @model_validator(mode="before")
+    @classmethod
+    def _default_calibrated_on(cls, data: Any) -> Any:
+        default = data.get("calibrated_on") if isinstance(data, dict) else None
+        if not isinstance(default, str) or not default:
+            return data
+        return {k: ({"calibrated_on": default, **v} if k in GATE_NAMES and isinstance(v, dict)
+                    and "calibrated_on" not in v else v)
+                for k, v in data.items()}
+
     def declared(self) -> list[str]:
         """Names of declared gates, in run order."""
         return [name for name in GATE_NAMES if getattr(self, name) is not None]
+
+
+def _is_gate(annotation: Any) -> bool:
+    return any(isinstance(a, type) and issubclass(a, GateBase) for a in typing.get_args(annotation))
+
+
+# The gates, in run order: GatesSpec's gate fields (the one list to edit is GatesSpec).
+GATE_NAMES: tuple[str, ...] = tuple(
+    name for name, field in GatesSpec.model_fields.items() if _is_gate(field.annotation))

@@ -1,0 +1,47 @@
+"""The gate registry is GatesSpec's gate fields: names, run order and module lookup follow
+from them, and `gates.calibrated_on` fills every gate that does not set its own."""
+
+import importlib
+import inspect
+
+import pytest
+from pydantic import ValidationError
+
+from cookbook.recipe import resolve
+from cookbook.recipe.gates_spec import GATE_NAMES, GateBase, GatesSpec
+
+
+def test_gate_names_are_gatesspecs_gate_fields_in_order():
+    fields = [n for n, f in GatesSpec.model_fields.items() if n != "calibrated_on"]
+    assert list(GATE_NAMES) == fields
+    assert GATE_NAMES[0] == "greedy" and GATE_NAMES[-1] == "speed"  # cheap first, speed last
+
+
+@pytest.mark.parametrize("name", GATE_NAMES)
+def test_every_gate_has_a_model_and_a_module(name):
+    model = [a for a in GatesSpec.model_fields[name].annotation.__args__ if isinstance(a, type)][0]
+    assert issubclass(model, GateBase)
+    module = importlib.import_module(f"cookbook.gates.{name}")  # what the runner imports
+    assert inspect.iscoroutinefunction(module.run)
+
+
+def test_calibrated_on_default_fills_gates_without_their_own():
+    g = GatesSpec.model_validate({"calibrated_on": "run A", "greedy": {}, "speed": {"calibrated_on": "run B"}})
+    assert (g.greedy.calibrated_on, g.speed.calibrated_on) == ("run A", "run B")
+    assert "calibrated_on" not in g.model_dump()  # resolved into the gates, not kept beside them
+    with pytest.raises(ValidationError, match="greedy.calibrated_on"):
+        GatesSpec.model_validate({"greedy": {}})  # neither its own nor a default
+
+
+def test_default_resolves_to_what_each_gate_setting_its_own_gives(recipes_dir):
+    r = resolve("gates-cpu")
+    assert "calibrated_on" not in r.data["gates"]
+    assert {spec["calibrated_on"] for spec in r.data["gates"].values()} == {"uncalibrated (test fixture)"}
+    path = recipes_dir / "gates-cpu" / "recipe.yaml"
+    text = path.read_text()
+    spelled = text.replace('  calibrated_on: "uncalibrated (test fixture)"   # every gate below\n', "")
+    for name in GATE_NAMES:
+        spelled = spelled.replace(f"  {name}: {{", f'  {name}: {{calibrated_on: "uncalibrated (test fixture)", ')
+    assert spelled.count('calibrated_on: "uncalibrated (test fixture)"') == len(GATE_NAMES)
+    path.write_text(spelled)
+    assert resolve("gates-cpu").content_hash == r.content_hash  # same recipe, same hash
