@@ -30,7 +30,7 @@ def test_every_real_recipe_names_only_kernels_and_paths_that_exist_and_fit():
 
 
 def test_the_gaudi_kernel_entry_has_a_backend_that_is_not_here():
-    from cookbook.kernels import catalogue
+    from cookbook import kernel_catalogue as catalogue
     from cookbook.recipe.resolve import resolve
     r = resolve("glm52-mxfp4-8x-gaudi2").recipe
     [k] = r.image.kernels

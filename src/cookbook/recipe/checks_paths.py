@@ -16,7 +16,7 @@ def check(recipe, diag, root: Path | None = None) -> list[E.Diagnostic]:
 
 
 def _kernels(recipe, diag, root: Path) -> list[E.Diagnostic]:
-    from cookbook.kernels import catalogue
+    from cookbook import kernel_catalogue as catalogue
 
     out = []
     platform = recipe.hardware.platform

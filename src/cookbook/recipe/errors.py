@@ -75,7 +75,7 @@ STALE_VERIFIED = _kind("R015", "verified block is stale",
     "resolved recipe. Run the gates again (gates/run.sh) and `cookbook gates verify`.", "hint")
 UNKNOWN_KERNEL = _kind("R016", "unknown kernel or kernel variant",
     "An image.kernels entry names a kernel that is not a folder under kernels/ with an entry in "
-    "the kernel catalogue (cookbook/kernels/catalogue.py), or a variant that kernel does not have. "
+    "the kernel catalogue (cookbook/kernel_catalogue.py), or a variant that kernel does not have. "
     "The help line lists the kernels or the variants.")
 KERNEL_NO_BACKEND = _kind("R017", "kernel has no backend for the platform",
     "Each kernel has one backend per platform arch (mxfp4-moe: sm90 for NVIDIA Hopper, hpu for "

@@ -119,7 +119,7 @@ class Fixes(Strict):
 
 
 class KernelRef(Strict):
-    name: str = Field(description="A folder under kernels/ (cookbook.kernels.catalogue); the recipe's "
+    name: str = Field(description="A folder under kernels/ (cookbook.kernel_catalogue); the recipe's "
                       "hardware.platform picks its backend.")
     variant: str
     why: str | None = None

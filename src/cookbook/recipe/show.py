@@ -16,7 +16,7 @@ WIDTH = 88
 
 def kernel_lines(k, platform: str) -> list[str]:
     """A recipe's kernel step: the build command of the platform's backend, or why there is none here."""
-    from cookbook.kernels import catalogue
+    from cookbook import kernel_catalogue as catalogue
     kernel = catalogue.get(k.name)
     backend = kernel.backend_for(platform) if kernel else None
     out = [f"  kernel {k.name} --variant {k.variant}" + (f" --backend {backend.id}" if backend else "")]

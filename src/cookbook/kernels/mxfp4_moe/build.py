@@ -1,6 +1,6 @@
 """`kernels/mxfp4-moe/build.sh --variant V [--backend B]`: validate a variant, show its shapes and tuned table.
 
-The backend is the platform's (`cookbook.kernels.catalogue`): sm90, the default, is the Triton/Gluon
+The backend is the platform's (`cookbook.kernel_catalogue`): sm90, the default, is the Triton/Gluon
 kernel in this package; hpu (Gaudi) is not in this repository, and asking for it stops with one
 message that says so, before anything is built. For sm90 it writes the table the kernel loads (configs/<variant>.json, validated) to --out if given and
 prints it; with a CUDA GPU it also JIT-compiles the kernels once per listed batch size
@@ -16,7 +16,7 @@ from pathlib import Path
 
 from cookbook.files import atomic_write
 
-from ..catalogue import MXFP4_MOE
+from cookbook.kernel_catalogue import MXFP4_MOE
 from .config import ENV_CONFIG, ConfigError, load_table, table_json
 from .shapes import VARIANTS
 

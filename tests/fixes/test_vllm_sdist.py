@@ -1,4 +1,4 @@
-"""cookbook.fixes.upstream fetches an sdist with httpx: index lookup, sha256 check, unpack (a local server)."""
+"""tests/helpers/vllm_sdist.py fetches an sdist with httpx: index lookup, sha256 check, unpack (a local server)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from cookbook.fixes import upstream
+import vllm_sdist as upstream
 from cookbook.fixes.pack import FixError
 
 
