@@ -34,7 +34,8 @@ def _served_name(resolved) -> str:
 
 
 def refusals(resolved, doc: dict) -> list[str]:
-    """Every reason the bundle cannot verify this recipe (empty list: it can)."""
+    """Every reason results.json's own claims cannot verify this recipe (empty list: they can).
+    verify() also re-checks the files and recomputes every verdict (cookbook.gates.evidence.recheck)."""
     out = []
     declared = resolved.recipe.gates.declared()
     if not declared:
@@ -118,8 +119,10 @@ def write_verified(recipe_path: Path, block: dict) -> None:
 
 def verify(resolved, bundle: Path) -> tuple[list[str], dict | None]:
     """(refusals, block written). Writes the block only when there are no refusals."""
+    from cookbook.gates.evidence import recheck
+
     doc = load_results(bundle)
-    reasons = refusals(resolved, doc)
+    reasons = recheck(resolved, bundle)
     if reasons:
         return reasons, None
     block = block_for(resolved, doc, bundle)
