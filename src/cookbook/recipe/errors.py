@@ -71,6 +71,13 @@ UNKNOWN_FIX = _kind("R014", "unknown fix profile or fix",
 STALE_VERIFIED = _kind("R015", "verified block is stale",
     "The recipe changed after its gates passed: the recorded recipe_hash no longer matches the "
     "resolved recipe. Run the gates again (gates/run.sh) and `cookbook gates verify`.", "hint")
+UNEARNED_VERIFIED = _kind("R016", "verified block not backed by its bundle",
+    "The verified block's recipe_hash is current, but the evidence bundle it names is missing or "
+    "fails the re-check of `cookbook gates verify` (a file edited, added or removed after the run, "
+    "no manifest.json, an environment lock or resolved recipe that does not match, or figures that "
+    "recomputed from the transcripts disagree with results.json or miss the recipe's thresholds). "
+    "The status is then `unverified (bundle missing)` or `unverified (bundle refused)`. Run the "
+    "gates again and `cookbook gates verify RECIPE BUNDLE`, which lists every reason.", "hint")
 UNKNOWN_RECIPE = _kind("R101", "unknown recipe",
     "No folder recipes/<slug>/recipe.yaml exists for the requested slug. The help line lists "
     "the closest recipes; `cookbook list` shows all.")

@@ -9,7 +9,7 @@ from cookbook.recipe import errors as E
 from cookbook.recipe import expr
 from cookbook.recipe.resolve import (
     apply_quant, check_rules, load_chain, locator, merge_chain, validate)
-from cookbook.recipe.status import verified_status
+from cookbook.recipe.status import verified_status_and_reasons
 
 
 def lint_file(path: Path) -> list[E.Diagnostic]:
@@ -50,11 +50,16 @@ def lint_file(path: Path) -> list[E.Diagnostic]:
                 d.kind = E.DEFAULT_REFUSED
                 out.append(d)
     if recipe.verified is not None and not recipe.abstract:
-        status = verified_status(path)
+        status, reasons = verified_status_and_reasons(path)
         if status == "stale":
             out.append(diag(E.STALE_VERIFIED, "verified",
                             "the recipe changed after it was verified (recipe_hash differs)",
                             f"run gates/run.sh {folder} and `cookbook gates verify {folder} BUNDLE`"))
+        elif status.startswith("unverified ("):
+            out.append(diag(E.UNEARNED_VERIFIED, "verified",
+                            f"status {status}: " + "; ".join(reasons[:3])[:400],
+                            f"run gates/run.sh {folder} and `cookbook gates verify {folder} BUNDLE` "
+                            "(it lists every reason)"))
     return _in_file_order(out)
 
 
