@@ -2,6 +2,7 @@
 
 import json
 
+import evidence_bundles
 import pytest
 import yaml
 
@@ -24,16 +25,19 @@ def make_bundle(path, resolved, statuses=None, env=True, complete=True, only=Non
     return path
 
 
-def test_verify_writes_block_then_edit_makes_stale(recipes_dir, tmp_path):
-    r = resolve("gates-cpu")
+def test_verify_writes_block_then_edit_makes_stale(tmp_path, monkeypatch):
+    """From the real CPU bundle (sealed in the current format), on a copy of its recipe."""
+    bundle = evidence_bundles.genuine_bundle(tmp_path, monkeypatch)
+    r = resolve("gemma3-270m-cpu")
+    r.path.write_text(r.path.read_text()[:r.path.read_text().index("# written by `cookbook gates verify`")])
+    r = resolve("gemma3-270m-cpu")
     assert verify.verified_status(r) == "unverified"
-    bundle = make_bundle(tmp_path / "b", r)
     reasons, block = verify.verify(r, bundle)
     assert reasons == [] and block["recipe_hash"] == r.content_hash
     text = r.path.read_text()
     assert text.index("verified:") > text.index("gates:")           # last top-level key
-    assert text.startswith("# Test fixture")                         # the rest kept as written
-    r2 = resolve("gates-cpu")
+    assert text.startswith("# yaml-language-server")                 # the rest kept as written
+    r2 = resolve("gemma3-270m-cpu")
     assert verify.verified_status(r2) == "verified"
     assert r2.content_hash == r.content_hash                         # the block is outside the hash
     assert yaml.safe_load(text)["verified"]["environment"].startswith("env-lock sha256:")
@@ -41,8 +45,8 @@ def test_verify_writes_block_then_edit_makes_stale(recipes_dir, tmp_path):
     verify.verify(r2, bundle)
     assert r.path.read_text().count("verified:") == 1
     # any edit of the recipe makes it stale
-    r.path.write_text(r.path.read_text().replace("max_model_len: 10240", "max_model_len: 8192"))
-    assert verify.verified_status(resolve("gates-cpu")) == "stale"
+    r.path.write_text(r.path.read_text().replace("max_tokens: 128", "max_tokens: 127", 1))
+    assert verify.verified_status(resolve("gemma3-270m-cpu")) == "stale"
 
 
 @pytest.mark.parametrize("kwargs,why", [

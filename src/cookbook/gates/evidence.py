@@ -421,23 +421,31 @@ def check_gates(root: Path, doc: dict, resolved) -> list[str]:
         except Exception as e:  # a forged or damaged transcript: say what could not be read
             out.append(f"gate {name}: cannot recompute its figures from the bundle: {type(e).__name__}: {e}")
             continue
-        for key, value in got.items():  # a figure results.json leaves out is simply taken from the evidence
-            if key in claimed:
+        for key, value in got.items():
+            if key not in claimed:
+                out.append(f"gate {name}: results.json does not record {key}, which the raw evidence gives as "
+                           f"{json.dumps(value)}")
+            else:
                 tol = TOLERANCE.get(key, (0.0, 0.0))
                 if not _agree(claimed[key], value, *tol):
                     out.append(f"gate {name}: results.json says {key} = {json.dumps(claimed[key])}, "
                                f"the bundle's raw evidence gives {json.dumps(value)}")
         claimed_items = g.get("items") if isinstance(g.get("items"), list) else []
         module = importlib.import_module(f"cookbook.gates.{name}")
-        try:
-            checks = module.verdict({**claimed, **got}, items if items is not None else claimed_items, cfg)
-        except (TypeError, KeyError, ValueError, AttributeError) as e:
-            out.append(f"gate {name}: its measured values cannot be judged ({type(e).__name__}: {e})")
-            continue
-        failures = [msg for ok, msg in checks if not ok]
-        if failures:
-            out.append(f"gate {name} says passed, but judged again against the recipe's thresholds it fails: "
-                       + "; ".join(failures)[:600])
+        # The evidence's figures (recomputed ones where the bundle holds the raw data), and, when
+        # results.json claims other figures, those too: a 'passed' whose own numbers fail is refused.
+        judged = [("judged again from the raw evidence", {**claimed, **got},
+                   items if items is not None else claimed_items)]
+        if {**claimed, **got} != {**got, **claimed}:
+            judged.append(("its own recorded figures", {**got, **claimed}, claimed_items))
+        for what, measured, its_items in judged:
+            try:
+                failures = [msg for ok, msg in module.verdict(measured, its_items, cfg) if not ok]
+            except (TypeError, KeyError, ValueError, AttributeError) as e:
+                failures = [f"its measured values cannot be judged ({type(e).__name__}: {e})"]
+            if failures:
+                out.append(f"gate {name} says passed, but {what} fail the recipe's thresholds: "
+                           + "; ".join(failures)[:600])
     return out
 
 
