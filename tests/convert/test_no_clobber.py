@@ -105,7 +105,7 @@ def test_split_interrupted_midway_leaves_no_shard(tmp_path, monkeypatch):
 def test_split_whose_final_renames_fail_says_what_was_left(tmp_path, monkeypatch):
     import os
 
-    from cookbook.convert import fileio
+    from cookbook import files
 
     src = two_tensor_gguf(tmp_path / "m.gguf")
     real, calls = os.replace, []
@@ -116,7 +116,7 @@ def test_split_whose_final_renames_fail_says_what_was_left(tmp_path, monkeypatch
             raise OSError(28, "No space left on device")
         return real(a, b, *args, **kw)
 
-    monkeypatch.setattr(fileio.os, "replace", failing)
+    monkeypatch.setattr(files.os, "replace", failing)
     with pytest.raises(OSError) as e:
         split_gguf(src, tmp_path / "x", max_tensors=1)
     msg = str(e.value)

@@ -125,7 +125,7 @@ def test_full_suite_writes_a_complete_bundle(server, recipes_dir, tmp_path, data
     # verify agrees with the outcome: writes the block only if everything passed
     v = CliRunner().invoke(main, ["gates", "verify", "gates-cpu", str(out)])
     assert v.exit_code == (1 if failed else 0), v.output
-    from cookbook.recipe.status import status_of
+    from cookbook.verification import status_of
 
     assert status_of(resolve("gates-cpu")) == ("unverified" if failed else "verified")
     print(res.output)

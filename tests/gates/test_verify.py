@@ -2,6 +2,7 @@
 
 import json
 
+import evidence_bundles
 import pytest
 import yaml
 
@@ -9,7 +10,7 @@ from cookbook.gates import verify
 from cookbook.gates.bundle import Bundle
 from cookbook.gates.result import GateResult
 from cookbook.recipe import resolve
-from cookbook.recipe.status import status_of
+from cookbook.verification import status_of
 
 
 def make_bundle(path, resolved, statuses=None, env=True, complete=True, only=None, recipe_hash=None):
@@ -25,16 +26,19 @@ def make_bundle(path, resolved, statuses=None, env=True, complete=True, only=Non
     return path
 
 
-def test_verify_writes_block_then_edit_makes_stale(recipes_dir, tmp_path):
-    r = resolve("gates-cpu")
+def test_verify_writes_block_then_edit_makes_stale(tmp_path, monkeypatch):
+    """From the real CPU bundle (sealed in the current format), on a copy of its recipe."""
+    bundle = evidence_bundles.genuine_bundle(tmp_path, monkeypatch)
+    r = resolve("gemma3-270m-cpu")
+    r.path.write_text(r.path.read_text()[:r.path.read_text().index("# written by `cookbook gates verify`")])
+    r = resolve("gemma3-270m-cpu")
     assert status_of(r) == "unverified"
-    bundle = make_bundle(tmp_path / "b", r)
     reasons, block = verify.verify(r, bundle)
     assert reasons == [] and block["recipe_hash"] == r.content_hash
     text = r.path.read_text()
     assert text.index("verified:") > text.index("gates:")           # last top-level key
-    assert text.startswith("# Test fixture")                         # the rest kept as written
-    r2 = resolve("gates-cpu")
+    assert text.startswith("# yaml-language-server")                 # the rest kept as written
+    r2 = resolve("gemma3-270m-cpu")
     assert status_of(r2) == "verified"
     assert r2.content_hash == r.content_hash                         # the block is outside the hash
     assert yaml.safe_load(text)["verified"]["environment"].startswith("env-lock sha256:")
@@ -42,8 +46,8 @@ def test_verify_writes_block_then_edit_makes_stale(recipes_dir, tmp_path):
     verify.verify(r2, bundle)
     assert r.path.read_text().count("verified:") == 1
     # any edit of the recipe makes it stale
-    r.path.write_text(r.path.read_text().replace("max_model_len: 10240", "max_model_len: 8192"))
-    assert status_of(resolve("gates-cpu")) == "stale"
+    r.path.write_text(r.path.read_text().replace("max_tokens: 128", "max_tokens: 127", 1))
+    assert status_of(resolve("gemma3-270m-cpu")) == "stale"
 
 
 @pytest.mark.parametrize("kwargs,why", [

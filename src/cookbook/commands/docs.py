@@ -16,7 +16,7 @@ def recipe_page(slug: str) -> str:
     from cookbook.recipe.launch import render
     from cookbook.recipe.resolve import resolve
     from cookbook.recipe.show import render_show
-    from cookbook.recipe.status import status_of
+    from cookbook.verification import status_of, verified_status
 
     resolved = resolve(slug)
     r = resolved.recipe
@@ -34,7 +34,7 @@ def recipe_page(slug: str) -> str:
             lines += [f"`--quant {quant}` is refused here: {msg}", ""]
             continue
         lines += [f"### --quant {quant}", "", "```bash", render(other).rstrip(), "```", ""]
-    lines += ["## Every setting and why", "", "```text", render_show(resolved).rstrip(), "```", ""]
+    lines += ["## Every setting and why", "", "```text", render_show(resolved, verified_status(resolved.path)).rstrip(), "```", ""]
     for title, text in r.docs.items():
         lines += [f"## {title}", "", text.rstrip(), ""]
     return "\n".join(lines)
@@ -42,7 +42,7 @@ def recipe_page(slug: str) -> str:
 
 def index_page(slugs: list[str]) -> str:
     from cookbook.recipe.resolve import resolve
-    from cookbook.recipe.status import status_of
+    from cookbook.verification import status_of
 
     lines = [MARKER, "# Recipes", "", "| recipe | model | hardware | status |", "|---|---|---|---|"]
     for slug in slugs:

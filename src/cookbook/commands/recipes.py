@@ -35,7 +35,7 @@ def list_cmd(as_json):
     """Every recipe: model, hardware, status, and whether it runs on this machine."""
     from cookbook import platforms
     from cookbook.recipe.resolve import all_slugs, resolve
-    from cookbook.recipe.status import status_of
+    from cookbook.verification import status_of
 
     here = platforms.detect()
     rows = []
@@ -75,13 +75,14 @@ def list_cmd(as_json):
 def show_cmd(slug, quant, sets, as_json):
     """The fully resolved recipe, each setting with its reason. Loads and downloads nothing."""
     from cookbook.recipe.show import render_show
+    from cookbook.verification import verified_status
 
     resolved = resolve_or_refuse(slug, quant, sets, f"cannot show {slug}")
     if as_json:
         click.echo(json.dumps({"quant": resolved.quant, "content_hash": resolved.content_hash,
                                "recipe": resolved.data}, indent=2))
         return
-    click.echo(render_show(resolved), nl=False)
+    click.echo(render_show(resolved, verified_status(resolved.path)), nl=False)
 
 
 @click.command("launch")
@@ -102,6 +103,7 @@ def launch_cmd(slug, quant, sets, no_comments):
 def lint_cmd(targets):
     """Validate recipes (default: all under recipes/). Reports every error in a file at once."""
     from cookbook.recipe.lint import lint_file
+    from cookbook.verification import bundle_check
 
     files: list[Path] = []
     for t in targets or [paths.recipes_dir()]:
@@ -115,7 +117,7 @@ def lint_cmd(targets):
                                 help="pass recipe.yaml files or folders holding recipes/<slug>/recipe.yaml")
     errors = hints = 0
     for f in files:
-        for d in lint_file(f):
+        for d in lint_file(f, bundle_check):
             click.echo(d.render(paths.repo_root()))
             if d.kind.level == "error":
                 errors += 1

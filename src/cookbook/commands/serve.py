@@ -42,7 +42,7 @@ def serve_cmd(slug, quant, sets, run_gates, data_dir, out, ready_timeout_s, keep
       cookbook serve gemma3-270m-cpu --gates
     """
     from cookbook import platforms
-    from cookbook.recipe.status import verified_status
+    from cookbook.verification import verified_status
     from cookbook.serving import local
 
     resolved = resolve_or_refuse(slug, quant, sets, f"cannot serve {slug}")

@@ -7,9 +7,12 @@
     models.json, version.json, metrics-before.prom, metrics-after.prom
     transcripts/<gate>.jsonl every request and response
     speed-sweep.png         concurrency sweep plot
+    manifest.json           sha256 and size of every other file, written when the run finishes
 
 results.json is rewritten (atomically) after every gate with "complete": false until the
-run ends, so a fault midway still leaves readable partial evidence.
+run ends, so a fault midway still leaves readable partial evidence. Once the run has
+finished, every later write through the Bundle (summary.txt) rewrites the manifest too;
+`cookbook gates verify` refuses a bundle whose files differ from it (cookbook.gates.evidence).
 """
 
 from __future__ import annotations
@@ -24,10 +27,44 @@ from cookbook.files import atomic_write
 from cookbook.gates.result import GateResult
 
 RESULTS = "results.json"
+MANIFEST = "manifest.json"
+MANIFEST_FORMAT = 1
 
 
 def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
+
+
+def sha256_file(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def bundle_files(root: Path) -> list[str]:
+    """Every path under the bundle (files, links, anything not a folder), relative, '/'-separated,
+    sorted; the manifest itself excluded."""
+    out = []
+    for p in root.rglob("*"):
+        rel = p.relative_to(root).as_posix()
+        if rel != MANIFEST and (p.is_symlink() or not p.is_dir()):
+            out.append(rel)
+    return sorted(out)
+
+
+def manifest_of(root: Path) -> dict[str, Any]:
+    files = {}
+    for rel in bundle_files(root):
+        p = root / rel
+        if p.is_file() and not p.is_symlink():
+            files[rel] = {"sha256": sha256_file(p), "size": p.stat().st_size}
+    return {"manifest_format": MANIFEST_FORMAT, "algorithm": "sha256", "files": files}
+
+
+def write_manifest(root: Path) -> None:
+    atomic_write(root / MANIFEST, json.dumps(manifest_of(root), indent=2, sort_keys=True) + "\n")
 
 
 class Bundle:
@@ -37,15 +74,18 @@ class Bundle:
         (root / "transcripts").mkdir(exist_ok=True)
         self.doc: dict[str, Any] = {"bundle_format": 1, "started": now(), "finished": None,
                                     "complete": False, "fault": None, **header, "gates": {}}
+        self.sealed = False  # set by finish(); from then on every write rewrites the manifest
 
     def path(self, name: str) -> Path:
         return self.root / name
 
     def write_text(self, name: str, text: str) -> None:
         atomic_write(self.root / name, text)
+        if self.sealed:
+            write_manifest(self.root)
 
     def write_json(self, name: str, value: Any) -> None:
-        atomic_write(self.root / name, json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
+        self.write_text(name, json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
 
     def set_environment(self, *, lock_text: str | None = None, source: str | None = None,
                         image_digest: str | None = None) -> None:
@@ -72,6 +112,7 @@ class Bundle:
         self.doc["finished"] = now()
         self.doc["complete"] = True
         self.doc["fault"] = fault
+        self.sealed = True
         self.save()
 
 

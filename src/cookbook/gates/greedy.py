@@ -19,6 +19,14 @@ def score(runs: list[list[str]]) -> list[dict]:
     return out
 
 
+def verdict(measured: dict, items: list[dict], cfg: GreedyGate) -> list[tuple[bool, str]]:
+    """The gate's checks as a pure function of what was measured (run() and `gates verify` call it)."""
+    ok, n = measured.get("identical_prompts"), measured.get("prompts")
+    return [(n == len(cfg.prompts), f"{n} prompts measured, the gate has {len(cfg.prompts)}"),
+            (ok == n, f"{(n or 0) - (ok or 0)} of {n} prompts differ between runs or are empty: "
+             + ", ".join(str(s.get("prompt")) for s in items if not s.get("identical")))]
+
+
 async def run(ctx: Context, cfg: GreedyGate) -> None:
     r = ctx.result
     r.formulas, r.thresholds = FORMULAS, {"identical_prompts": len(cfg.prompts)}
@@ -38,5 +46,4 @@ async def run(ctx: Context, cfg: GreedyGate) -> None:
         item.update(s)
     ok = sum(s["identical"] for s in scored)
     r.measured = {"identical_prompts": ok, "prompts": len(scored)}
-    r.judge([(ok == len(scored), f"{len(scored) - ok} of {len(scored)} prompts differ between runs or are empty: "
-              + ", ".join(str(s["prompt"]) for s in scored if not s["identical"]))])
+    r.judge(verdict(r.measured, r.items, cfg))

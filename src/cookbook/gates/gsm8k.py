@@ -87,6 +87,20 @@ def read_message(choice: dict, reasoning_field: str | None) -> tuple[str | None,
     return msg.get("content"), reasoning
 
 
+def verdict(measured: dict, items: list[dict], cfg: Gsm8kGate) -> list[tuple[bool, str]]:
+    """The gate's checks as a pure function of what was measured (run() and `gates verify` call it)."""
+    n, acc = measured.get("n"), measured.get(f"accuracy_{cfg.extraction}")
+    trunc = measured.get("truncated_fraction")
+    if not isinstance(acc, (int, float)) or not isinstance(trunc, (int, float)):
+        return [(False, f"accuracy_{cfg.extraction} {acc!r} / truncated_fraction {trunc!r} are not numbers")]
+    checks = [(n == cfg.n, f"{n} problems measured, the gate asks {cfg.n}"),
+              (acc >= cfg.min_correct_fraction, f"accuracy_{cfg.extraction} {acc:.3f} < {cfg.min_correct_fraction}")]
+    if cfg.max_truncated_fraction is not None:
+        checks.append((trunc <= cfg.max_truncated_fraction,
+                       f"truncated_fraction {trunc:.3f} > {cfg.max_truncated_fraction} (finish_reason 'length')"))
+    return checks
+
+
 async def run(ctx: Context, cfg: Gsm8kGate) -> None:
     r = ctx.result
     r.formulas = FORMULAS
@@ -122,10 +136,4 @@ async def run(ctx: Context, cfg: Gsm8kGate) -> None:
                   "truncated_fraction": round(trunc, 4),
                   "null_content": sum(i["content"] is None for i in items),
                   "with_reasoning": sum(i["reasoning_chars"] > 0 for i in items)}
-    acc = acc_s if cfg.extraction == "strict" else acc_f
-    checks = [(acc >= cfg.min_correct_fraction,
-               f"accuracy_{cfg.extraction} {acc:.3f} < {cfg.min_correct_fraction}")]
-    if cfg.max_truncated_fraction is not None:
-        checks.append((trunc <= cfg.max_truncated_fraction,
-                       f"truncated_fraction {trunc:.3f} > {cfg.max_truncated_fraction} (finish_reason 'length')"))
-    r.judge(checks)
+    r.judge(verdict(r.measured, r.items, cfg))

@@ -77,6 +77,15 @@ def score_response(body: dict, k: int, sentinel: float) -> dict:
     return {"tokens": len(content), "bad_tokens": bad_tokens, "problems": problems[:20], "ok": not problems}
 
 
+def verdict(measured: dict, items: list[dict], cfg: LogprobsGate) -> list[tuple[bool, str]]:
+    """The gate's checks as a pure function of what was measured (run() and `gates verify` call it)."""
+    n, ok, bad = measured.get("requests"), measured.get("requests_ok"), measured.get("bad_tokens")
+    return [(n == cfg.requests, f"{n} requests measured, the gate sends {cfg.requests}"),
+            (ok == n and bad == 0 and (measured.get("tokens_checked") or 0) > 0,
+             f"{ok} of {n} requests sound, {bad} bad tokens: " + "; ".join(
+                 f"request {s.get('request')}: {p}" for s in items for p in (s.get("problems") or [])[:3]))]
+
+
 async def run(ctx: Context, cfg: LogprobsGate) -> None:
     r = ctx.result
     r.formulas = FORMULAS
@@ -99,5 +108,4 @@ async def run(ctx: Context, cfg: LogprobsGate) -> None:
     bad = sum(s["bad_tokens"] for s in scores)
     r.measured = {"tokens_checked": sum(s["tokens"] for s in scores), "bad_tokens": bad,
                   "requests_ok": sum(s["ok"] for s in scores), "requests": len(scores)}
-    r.judge([(all(s["ok"] for s in scores),
-              "; ".join(f"request {i}: {p}" for i, s in enumerate(scores) for p in s["problems"][:3]))])
+    r.judge(verdict(r.measured, r.items, cfg))

@@ -119,6 +119,18 @@ async def _fit(ctx: Context, sents: list[str], start: int, needles: list[str], k
     raise GateFailure(f"could not size a prompt to {target} tokens from this haystack (last try {last})")
 
 
+def verdict(measured: dict, items: list[dict], cfg: NeedlesGate) -> list[tuple[bool, str]]:
+    """The gate's checks as a pure function of what was measured (run() and `gates verify` call it)."""
+    found, hidden = measured.get("codes_found"), measured.get("codes_hidden")
+    want = len(cfg.fillers) * len(cfg.lengths_tokens) * len(cfg.depths_pct) * cfg.codes_per_prompt
+    if not isinstance(found, int) or not isinstance(hidden, int) or hidden <= 0:
+        return [(False, f"codes_found {found!r} / codes_hidden {hidden!r} are not counts")]
+    frac = found / hidden
+    return [(hidden == want, f"{hidden} codes hidden, the gate hides {want}"),
+            (frac >= cfg.min_found_fraction, f"found_fraction {frac:.3f} < {cfg.min_found_fraction} "
+             f"({found}/{hidden} codes)")]
+
+
 async def run(ctx: Context, cfg: NeedlesGate) -> None:
     r = ctx.result
     r.formulas = FORMULAS
@@ -166,5 +178,4 @@ async def run(ctx: Context, cfg: NeedlesGate) -> None:
     r.measured = {"found_fraction": round(frac, 4), "codes_found": found, "codes_hidden": hidden,
                   "echoed_responses": sum(i["echoed"] for i in items),
                   "found_by_length": {k: f"{a}/{b}" for k, (a, b) in by_len.items()}}
-    r.judge([(frac >= cfg.min_found_fraction, f"found_fraction {frac:.3f} < {cfg.min_found_fraction} "
-              f"({found}/{hidden} codes)")])
+    r.judge(verdict(r.measured, r.items, cfg))

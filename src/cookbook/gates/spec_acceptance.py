@@ -15,12 +15,19 @@ from cookbook.recipe.gates_spec import SpecAcceptanceGate
 
 
 def judge_stats(stats: dict, cfg: SpecAcceptanceGate) -> list[tuple[bool, str]]:
+    if not all(isinstance(stats.get(k), (int, float)) for k in ("acceptance_rate", "mean_acceptance_length")):
+        return [(False, "acceptance_rate / mean_acceptance_length are not numbers")]
     return [
         (stats["acceptance_rate"] >= cfg.min_acceptance_rate,
          f"acceptance_rate {stats['acceptance_rate']:.3f} < {cfg.min_acceptance_rate}"),
         (stats["mean_acceptance_length"] >= cfg.min_mean_acceptance_length,
          f"mean_acceptance_length {stats['mean_acceptance_length']:.3f} < {cfg.min_mean_acceptance_length}"),
     ]
+
+
+def verdict(measured: dict, items: list[dict], cfg: SpecAcceptanceGate) -> list[tuple[bool, str]]:
+    """The gate's checks as a pure function of what was measured (run() and `gates verify` call it)."""
+    return judge_stats(measured, cfg)
 
 
 async def run(ctx: Context, cfg: SpecAcceptanceGate) -> None:
@@ -49,4 +56,4 @@ async def run(ctx: Context, cfg: SpecAcceptanceGate) -> None:
         raise GateFailure(str(e)) from e
     r.measured = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in stats.items()}
     r.measured["completion_tokens"] = sum(tokens)
-    r.judge(judge_stats(stats, cfg))
+    r.judge(verdict(r.measured, r.items, cfg))

@@ -77,6 +77,45 @@ def plot(rows: list[dict], path: Path) -> str | None:
     return None
 
 
+def _num(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def verdict(measured: dict, items: list[dict], cfg: SpeedGate) -> list[tuple[bool, str]]:
+    """The gate's checks as a pure function of what was measured (run() and `gates verify` call it)."""
+    checks = []
+    dt = measured.get("decode_tokens") or {}
+    four = dt.get("4_streams") or []
+    checks.append(("1_stream" in dt and len(four) == 4, "decode token counts (decode_tokens) not recorded"))
+    for what, n in [("1-stream decode", dt.get("1_stream"))] + [("4-stream decode", n) for n in four]:
+        checks.append((n == cfg.decode_max_tokens, f"{what}: {n} tokens, expected {cfg.decode_max_tokens} (ignore_eos)"))
+    rate1, rate4 = measured.get("decode_tok_s_1_stream"), measured.get("decode_tok_s_4_streams")
+    if cfg.min_decode_tok_s_1_stream is not None:
+        checks.append((_num(rate1) and rate1 >= cfg.min_decode_tok_s_1_stream,
+                       f"decode_tok_s_1_stream {rate1} < {cfg.min_decode_tok_s_1_stream}"))
+    if cfg.min_decode_tok_s_4_streams is not None:
+        checks.append((_num(rate4) and rate4 >= cfg.min_decode_tok_s_4_streams,
+                       f"decode_tok_s_4_streams {rate4} < {cfg.min_decode_tok_s_4_streams}"))
+    ttft = measured.get("ttft_s") or {}
+    checks.append((sorted(ttft) == sorted(str(n) for n in cfg.ttft_prompts_tokens),
+                   f"TTFT measured for {sorted(ttft)} tokens, the gate asks {cfg.ttft_prompts_tokens}"))
+    hits = measured.get("prefix_cache_hits_during_ttft")
+    checks.append((not hits, f"the prefix cache served {hits} tokens of the TTFT prompts, so TTFT is flattered"))
+    for limit, n in ((cfg.max_ttft_2k_s, 2048), (cfg.max_ttft_8k_s, 8192)):
+        if limit is not None:
+            v = ttft.get(str(n))
+            checks.append((_num(v) and v <= limit, f"ttft {n} tokens {v} s > {limit} s"))
+    rows = measured.get("sweep") or []
+    checks.append(([row.get("concurrency") for row in rows] == list(cfg.sweep_concurrencies),
+                   f"sweep measured at {[row.get('concurrency') for row in rows]}, the gate asks {cfg.sweep_concurrencies}"))
+    for row in rows:
+        c, want = row.get("concurrency"), (row.get("concurrency") or 0) * cfg.sweep_waves
+        checks.append((row.get("requests") == want and row.get("total_tokens") == want * cfg.sweep_max_tokens,
+                       f"sweep at {c}: {row.get('total_tokens')} tokens from {row.get('requests')} requests, "
+                       f"expected {want * cfg.sweep_max_tokens} from {want}"))
+    return checks
+
+
 async def run(ctx: Context, cfg: SpeedGate) -> None:
     r = ctx.result
     r.formulas = FORMULAS
@@ -85,34 +124,24 @@ async def run(ctx: Context, cfg: SpeedGate) -> None:
         "min_decode_tok_s_4_streams": cfg.min_decode_tok_s_4_streams,
         "max_ttft_2k_s": cfg.max_ttft_2k_s, "max_ttft_8k_s": cfg.max_ttft_8k_s,
         "decode_tokens": cfg.decode_max_tokens}.items() if v is not None}
-    m, checks = r.measured, []
-
-    def count_ok(s: Stream, what: str):
-        checks.append((s.completion_tokens == cfg.decode_max_tokens,
-                       f"{what}: {s.completion_tokens} tokens, expected {cfg.decode_max_tokens} (ignore_eos)"))
+    m = r.measured
 
     # Decode speed, one stream then four.
     s1 = await _decode(ctx, cfg, "decode1")
-    count_ok(s1, "1-stream decode")
-    m["decode_tok_s_1_stream"] = rate1 = decode_rate(s1.token_times())
+    m["decode_tokens"] = {"1_stream": s1.completion_tokens}
+    m["decode_tok_s_1_stream"] = decode_rate(s1.token_times())
     streams4 = await asyncio.gather(*(_decode(ctx, cfg, f"decode4/{i}") for i in range(4)))
-    for s in streams4:
-        count_ok(s, "4-stream decode")
+    m["decode_tokens"]["4_streams"] = [s.completion_tokens for s in streams4]
     rates4 = [decode_rate(s.token_times()) for s in streams4]
-    m["decode_tok_s_4_streams"] = rate4 = sum(x for x in rates4 if x) if all(rates4) else None
+    m["decode_tok_s_4_streams"] = sum(x for x in rates4 if x) if all(rates4) else None
     m["decode_tok_s_4_streams_each"] = [round(x, 2) if x else None for x in rates4]
-    if cfg.min_decode_tok_s_1_stream is not None:
-        checks.append((rate1 is not None and rate1 >= cfg.min_decode_tok_s_1_stream,
-                       f"decode_tok_s_1_stream {rate1} < {cfg.min_decode_tok_s_1_stream}"))
-    if cfg.min_decode_tok_s_4_streams is not None:
-        checks.append((rate4 is not None and rate4 >= cfg.min_decode_tok_s_4_streams,
-                       f"decode_tok_s_4_streams {rate4} < {cfg.min_decode_tok_s_4_streams}"))
 
     # TTFT of uncached prompts, one at a time.
     rng = random.Random(cfg.seed)
     for n in cfg.ttft_prompts_tokens:
         ctx.check_fits(n, 2, f"TTFT prompt {n}")
     before = await ctx.server.get_text("/metrics")
+    (ctx.out_dir / "speed.metrics-before.prom").write_text(before)
     ttft = {}
     for n in cfg.ttft_prompts_tokens:
         ids = await ctx.uncached_prompt_ids(n, rng)
@@ -121,12 +150,9 @@ async def run(ctx: Context, cfg: SpeedGate) -> None:
         ttft[n] = s.ttft_s
         r.items.append({"ttft_prompt_tokens": n, "ttft_s": s.ttft_s})
     after = await ctx.server.get_text("/metrics")
+    (ctx.out_dir / "speed.metrics-after.prom").write_text(after)
     m["ttft_s"] = {str(n): (round(v, 4) if v is not None else None) for n, v in ttft.items()}
-    m["prefix_cache_hits_during_ttft"] = hits = metrics.delta(before, after, "vllm:prefix_cache_hits")
-    checks.append((not hits, f"the prefix cache served {hits} tokens of the TTFT prompts, so TTFT is flattered"))
-    for limit, n in ((cfg.max_ttft_2k_s, 2048), (cfg.max_ttft_8k_s, 8192)):
-        if limit is not None:
-            checks.append((ttft.get(n) is not None and ttft[n] <= limit, f"ttft {n} tokens {ttft.get(n)} s > {limit} s"))
+    m["prefix_cache_hits_during_ttft"] = metrics.delta(before, after, "vllm:prefix_cache_hits")
 
     # Concurrency sweep: aggregate = total tokens / drain time.
     rows = []
@@ -146,8 +172,6 @@ async def run(ctx: Context, cfg: SpeedGate) -> None:
                "drain_s": round(t1 - t0, 3), "aggregate_tok_s": round(sweep_aggregate(tokens, t0, t1), 2)}
         rows.append(row)
         r.items.append({"sweep": row})
-        checks.append((sum(tokens) == n_req * cfg.sweep_max_tokens,
-                       f"sweep at {c}: {sum(tokens)} tokens, expected {n_req * cfg.sweep_max_tokens}"))
     m["sweep"] = rows
     if rows:
         why = plot(rows, ctx.out_dir / "speed-sweep.png")
@@ -157,7 +181,7 @@ async def run(ctx: Context, cfg: SpeedGate) -> None:
     for k in ("decode_tok_s_1_stream", "decode_tok_s_4_streams"):
         if isinstance(m.get(k), float):
             m[k] = round(m[k], 2)
-    r.judge(checks)
+    r.judge(verdict(m, r.items, cfg))
 
 
 def sweep_table(rows: list[dict]) -> str:

@@ -28,6 +28,23 @@ def decode_gaps(token_times: list[tuple[float, int]]) -> list[float]:
     return [b - a for a, b in zip(times, times[1:])]
 
 
+def verdict(measured: dict, items: list[dict], cfg: StressGate) -> list[tuple[bool, str]]:
+    """The gate's checks as a pure function of what was measured (run() and `gates verify` call it)."""
+    decodes = [i for i in items if "decode" in i]
+    prefills = [i for i in items if "prefill" in i]
+    problems = [f"decode {i['decode']} produced {i.get('tokens')} tokens, expected {cfg.decode_max_tokens}"
+                for i in decodes if i.get("tokens") != cfg.decode_max_tokens]
+    max_gap = measured.get("max_decode_gap_s")
+    gap_ok = isinstance(max_gap, (int, float)) and not isinstance(max_gap, bool) and max_gap <= cfg.max_decode_gap_s
+    return [(len(decodes) == cfg.decodes and len(prefills) == len(cfg.prefill_tokens),
+             f"{len(decodes)} decodes and {len(prefills)} prefills measured, the gate runs "
+             f"{cfg.decodes} and {len(cfg.prefill_tokens)}"),
+            (gap_ok, f"max_decode_gap_s {max_gap} > {cfg.max_decode_gap_s}"),
+            (not problems, "; ".join(problems)),
+            (measured.get("prefill_overlapped_decodes") is True,
+             "decodes finished before the long prompts were sent (raise decode_max_tokens)")]
+
+
 async def run(ctx: Context, cfg: StressGate) -> None:
     r = ctx.result
     r.formulas = FORMULAS
@@ -73,13 +90,11 @@ async def run(ctx: Context, cfg: StressGate) -> None:
     finally:
         for d in decodes:  # on a timeout or fault, no decode may stream on into the next gate
             d.cancel()
-    gaps_all, problems = [], []
+    gaps_all = []
     for i, s in enumerate(streams):
         gaps = decode_gaps(s.token_times())
         gaps_all += gaps
         n = s.completion_tokens
-        if n != cfg.decode_max_tokens:
-            problems.append(f"decode {i} produced {n} tokens, expected {cfg.decode_max_tokens}")
         r.items.append({"decode": i, "tokens": n, "chunks": len(s.chunks),
                         "max_gap_s": round(max(gaps), 4) if gaps else None, "done_s": round(s.done_s, 3)})
     r.items += prefills
@@ -88,7 +103,4 @@ async def run(ctx: Context, cfg: StressGate) -> None:
     r.measured = {"max_decode_gap_s": round(max_gap, 4), "prefill_sent_at_s": round(prefill_start, 3),
                   "prefill_overlapped_decodes": overlapped,
                   "prefill_latency_s": [p["latency_s"] for p in prefills]}
-    checks = [(max_gap <= cfg.max_decode_gap_s, f"max_decode_gap_s {max_gap:.3f} > {cfg.max_decode_gap_s}"),
-              (not problems, "; ".join(problems)),
-              (overlapped, "decodes finished before the long prompts were sent (raise decode_max_tokens)")]
-    r.judge(checks)
+    r.judge(verdict(r.measured, r.items, cfg))

@@ -165,12 +165,56 @@ def request_for(case: str) -> dict:
     return {"messages": [{"role": "user", "content": TOOL_PROMPT}], "tools": TOOLS, "tool_choice": choice}
 
 
+STREAMS = {"off": [False], "on": [True], "both": [False, True]}
+SAMPLINGS = {"greedy": [True], "sampled": [False], "both": [True, False]}
+
+
+def score_plain(case: str, body: dict, greedy: bool) -> tuple[list[str], Any]:
+    """Problems and compared value of one non-streamed response."""
+    choice = body["choices"][0]
+    return check_message(case, choice.get("message") or {}, choice.get("finish_reason"), greedy)
+
+
+def score_stream(case: str, chunks: list[dict], greedy: bool) -> tuple[list[str], Any]:
+    """Problems and compared value of one streamed response, assembled from its chunks."""
+    msg = assemble_stream(chunks)
+    problems, value = check_message(case, msg, msg["finish_reasons"][-1] if msg["finish_reasons"] else None, greedy)
+    if len(msg["finish_reasons"]) != 1:
+        problems.append(f"{len(msg['finish_reasons'])} chunks carry a finish_reason, expected 1")
+    if any(n != 1 for n in msg["name_events"].values()):
+        problems.append(f"function name streamed {msg['name_events']} times, expected once per call")
+    return problems, value
+
+
+def stream_mismatch(case: str, streamed: Any, plain: Any) -> str | None:
+    """Greedy only: the streamed value must equal the non-streamed one."""
+    same = (canon(streamed) == canon(plain)) if case != "none" else streamed == plain
+    return None if same else f"streamed {streamed!r} != non-streamed {plain!r}"
+
+
+def label(item: dict) -> str:
+    return f"{item['case']}/{item['sampling']}/{'stream' if item['stream'] else 'plain'}"
+
+
+def verdict(measured: dict, items: list[dict], cfg: ToolsGate) -> list[tuple[bool, str]]:
+    """The gate's checks as a pure function of what was measured (run() and `gates verify` call it)."""
+    n, passed = measured.get("checks"), measured.get("passed")
+    want = len(cfg.cases) * len(STREAMS[cfg.stream]) * len(SAMPLINGS[cfg.sampling])
+    if not isinstance(n, int) or not isinstance(passed, int) or n <= 0:
+        return [(False, f"checks {n!r} / passed {passed!r} are not counts")]
+    frac = passed / n
+    return [(n == want, f"{n} checks measured, the gate makes {want}"),
+            (frac >= cfg.min_passed_fraction,
+             f"passed_fraction {frac:.3f} < {cfg.min_passed_fraction}: " + "; ".join(
+                 f"{label(i)}: {(i.get('problems') or ['?'])[0]}" for i in items if not i.get("passed"))[:1500])]
+
+
 async def run(ctx: Context, cfg: ToolsGate) -> None:
     r = ctx.result
     r.formulas = FORMULAS
     r.thresholds = {"min_passed_fraction": cfg.min_passed_fraction}
-    streams = {"off": [False], "on": [True], "both": [False, True]}[cfg.stream]
-    samplings = {"greedy": [True], "sampled": [False], "both": [True, False]}[cfg.sampling]
+    streams = STREAMS[cfg.stream]
+    samplings = SAMPLINGS[cfg.sampling]
 
     async def one(case: str, greedy: bool) -> list[dict]:
         base = {**request_for(case), "max_tokens": cfg.max_tokens, "seed": cfg.seed,
@@ -183,24 +227,17 @@ async def run(ctx: Context, cfg: ToolsGate) -> None:
             try:
                 if stream:
                     s = await ctx.server.stream("/v1/chat/completions", base, tag=tag)
-                    msg = assemble_stream([c for _, c in s.chunks])
-                    problems, value = check_message(case, msg, msg["finish_reasons"][-1] if msg["finish_reasons"] else None, greedy)
-                    if len(msg["finish_reasons"]) != 1:
-                        problems.append(f"{len(msg['finish_reasons'])} chunks carry a finish_reason, expected 1")
-                    if any(n != 1 for n in msg["name_events"].values()):
-                        problems.append(f"function name streamed {msg['name_events']} times, expected once per call")
+                    problems, value = score_stream(case, [c for _, c in s.chunks], greedy)
                 else:
                     body = await ctx.server.post("/v1/chat/completions", base, tag=tag)
-                    choice = body["choices"][0]
-                    msg = choice.get("message") or {}
-                    problems, value = check_message(case, msg, choice.get("finish_reason"), greedy)
+                    problems, value = score_plain(case, body, greedy)
             except ServerError as e:
                 problems, value = [f"server refused: {e}"], None
             values[stream] = value
             if stream and greedy and False in values and not problems and values[False] is not None:
-                same = (canon(value) == canon(values[False])) if case != "none" else value == values[False]
-                if not same:
-                    problems.append(f"streamed {value!r} != non-streamed {values[False]!r}")
+                mismatch = stream_mismatch(case, value, values[False])
+                if mismatch:
+                    problems.append(mismatch)
             item.update(passed=not problems, problems=problems, got=value)
             r.items.append(item)
             out.append(item)
@@ -213,7 +250,4 @@ async def run(ctx: Context, cfg: ToolsGate) -> None:
     r.measured = {"checks": len(results), "passed": passed, "passed_fraction": round(frac, 4),
                   "failed_checks": [f"{i['case']}/{i['sampling']}/{'stream' if i['stream'] else 'plain'}"
                                     for i in results if not i["passed"]]}
-    r.judge([(frac >= cfg.min_passed_fraction,
-              f"passed_fraction {frac:.3f} < {cfg.min_passed_fraction}: " + "; ".join(
-                  f"{i['case']}/{i['sampling']}/{'stream' if i['stream'] else 'plain'}: {i['problems'][0]}"
-                  for i in results if not i["passed"])[:1500])])
+    r.judge(verdict(r.measured, results, cfg))

@@ -16,7 +16,8 @@ from cookbook.recipe.verified import write_verified
 
 
 def refusals(resolved, doc: dict) -> list[str]:
-    """Every reason the bundle cannot verify this recipe (empty list: it can)."""
+    """Every reason results.json's own claims cannot verify this recipe (empty list: they can).
+    verify() also re-checks the files and recomputes every verdict (cookbook.gates.evidence.recheck)."""
     out = []
     declared = resolved.recipe.gates.declared()
     if not declared:
@@ -72,8 +73,10 @@ def block_for(resolved, doc: dict, bundle: Path) -> dict[str, Any]:
 
 def verify(resolved, bundle: Path) -> tuple[list[str], dict | None]:
     """(refusals, block written). Writes the block only when there are no refusals."""
+    from cookbook.gates.evidence import recheck
+
     doc = load_results(bundle)
-    reasons = refusals(resolved, doc)
+    reasons = recheck(resolved, bundle)
     if reasons:
         return reasons, None
     block = block_for(resolved, doc, bundle)

@@ -89,6 +89,13 @@ MISSING_PATH = _kind("R018", "path not in this repository",
 ENGINE_DOCKERFILE_NO_REPO = _kind("R019", "engine Dockerfile without an engine repository",
     "image.engine.dockerfile names a file of the engine's own repository, so image.engine.repo must "
     "say which repository that is.")
+UNEARNED_VERIFIED = _kind("R020", "verified block not backed by its bundle",
+    "The verified block's recipe_hash is current, but the evidence bundle it names is missing or "
+    "fails the re-check of `cookbook gates verify` (a file edited, added or removed after the run, "
+    "no manifest.json, an environment lock or resolved recipe that does not match, or figures that "
+    "recomputed from the transcripts disagree with results.json or miss the recipe's thresholds). "
+    "The status is then `unverified (bundle missing)` or `unverified (bundle refused)`. Run the "
+    "gates again and `cookbook gates verify RECIPE BUNDLE`, which lists every reason.", "hint")
 UNKNOWN_RECIPE = _kind("R101", "unknown recipe",
     "No folder recipes/<slug>/recipe.yaml exists for the requested slug. The help line lists "
     "the closest recipes; `cookbook list` shows all.")

@@ -10,10 +10,10 @@ from cookbook.recipe import errors as E
 from cookbook.recipe import expr
 from cookbook.recipe.resolve import (
     WHY_REF, apply_quant, check_rules, load_chain, locator, merge_chain, resolved_from, validate)
-from cookbook.recipe.status import status_of
+from cookbook.recipe.status import BundleCheck, status_and_reasons
 
 
-def lint_file(path: Path) -> list[E.Diagnostic]:
+def lint_file(path: Path, bundle_check: BundleCheck | None = None) -> list[E.Diagnostic]:
     """Every problem of one recipe file. The file (and its extends chain) is loaded, merged
     and validated once; the stale check reuses that resolution."""
     try:
@@ -53,15 +53,23 @@ def lint_file(path: Path) -> list[E.Diagnostic]:
             for d in check_rules(recipe, resolved_data, quant, locate):
                 d.kind = E.DEFAULT_REFUSED
                 out.append(d)
+    # Without the gate suite's bundle re-check (bundle_check) only the hash is checked.
     if recipe.verified is not None and not recipe.abstract:
         # The configuration the gates ran on: the default quant applied (its overrides
         # validated on their own only when it has some).
         applied = recipe if resolved_data is data else validate(resolved_data, locate)[0]
-        status = status_of(resolved_from(chain, resolved_data, applied, quant)) if applied else "unverified"
+        check = bundle_check or (lambda resolved: None)
+        status, reasons = (status_and_reasons(resolved_from(chain, resolved_data, applied, quant), check)
+                           if applied else ("unverified", []))
         if status == "stale":
             out.append(diag(E.STALE_VERIFIED, "verified",
                             "the recipe changed after it was verified (recipe_hash differs)",
                             f"run gates/run.sh {folder} and `cookbook gates verify {folder} BUNDLE`"))
+        elif status.startswith("unverified ("):
+            out.append(diag(E.UNEARNED_VERIFIED, "verified",
+                            f"status {status}: " + "; ".join(reasons[:3])[:400],
+                            f"run gates/run.sh {folder} and `cookbook gates verify {folder} BUNDLE` "
+                            "(it lists every reason)"))
     return _in_file_order(out)
 
 

@@ -9,7 +9,6 @@ from cookbook import platforms
 from cookbook.recipe.launch import flag_tokens
 from cookbook.recipe.model import Setting
 from cookbook.recipe.resolve import ResolvedRecipe
-from cookbook.recipe.status import verified_status
 
 WIDTH = 88
 
@@ -82,7 +81,8 @@ def _relative(path) -> str:
         return str(path)
 
 
-def render_show(resolved: ResolvedRecipe) -> str:
+def render_show(resolved: ResolvedRecipe, status: str) -> str:
+    """`status`: the status of the recipe as written (cookbook.verification.verified_status)."""
     r = resolved.recipe
     plat = platforms.get(r.hardware.platform)
     out: list[str] = []
@@ -91,7 +91,7 @@ def render_show(resolved: ResolvedRecipe) -> str:
     out.append(f"recipe   {_relative(resolved.path)}{extends}")
     out.append(f"hash     {resolved.content_hash}")
     # The status of the recipe as written (what --quant/--set resolve is not what was verified).
-    out.append(f"status   {verified_status(resolved.path)}")
+    out.append(f"status   {status}")
     if resolved.sets:
         out.append(f"--set    {' '.join(resolved.sets)}")
     out.append("")
