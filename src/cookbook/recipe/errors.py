@@ -71,6 +71,18 @@ UNKNOWN_FIX = _kind("R014", "unknown fix profile or fix",
 STALE_VERIFIED = _kind("R015", "verified block is stale",
     "The recipe changed after its gates passed: the recorded recipe_hash no longer matches the "
     "resolved recipe. Run the gates again (gates/run.sh) and `cookbook gates verify`.", "hint")
+BAD_NAME = _kind("R016", "name not allowed in a launch block",
+    "Names are rendered into the launch block as they are, so each kind has a fixed form: an "
+    "environment variable name is letters, digits and _ (not starting with a digit); a serve.args "
+    "key is letters, digits, _ and - (not starting with -); quant, fix profile and opt-in fix names "
+    "are letters, digits and _ . + - (not starting with - or .); a converter tool and `extends` are "
+    "lowercase letters, digits and -. Rename the key to that form.")
+SHELL_CONTROL_CHAR = _kind("R017", "control character in a rendered value",
+    "A value that is rendered into the launch block (or the summary comment above it) holds a "
+    "control character: a newline, tab, escape sequence, or a bidi or line-separator mark. A "
+    "newline would end the comment or the command and run the rest as shell; the others make "
+    "what a terminal shows differ from what runs. Write the value on one line without them; "
+    "use `>-` folding in YAML for long text.")
 UNKNOWN_RECIPE = _kind("R101", "unknown recipe",
     "No folder recipes/<slug>/recipe.yaml exists for the requested slug. The help line lists "
     "the closest recipes; `cookbook list` shows all.")
