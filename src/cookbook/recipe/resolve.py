@@ -10,6 +10,7 @@ import copy
 import difflib
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,8 +20,8 @@ from pydantic import ValidationError
 
 from cookbook import platforms
 from cookbook.recipe import errors as E
-from cookbook.recipe import expr, paths
-from cookbook.recipe.model import Recipe, json_schema
+from cookbook.recipe import expr, paths, shell
+from cookbook.recipe.model import ENV_NAME, FLAG_KEY, NAME_FORMS, SLUG, Recipe, json_schema
 from cookbook.recipe.yaml_source import SourceFile, load
 
 NOT_INHERITED = ("name", "abstract", "verified")
@@ -173,7 +174,7 @@ def _schema_node(loc: tuple, schema: dict) -> dict:
             n = defs[n["$ref"].rsplit("/", 1)[-1]]
         for alt in n.get("anyOf", []):
             alt = deref(alt)
-            if "properties" in alt or "additionalProperties" in alt:
+            if "properties" in alt or "additionalProperties" in alt or "patternProperties" in alt:
                 return alt
         return n
 
@@ -185,6 +186,8 @@ def _schema_node(loc: tuple, schema: dict) -> dict:
             node = node["properties"][part]
         elif isinstance(node.get("additionalProperties"), dict):
             node = node["additionalProperties"]
+        elif len(node.get("patternProperties", {})) == 1:  # a map whose keys have a form
+            node = next(iter(node["patternProperties"].values()))
         else:
             return {}
     return deref(node)
@@ -208,7 +211,17 @@ def validation_diagnostics(exc: ValidationError, locate) -> list[E.Diagnostic]:
             continue
         seen.add(key)
         file, line, col = locate(dotted)
-        if err["type"] == "extra_forbidden":
+        pattern = (err.get("ctx") or {}).get("pattern")
+        if err["type"] == "control_character" or pattern == shell.NO_CONTROL:
+            ch = shell.control_char(str(err.get("input", ""))) or "?"
+            out.append(E.Diagnostic(E.SHELL_CONTROL_CHAR, dotted, f"the value holds the control character {ch!r}",
+                                    shell.CONTROL_HELP, file, line, col))
+        elif err["type"] == "string_pattern_mismatch" and pattern in NAME_FORMS:
+            what, form = NAME_FORMS[pattern]
+            out.append(E.Diagnostic(E.BAD_NAME, dotted, f"{err.get('input')!r} is not {what} "
+                                    "(names go into the launch block as they are)",
+                                    f"write it as {form}", file, line, col))
+        elif err["type"] == "extra_forbidden":
             legal = sorted(_schema_node(loc[:-1], schema).get("properties", {}))
             close = difflib.get_close_matches(str(loc[-1]), legal, n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
@@ -313,6 +326,10 @@ def apply_sets(data: dict, sets: list[str]) -> tuple[dict, list[E.Diagnostic]]:
         except E.RecipeError as exc:
             diags += exc.diagnostics
             continue
+        unsafe = _unsafe_set(item, key, value)
+        if unsafe is not None:
+            diags.append(unsafe)
+            continue
         shorthand = "." not in key and key not in top_level
         if shorthand:
             # A bare flag name means serve.args, an UPPER name means env; shorthand only
@@ -337,6 +354,35 @@ def apply_sets(data: dict, sets: list[str]) -> tuple[dict, list[E.Diagnostic]]:
         else:
             container[leaf] = value
     return data, diags
+
+
+def _strings(value: Any):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _strings(k)
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def _unsafe_set(item: str, key: str, value: Any) -> E.Diagnostic | None:
+    """A --set whose key or value could not be rendered into the launch block as it is."""
+    for text in (key, *_strings(value)):
+        ch = shell.control_char(text)
+        if ch is not None:
+            return E.Diagnostic(E.BAD_SET, key, f"--set {item!r}: holds the control character {ch!r}",
+                                shell.CONTROL_HELP)
+    parent, _, leaf = key.rpartition(".")
+    if "." not in key and key not in Recipe.model_fields:  # shorthand: UPPER is env, else a flag
+        parent = "env" if key.isupper() else "serve.args"
+    pattern = {"env": ENV_NAME, "serve.args": FLAG_KEY}.get(parent)
+    if pattern is not None and not re.fullmatch(pattern, leaf):
+        what, form = NAME_FORMS[pattern]
+        return E.Diagnostic(E.BAD_SET, key, f"--set {item!r}: {leaf!r} is not {what}", f"write it as {form}")
+    return None
 
 
 def _raw(data: dict, dotted: str) -> Any:
