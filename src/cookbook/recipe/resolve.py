@@ -122,7 +122,8 @@ def load_chain(slug_or_path: str | Path) -> list[SourceFile]:
     path = Path(slug_or_path)
     if path.suffix not in (".yaml", ".yml"):
         path = paths.recipe_file(str(slug_or_path))
-        if not path.is_file():
+        if (not re.fullmatch(SLUG, str(slug_or_path)) or not path.is_file()
+                or not _inside(path, paths.recipes_dir())):
             raise E.RecipeError([_unknown_recipe(str(slug_or_path))])
     chain: list[SourceFile] = []
     seen: list[str] = []
@@ -133,12 +134,14 @@ def load_chain(slug_or_path: str | Path) -> list[SourceFile]:
         parent = src.data.get("extends")
         if parent is None:
             return chain
-        if not isinstance(parent, str):
+        if not isinstance(parent, str) or not re.fullmatch(SLUG, parent):
             line, col = src.where("extends")
-            raise E.RecipeError([E.Diagnostic(E.EXTENDS_UNKNOWN, "extends", "must be a recipe slug",
-                                              None, src.path, line, col)])
+            raise E.RecipeError([E.Diagnostic(
+                E.EXTENDS_UNKNOWN, "extends", f"must be a recipe slug (got {parent!r})",
+                "name a folder under recipes/: lowercase letters, digits and -, no / or ..",
+                src.path, line, col)])
         parent_path = paths.recipes_dir() / parent / "recipe.yaml"
-        if not parent_path.is_file():
+        if not parent_path.is_file() or not _inside(parent_path, paths.recipes_dir()):
             raise E.RecipeError([_unknown_recipe(parent, "extends", src, E.EXTENDS_UNKNOWN)])
         if str(parent_path.resolve()) in seen:
             line, col = src.where("extends")
@@ -146,6 +149,12 @@ def load_chain(slug_or_path: str | Path) -> list[SourceFile]:
                                               f"{parent!r} extends back to this recipe",
                                               "remove one `extends` of the loop", src.path, line, col)])
         path = parent_path
+
+
+def _inside(path: Path, root: Path) -> bool:
+    """True when `path`, links resolved, lies inside `root` (a recipe folder may not be a
+    link to a file elsewhere)."""
+    return path.resolve().is_relative_to(root.resolve())
 
 
 def merge_chain(chain: list[SourceFile]) -> dict[str, Any]:
