@@ -202,18 +202,34 @@ def _schema_node(loc: tuple, schema: dict) -> dict:
     return deref(node)
 
 
-def _clean_loc(loc: tuple) -> tuple:
-    # pydantic inserts union-member and validator names into loc; keep only data keys.
-    return tuple(p for p in loc if isinstance(p, int) or not (
-        p[:1].isupper() or "[" in p or p.startswith("function-")))
+def _member_name(p) -> bool:
+    return not isinstance(p, int) and (p[:1].isupper() or "[" in p or p.startswith("function-"))
 
 
-def validation_diagnostics(exc: ValidationError, locate) -> list[E.Diagnostic]:
+def _clean_loc(loc: tuple, data: Any = None) -> tuple:
+    # pydantic inserts union-member and validator names into loc; keep only data keys
+    # (a key the data has is kept even when it looks like a member name: env.HF_HOME).
+    out = []
+    node = data
+    for p in loc:
+        if isinstance(node, dict) and p in node:
+            node = node[p]
+        elif isinstance(node, list) and isinstance(p, int) and 0 <= p < len(node):
+            node = node[p]
+        elif _member_name(p):
+            continue
+        else:
+            node = None
+        out.append(p)
+    return tuple(out)
+
+
+def validation_diagnostics(exc: ValidationError, locate, data: Any = None) -> list[E.Diagnostic]:
     schema = json_schema()
     out: list[E.Diagnostic] = []
     seen = set()
     for err in exc.errors():
-        loc = _clean_loc(err["loc"])
+        loc = _clean_loc(err["loc"], data)
         dotted = ".".join(str(p) for p in loc)
         key = (dotted, err["type"])
         if key in seen:
@@ -223,7 +239,7 @@ def validation_diagnostics(exc: ValidationError, locate) -> list[E.Diagnostic]:
         pattern = (err.get("ctx") or {}).get("pattern")
         if err["type"] == "control_character" or pattern == shell.NO_CONTROL:
             ch = shell.control_char(str(err.get("input", ""))) or "?"
-            out.append(E.Diagnostic(E.SHELL_CONTROL_CHAR, dotted, f"the value holds the control character {ch!r}",
+            out.append(E.Diagnostic(E.SHELL_CONTROL_CHAR, dotted, f"the value holds the control character '{ch}'",
                                     shell.CONTROL_HELP, file, line, col))
         elif err["type"] == "string_pattern_mismatch" and pattern in NAME_FORMS:
             what, form = NAME_FORMS[pattern]
@@ -262,7 +278,7 @@ def validate(data: dict[str, Any], locate) -> tuple[Recipe | None, list[E.Diagno
     try:
         return Recipe.model_validate(data), []
     except ValidationError as exc:
-        return None, validation_diagnostics(exc, locate)
+        return None, validation_diagnostics(exc, locate, data)
 
 
 # ---- quant, --set, rules ----------------------------------------------------------------
@@ -382,7 +398,7 @@ def _unsafe_set(item: str, key: str, value: Any) -> E.Diagnostic | None:
     for text in (key, *_strings(value)):
         ch = shell.control_char(text)
         if ch is not None:
-            return E.Diagnostic(E.BAD_SET, key, f"--set {item!r}: holds the control character {ch!r}",
+            return E.Diagnostic(E.BAD_SET, key, f"--set {item!r}: holds the control character '{ch}'",
                                 shell.CONTROL_HELP)
     parent, _, leaf = key.rpartition(".")
     if "." not in key and key not in Recipe.model_fields:  # shorthand: UPPER is env, else a flag

@@ -99,7 +99,7 @@ def segments(text: str) -> list[tuple[bool, str]]:
 def check(text: str) -> None:
     ch = control_char(text)
     if ch is not None:
-        raise UnsafeText(f"holds the control character {ch!r}")
+        raise UnsafeText(f"holds the control character '{ch}'")
 
 
 def quote(text: str) -> str:
