@@ -303,3 +303,21 @@ def test_a_cli_slug_is_a_folder_inside_recipes_dir(tmp_path, monkeypatch, slug):
     with pytest.raises(E.RecipeError) as info:
         resolve(slug)
     assert [d.kind for d in info.value.diagnostics] == [E.UNKNOWN_RECIPE]
+
+
+def test_lint_and_launch_report_a_hostile_recipe_once_each(tmp_path, monkeypatch):
+    from cookbook.cli import main
+
+    data = base_recipe("hostile", tmp_path / SENTINEL_NAME)
+    data["env"]["X;touch PWNED"] = "1"
+    data["summary"] = "one\ntwo"
+    path = write_recipe(tmp_path / "recipes", data)
+    monkeypatch.setenv("COOKBOOK_RECIPES", str(tmp_path / "recipes"))
+    lint = CliRunner().invoke(main, ["lint", str(path)])
+    assert lint.exit_code == 1
+    assert re.search(r"recipe\.yaml:\d+:\d+: R016 env\.X;touch PWNED: 'X;touch PWNED' is not an environment "
+                     r"variable name", lint.output), lint.output
+    assert re.search(r"recipe\.yaml:3:\d+: R017 summary: the value holds the control character '\\n'", lint.output)
+    launch = CliRunner().invoke(main, ["launch", "hostile"])
+    assert launch.exit_code == 2 and "R016" in launch.output and "R017" in launch.output
+    assert "export" not in launch.output and "Traceback" not in launch.output
