@@ -5,7 +5,8 @@ import subprocess
 import time
 from pathlib import Path
 
-from cookbook.serving.local import Server, _group_alive, prepare_script
+from cookbook.serving.local import (Server, _group_alive, convert_command, convert_steps, exported_env,
+                                    shell_env)
 
 
 def _start(tmp_path: Path, script: str) -> Server:
@@ -35,11 +36,28 @@ def test_stop_kills_a_group_that_ignores_sigterm(tmp_path):
     assert not _group_alive(pgid)
 
 
-def test_prepare_script_skips_steps_whose_output_exists(tmp_path):
+def test_convert_steps_are_argv_lists_with_the_blocks_export_values(tmp_path):
     from cookbook.recipe import resolve
 
-    script = prepare_script(resolve("gemma3-270m-cpu"))
-    assert 'if [ -e "$CHECKPOINT_DIR/config.json" ]' in script
-    assert 'cookbook convert gguf-to-hf "$SOURCE_FILE" "$CHECKPOINT_DIR" "--dtype" "bfloat16"' in script
-    p = subprocess.run(["bash", "-n"], input=script, text=True, capture_output=True)
-    assert p.returncode == 0, p.stderr
+    resolved = resolve("gemma3-270m-cpu")
+    base = {k: v for k, v in shell_env(tmp_path / "m.gguf").items() if k not in ("CHECKPOINT_DIR", "COOKBOOK")}
+    env = exported_env(resolved, base)
+    assert env["CHECKPOINT_DIR"] == ".cache/models/gemma3-270m-hf"  # ${CHECKPOINT_DIR:-...} as bash sees it
+    assert env["VLLM_CPU_KVCACHE_SPACE"] == "2"
+    [step] = convert_steps(resolved, env)
+    assert step.argv == convert_command() + ["gguf-to-hf", str(tmp_path / "m.gguf"),
+                                             ".cache/models/gemma3-270m-hf", "--dtype", "bfloat16"]
+    assert step.creates == Path(".cache/models/gemma3-270m-hf/config.json")
+
+
+def test_prepare_skips_steps_whose_output_exists(tmp_path, monkeypatch):
+    from cookbook.recipe import resolve
+    from cookbook.serving import local
+
+    (tmp_path / "hf").mkdir()
+    (tmp_path / "hf" / "config.json").write_text("{}")
+    monkeypatch.setenv("CHECKPOINT_DIR", str(tmp_path / "hf"))
+    monkeypatch.setattr(local, "fetch", lambda resolved: tmp_path / "m.gguf")
+    monkeypatch.setattr(local, "convert_command", lambda: ["false"])  # would fail if it ran
+    env = local.prepare(resolve("gemma3-270m-cpu"), tmp_path)
+    assert env["SOURCE_FILE"] == str(tmp_path / "m.gguf")

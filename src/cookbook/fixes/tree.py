@@ -18,7 +18,8 @@ from pathlib import Path
 
 from cookbook.files import atomic_write
 from cookbook.fixes import patchfile
-from cookbook.fixes.pack import PACK, FixError, FixInfo, Profile, resolve_profile, set_hash
+from cookbook.fixes.pack import (PACK, FixError, FixInfo, Profile, known_profiles, load_profile, resolve_profile,
+                                 set_hash)
 
 STATE_DIR = ".cookbook-fixes"
 STATE_FILE = "state.json"
@@ -95,9 +96,58 @@ def _read_state(target: Path) -> dict | None:
     if not path.is_file():
         return None
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        state = json.loads(path.read_text(encoding="utf-8"))
     except ValueError:
         raise FixError(f"{path} is corrupt\nhelp: reinstall the engine (scripts/setup-engine) to get a clean tree") from None
+    _check_state_paths(state, target, path)
+    return state
+
+
+def pack_paths() -> set[str]:
+    """Every file a patch of the pack names (relative to the vllm package dir)."""
+    out: set[str] = set()
+    for name in known_profiles():
+        try:
+            profile = load_profile(name)
+        except FixError:
+            continue
+        for fix in profile.fixes:
+            if fix.patch is None:
+                continue
+            try:
+                out |= {fp.path for fp in patchfile.parse(fix.patch).files}
+            except patchfile.PatchError:
+                continue
+    return out
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path.resolve().is_relative_to(root.resolve())
+
+
+def _check_state_paths(state: object, target: Path, path: Path) -> None:
+    """The state file only steers files inside `target` that the pack's patches name; its
+    originals lie inside the state dir. Anything else is refused, whole, before a write."""
+    files = state.get("files") if isinstance(state, dict) else None
+    if not isinstance(files, dict) or not all(
+            isinstance(rec, dict) and all(isinstance(rec.get(k), (str, type(None))) for k in ("before", "after"))
+            for rec in files.values()):
+        raise FixError(f"{path} is corrupt (no `files` mapping of before/after hashes)\n"
+                       "help: reinstall the engine (scripts/setup-engine) to get a clean tree")
+    state_dir = target / STATE_DIR
+    named = pack_paths()
+    bad = [STATE_DIR] if state_dir.is_symlink() else []
+    for rel in files:
+        parts = Path(rel).parts
+        if (rel not in named or Path(rel).is_absolute() or ".." in parts
+                or not _inside((target / rel).parent, target)
+                or (files[rel]["before"] is not None and not _inside(state_dir / "orig" / rel, state_dir))):
+            bad.append(rel)
+    if bad:
+        raise FixError(f"{path} names files that are not the fix pack's patched files inside {target}: "
+                       + ", ".join(repr(b) for b in bad)
+                       + "\nhelp: nothing was changed; this state was not written by `cookbook fixes apply`: "
+                         "reinstall the engine (scripts/setup-engine) to get a clean tree")
 
 
 def _write_atomic(path: Path, data: bytes) -> None:

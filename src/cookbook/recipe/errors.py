@@ -96,6 +96,18 @@ UNEARNED_VERIFIED = _kind("R020", "verified block not backed by its bundle",
     "recomputed from the transcripts disagree with results.json or miss the recipe's thresholds). "
     "The status is then `unverified (bundle missing)` or `unverified (bundle refused)`. Run the "
     "gates again and `cookbook gates verify RECIPE BUNDLE`, which lists every reason.", "hint")
+BAD_NAME = _kind("R021", "name not allowed in a launch block",
+    "Names are rendered into the launch block as they are, so each kind has a fixed form: an "
+    "environment variable name is letters, digits and _ (not starting with a digit); a serve.args "
+    "key is letters, digits, _ and - (not starting with -); quant, fix profile and opt-in fix names "
+    "are letters, digits and _ . + - (not starting with - or .); a converter tool and `extends` are "
+    "lowercase letters, digits and -. Rename the key to that form.")
+SHELL_CONTROL_CHAR = _kind("R022", "control character in a rendered value",
+    "A value that is rendered into the launch block (or the summary comment above it) holds a "
+    "control character: a newline, tab, escape sequence, or a bidi or line-separator mark. A "
+    "newline would end the comment or the command and run the rest as shell; the others make "
+    "what a terminal shows differ from what runs. Write the value on one line without them; "
+    "use `>-` folding in YAML for long text.")
 UNKNOWN_RECIPE = _kind("R101", "unknown recipe",
     "No folder recipes/<slug>/recipe.yaml exists for the requested slug. The help line lists "
     "the closest recipes; `cookbook list` shows all.")

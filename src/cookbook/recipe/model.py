@@ -10,16 +10,39 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Any, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
+from pydantic_core import PydanticCustomError
 
+from cookbook.recipe import shell
 from cookbook.recipe.gates_spec import GatesSpec
 
 SCHEMA_VERSION = 1
 
 Scalar = Union[bool, int, float, str]
 JsonValue = Union[Scalar, dict[str, Any], list[Any], None]
+
+# Names rendered into the launch block as they are (see docs/errors.md, R021), and the
+# no-control-character rule of every other rendered text (R022). Each pattern lands in the
+# generated schema; NAME_FORMS is what a refusal says about it.
+ENV_NAME = rf"^{shell.NAME_RE}$"
+FLAG_KEY = r"^[A-Za-z0-9][A-Za-z0-9_-]*$"
+ITEM_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.+-]*$"
+TOOL_NAME = r"^[a-z0-9]+(-[a-z0-9]+)*$"
+INTERPRETER = r"^[A-Za-z0-9_./+${}:-]+$"
+SLUG = r"^[a-z0-9][a-z0-9-]*$"
+NAME_FORMS = {
+    ENV_NAME: ("an environment variable name", "letters, digits and _, not starting with a digit"),
+    FLAG_KEY: ("a serve.args key", "letters, digits, _ and -, not starting with - (block_size -> --block-size)"),
+    ITEM_NAME: ("a quant or fix name", "letters, digits and _ . + -, not starting with - or ."),
+    TOOL_NAME: ("a converter name", "lowercase words joined by - (gguf-to-hf); `cookbook convert --help` lists them"),
+    INTERPRETER: ("an interpreter", "a command name or path, may use $VARS (python, /opt/venv/bin/python)"),
+}
+EnvName = Annotated[str, StringConstraints(pattern=ENV_NAME)]
+FlagKey = Annotated[str, StringConstraints(pattern=FLAG_KEY)]
+ItemName = Annotated[str, StringConstraints(pattern=ITEM_NAME)]
+Text = Annotated[str, StringConstraints(pattern=shell.NO_CONTROL)]
 
 
 class Strict(BaseModel):
@@ -36,6 +59,13 @@ class Setting(Strict):
                              "mappings render as quoted JSON.")
     why: str | None = Field(None, description="The reason for this value, quoted from its source.")
     source: str | None = Field(None, description="Where the value and reason come from.")
+
+    @field_validator("value")
+    @classmethod
+    def _no_control(cls, value):
+        if isinstance(value, str) and (ch := shell.control_char(value)) is not None:
+            raise PydanticCustomError("control_character", "holds the control character {ch}", {"ch": ch})
+        return value
 
     @model_validator(mode="before")
     @classmethod
@@ -102,18 +132,19 @@ class Engine(Strict):
 
 
 class FixRef(Strict):
-    name: str
+    name: ItemName
     why: str | None = None
 
 
 class Fixes(Strict):
-    profile: str | None = Field(None, description="Fix profile in fixes/profiles/ for the pinned vLLM.")
+    profile: ItemName | None = Field(None, description="Fix profile in fixes/profiles/ for the pinned vLLM.")
     opt_in: list[FixRef] = Field(default_factory=list, description="Opt-in fixes, named explicitly.")
     check_at_launch: bool = Field(
         False, description="Render the pack's apply/check line into the launch block.")
-    launch_script: str = Field(
+    launch_script: Text = Field(
         '"$COOKBOOK/fixes/apply_all.py"',
-        description="How the launch block calls the pack inside the image.")
+        description="How the launch block calls the pack inside the image: a path that may use "
+                    "$VARS, optionally in double quotes; anything else is quoted as text.")
     provided_by_port: list[FixRef] = Field(
         default_factory=list, description="Patches that exist only inside the port image.")
 
@@ -152,10 +183,12 @@ class Quant(Strict):
 
 
 class ConvertStep(Strict):
-    tool: str = Field(description="A converter: gguf-join, gguf-set, gguf-to-hf, quark-mxfp4-fuse, ...")
-    args: list[str] = Field(default_factory=list, description="Arguments; $VARS come from env and "
-                            "$SOURCE_FILE / $SOURCE_DIR from the fetched model.")
-    creates: str | None = Field(None, description="Path the step produces; the step is skipped "
+    tool: str = Field(pattern=TOOL_NAME,
+                      description="A converter: gguf-join, gguf-set, gguf-to-hf, quark-mxfp4-fuse, ...")
+    args: list[Text] = Field(default_factory=list, description="Arguments, each one argv item (no shell); "
+                             "plain $VAR / ${VAR} / ${VAR:-default} come from env and "
+                             "$SOURCE_FILE / $SOURCE_DIR from the fetched model.")
+    creates: Text | None = Field(None, description="Path the step produces; the step is skipped "
                                 "when it exists (a second run reuses it).")
     why: str | None = None
 
@@ -164,9 +197,9 @@ class Serve(Strict):
     command: Literal["vllm-serve", "api-server"] = Field(
         "vllm-serve",
         description="`vllm serve MODEL` or `python -m vllm.entrypoints.openai.api_server --model MODEL`.")
-    python: str = Field("python", description="Interpreter for the api-server form.")
-    model: str = Field(description="Model path or repo as the launch block names it (may use $VARS).")
-    args: dict[str, Setting] = Field(
+    python: str = Field("python", pattern=INTERPRETER, description="Interpreter for the api-server form.")
+    model: Text = Field(description="Model path or repo as the launch block names it (may use $VARS).")
+    args: dict[FlagKey, Setting] = Field(
         default_factory=dict,
         description="vLLM flags as snake_case keys (block_size -> --block-size), each a value or "
                     "{value, why}. Rendered one flag per line in this order.")
@@ -225,15 +258,16 @@ class Recipe(Strict):
 
     schema_version: Literal[1] = Field(description="Recipe format version; 1 is the only one.")
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$", description="Equals the recipe's folder name.")
-    extends: str | None = Field(None, description="Slug of the recipe this one builds on.")
+    extends: str | None = Field(None, pattern=SLUG,
+                                description="Slug of the recipe this one builds on (a folder under recipes/).")
     abstract: bool = Field(False, description="A base for variants; never launched itself.")
-    summary: str = Field(description="One line: what this recipe serves, where.")
+    summary: Text = Field(description="One line: what this recipe serves, where.")
     model: Model
     hardware: Hardware
     image: Image
-    quants: dict[str, Quant] = Field(default_factory=dict)
+    quants: dict[ItemName, Quant] = Field(default_factory=dict)
     convert: list[ConvertStep] = Field(default_factory=list)
-    env: dict[str, Setting] = Field(default_factory=dict,
+    env: dict[EnvName, Setting] = Field(default_factory=dict,
                                        description="Environment exported before launch, in order.")
     serve: Serve
     rules: list[Rule] = Field(default_factory=list)

