@@ -73,7 +73,8 @@ def run_cmd(recipe, base_url, only, data_dir, gsm8k, haystack, out, env_lock, en
     # An absent default is fine (built-in data needs none; a gate that reads a file says how to fetch it);
     # a folder the user named must exist.
     if data_from is not None and not data_dir.is_dir():
-        _fail(f"{data_from} {data_dir}: not a directory", "see gates/README.md ('Gate data') for how to fetch the data")
+        _fail(f"gate data not found: {data_from} {data_dir} is not a directory",
+              "`cookbook data fetch` fills the default (.cache/data); gates/README.md ('Gate data') says more")
     for flag, p in (("--gsm8k", gsm8k), ("--haystack", haystack)):
         if p is not None and not p.is_dir():
             _fail(f"{flag} {p}: not a directory", "see gates/README.md ('Gate data') for how to fetch the data")
