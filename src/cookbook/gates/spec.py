@@ -172,11 +172,11 @@ class SpecAcceptanceGate(GateBase):
     min_mean_acceptance_length: float = Field(
         1.0, ge=1.0, description="Minimum of 1 + Δaccepted_tokens / Δdrafts, in tokens per target forward pass."
     )
-    prompts: Literal["gsm8k", "builtin:cookbook-tasks"] = Field(
-        "gsm8k",
-        description="Where the natural-text prompts come from: 'gsm8k', the first `requests` GSM8K test questions "
-                    "under the data path (each with 'Explain step by step.'); 'builtin:cookbook-tasks', the 24 "
-                    "writing tasks that ship with the cookbook (descriptions, stories, explanations; no data path).",
+    prompts: Optional[Literal["gsm8k", "builtin:cookbook-tasks"]] = Field(
+        None,
+        description="Where the natural-text prompts come from: 'gsm8k' (also when absent), the first `requests` GSM8K "
+                    "test questions under the data path (each with 'Explain step by step.'); 'builtin:cookbook-tasks', "
+                    "the 24 writing tasks that ship with the cookbook (descriptions, stories, explanations; no data path).",
     )
     requests: int = Field(8, ge=1, description="Natural-text requests sent greedily to drive drafting: the first N of `prompts`.")
     max_tokens: int = Field(128, ge=8, description="Completion budget per request.")

@@ -29,7 +29,7 @@ async def run(ctx: Context, cfg: SpecAcceptanceGate) -> None:
     r.formulas = metrics.SPEC_FORMULAS
     r.thresholds = {"min_acceptance_rate": cfg.min_acceptance_rate,
                     "min_mean_acceptance_length": cfg.min_mean_acceptance_length}
-    if cfg.prompts == "gsm8k":
+    if cfg.prompts in (None, "gsm8k"):
         prompts = [f"Question: {p['question']}\nExplain step by step."
                    for p in gate_data.gsm8k(ctx.data, "test", cfg.requests)]
     else:
@@ -57,5 +57,5 @@ async def run(ctx: Context, cfg: SpecAcceptanceGate) -> None:
         raise GateFailure(str(e)) from e
     r.measured = {**{k: (round(v, 4) if isinstance(v, float) else v) for k, v in stats.items()}, **r.measured}
     r.measured["completion_tokens"] = sum(tokens)
-    r.measured["prompts"] = cfg.prompts
+    r.measured["prompts"] = cfg.prompts or "gsm8k"
     r.judge(judge_stats(stats, cfg))
