@@ -125,12 +125,12 @@ def test_builtin_haystack_fits_8192_gemma_tokens():
     tok_file = REPO / ".cache" / "gates-test" / "gemma-tokenizer" / "tokenizer.json"
     if not tok_file.is_file():
         from cookbook.convert.gguf_to_hf import write_tokenizer
-        from cookbook.gguf import GGUFFile
+        from cookbook.gguf.reader import read_gguf
         from cookbook.models import gemma
 
         tok_file.parent.mkdir(parents=True, exist_ok=True)
-        with GGUFFile(gemma.gguf_path()) as g:
-            write_tokenizer(g, "gemma3", tok_file.parent)
+        g = read_gguf(gemma.gguf_path())
+        write_tokenizer(g, g.get("general.architecture"), tok_file.parent)
     tk = Tokenizer.from_file(str(tok_file))
 
     class Gemma:
