@@ -3,8 +3,8 @@
 #
 #   gates/run.sh RECIPE [BASE_URL] [extra `cookbook gates run` options...]
 #
-# BASE_URL defaults to http://127.0.0.1:8000. Gate data (GSM8K, haystack text) comes from
-# $COOKBOOK_DATA, else ../shared/data beside the checkout; see gates/README.md to fetch it.
+# BASE_URL defaults to http://127.0.0.1:8000. Gate data: `cookbook gates run` reads
+# $COOKBOOK_DATA, else .cache/data (`cookbook data fetch` fills it); see gates/README.md.
 # When the server is local and $COOKBOOK_SERVING_PYTHON (default: the repo's .venv) has
 # vLLM, its `pip freeze` is recorded as the environment lock.
 set -euo pipefail
@@ -18,13 +18,6 @@ base_url=http://127.0.0.1:8000
 if [[ $# -gt 0 && "$1" != -* ]]; then base_url=$1; shift; fi
 
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-data=${COOKBOOK_DATA:-$repo/../shared/data}
-if [[ ! -d "$data" ]]; then
-  echo "error: gate data not found at $data" >&2
-  echo "  help: set COOKBOOK_DATA to a folder holding gsm8k/ and haystack/ (see gates/README.md, 'Gate data')" >&2
-  exit 2
-fi
-
 cookbook=(cookbook)
 [[ -x "$repo/.venv/bin/cookbook" ]] && cookbook=("$repo/.venv/bin/cookbook")
 
@@ -38,4 +31,5 @@ case "$base_url" in
     fi ;;
 esac
 
-exec "${cookbook[@]}" gates run "$recipe" --base-url "$base_url" --data-dir "$data" "${env_args[@]}" "$@"
+# The gate-data default is computed once, in `cookbook gates run` (cookbook.gates.data.default_data_dir).
+exec "${cookbook[@]}" gates run "$recipe" --base-url "$base_url" "${env_args[@]}" "$@"

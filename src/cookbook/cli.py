@@ -24,6 +24,7 @@ LAZY_GROUPS: dict[str, tuple[str, str]] = {
     "buckets": ("cookbook.commands.buckets", "buckets_cmd", "Gaudi warm-up bucket files: generate from a geometry (--check), validate."),
     "convert": ("cookbook.commands.convert", "convert", "Checkpoint converters: GGUF inspect/join/set/split/to-hf, Quark MXFP4 fuse."),
     "fixes": ("cookbook.commands.fixes", "fixes_group", "Apply, check or revert the fix pack on an installed vLLM."),
+    "data": ("cookbook.commands.data", "data_group", "Gate data: fetch GSM8K into the data folder; show what is there and built in."),
 }
 
 

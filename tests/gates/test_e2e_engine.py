@@ -150,11 +150,13 @@ def _suite(server, tmp_path, data_dir, gates: dict) -> dict:
 
 def test_gate_timeout_keeps_partial_results(server, tmp_path, data_dir):
     doc = _suite(server, tmp_path, data_dir, {
-        "gsm8k": {"calibrated_on": "test", "n": 40, "shots": 2, "max_tokens": 16, "min_correct_fraction": 0,
-                  "max_concurrent_requests": 1, "timeout_s": 15},
+        # 40 problems one at a time, each running to 48 tokens (no stop string they would write), take far
+        # longer than 6 s (25 s or more at 80 tok/s)
+        "gsm8k": {"calibrated_on": "test", "n": 40, "shots": 2, "max_tokens": 48, "min_correct_fraction": 0,
+                  "max_concurrent_requests": 1, "timeout_s": 6, "stop": ["@@"]},
         "greedy": {"calibrated_on": "test", "prompts": ["Say hi."], "max_tokens": 4}})
     g = doc["gates"]["gsm8k"]
-    assert g["status"] == "failed" and g["fault"] == "timeout" and "timed out after 15 s" in g["reason"]
+    assert g["status"] == "failed" and g["fault"] == "timeout" and "timed out after 6 s" in g["reason"]
     assert 0 < len(g["items"]) < 40                              # what finished is kept
     assert doc["gates"]["greedy"]["status"] == "passed"          # later gates still run
     assert doc["complete"]

@@ -51,14 +51,16 @@ def test_only_undeclared_gate_is_refused(recipes_dir):
     assert res.exit_code == 2 and "not declared in recipe gates-cpu" in res.output
 
 
-def test_run_sh_without_data_says_how_to_get_it(tmp_path):
+def test_run_sh_with_a_missing_cookbook_data_says_how_to_get_it(recipes_dir, tmp_path):
     import subprocess
     from pathlib import Path
 
     script = Path(__file__).resolve().parents[2] / "gates" / "run.sh"
-    p = subprocess.run([str(script), "gates-cpu"], capture_output=True, text=True,
-                       env={"COOKBOOK_DATA": str(tmp_path / "none"), "PATH": "/usr/bin:/bin"})
-    assert p.returncode == 2 and "gate data not found" in p.stderr and "gates/README.md" in p.stderr
+    p = subprocess.run([str(script), "gates-cpu", "--out", str(tmp_path / "o")], capture_output=True, text=True,
+                       env={"COOKBOOK_DATA": str(tmp_path / "none"), "COOKBOOK_RECIPES": str(recipes_dir),
+                            "PATH": "/usr/bin:/bin"})
+    assert p.returncode == 2 and "gate data not found: $COOKBOOK_DATA" in p.stderr, p.stderr
+    assert "cookbook data fetch" in p.stderr and "gates/README.md" in p.stderr and not (tmp_path / "o").exists()
 
 
 def test_run_sh_passes_through_to_the_cli(recipes_dir, tmp_path, data_dir):
@@ -73,6 +75,7 @@ def test_run_sh_passes_through_to_the_cli(recipes_dir, tmp_path, data_dir):
     assert p.returncode == 1, p.stdout + p.stderr
     doc = json.loads((out / "results.json").read_text())
     assert doc["gates"]["greedy"]["fault"] == "server_down" and doc["only"] == ["greedy"]
+    assert doc["data_dir"] == str(data_dir)      # run.sh leaves the default to `gates run`, which reads COOKBOOK_DATA
     from cookbook.engine import engine_installed
 
     if engine_installed():   # local URL and a venv with vLLM: its pip freeze is the environment lock

@@ -7,6 +7,7 @@ recomputation from the raw evidence can catch it.
 """
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -85,12 +86,12 @@ def test_a_fresh_bundle_from_the_writer_carries_a_current_manifest(tmp_path):
 # ---- results.json claims that the evidence does not back ------------------------------------
 
 @pytest.mark.parametrize("gate,key,value,why", [
-    ("needles", "codes_found", 4, "found_fraction 0.444 < 0.66"),
+    ("needles", "codes_found", 4, "found_fraction 0.444 < 0.77"),
     ("speed", "decode_tok_s_1_stream", 5.0, "decode_tok_s_1_stream 5.0 < 15"),
     ("tools", "passed", 6, "passed_fraction"),
     ("greedy", "identical_prompts", 2, "identical_prompts"),
     ("stress", "max_decode_gap_s", 30.0, "max_decode_gap_s 30.0 > 25"),
-    ("spec_acceptance", "acceptance_rate", 0.1, "acceptance_rate 0.100 < 0.2"),
+    ("spec_acceptance", "acceptance_rate", 0.1, "acceptance_rate 0.100 < 0.6"),
     ("logprobs", "bad_tokens", 3, "bad_tokens"),
 ])
 def test_a_measured_value_that_fails_its_threshold_but_says_passed(genuine, gate, key, value, why):
@@ -102,20 +103,20 @@ def test_a_measured_value_that_fails_its_threshold_but_says_passed(genuine, gate
 
 def test_a_consistent_forgery_below_threshold_is_judged_against_the_recipe(genuine):
     """Transcripts and results.json agree (5 codes lost), status says passed: the recipe's
-    min_found_fraction 0.66 decides, not the status string."""
+    min_found_fraction 0.77 decides, not the status string."""
     from cookbook.gates.evidence import RECOMPUTE
 
     lost = iter(range(5))
 
     def lose(rec):
-        if rec.get("tag", "").startswith("moby") and next(lost, None) is not None:
+        if rec.get("tag") and "response" in rec and next(lost, None) is not None:  # a needle request
             rec["response"]["choices"][0]["text"] = " 0000000"
     edit_transcript(genuine, "needles", lose)
 
     cfg = resolve(SLUG, check=False).recipe.gates.needles
     doc = json.loads((genuine / "results.json").read_text())
     measured, _ = RECOMPUTE["needles"](genuine, doc, cfg, "gemma3-270m")
-    assert measured["codes_found"] == 3
+    assert measured["codes_found"] == 4
 
     def claim(d):
         g = d["gates"]["needles"]
@@ -124,7 +125,7 @@ def test_a_consistent_forgery_below_threshold_is_judged_against_the_recipe(genui
     edit_results(genuine, claim)
     write_manifest(genuine)
     reasons = refused(genuine, "judged again from the raw evidence fail the recipe's thresholds: "
-                               "found_fraction 0.333 < 0.66")
+                               "found_fraction 0.444 < 0.77")
     assert not any("results.json says" in x for x in reasons), reasons
 
 
@@ -251,7 +252,9 @@ def test_a_hand_written_block_with_the_current_hash_but_no_bundle(cpu):
 
 def test_a_block_whose_environment_is_not_the_bundles(genuine):
     r = resolve(SLUG, check=False)
-    r.path.write_text(r.path.read_text().replace("environment: env-lock sha256:1109", "environment: env-lock sha256:2209"))
+    text = r.path.read_text()
+    assert "environment: env-lock sha256:" in text
+    r.path.write_text(re.sub(r"(environment: env-lock sha256:)[0-9a-f]{4}", r"\g<1>0000", text))
     status, reasons = status_and_reasons(resolve(SLUG, check=False))
     assert status == "unverified (bundle refused)" and "records environment" in reasons[0]
 

@@ -8,7 +8,7 @@ from cookbook.gates.bundle import write_manifest
 
 REPO = Path(__file__).resolve().parents[2]
 SLUG = "gemma3-270m-cpu"
-RUN = "20261129T140120Z"
+RUN = "20261201T102732Z"
 
 
 def upgrade(bundle: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import shlex
 import subprocess
 import sys
@@ -32,7 +33,9 @@ def gates():
 @click.argument("recipe")
 @click.option("--base-url", default="http://127.0.0.1:8000", show_default=True, help="OpenAI-compatible server.")
 @click.option("--only", "only", multiple=True, type=click.Choice(GATE_NAMES), help="Run only these gates (repeatable).")
-@click.option("--data-dir", type=click.Path(path_type=Path), help="Holds gsm8k/{train,test}.jsonl and haystack/*.txt.")
+@click.option("--data-dir", type=click.Path(path_type=Path),
+              help="Holds gsm8k/{train,test}.jsonl and haystack/*.txt (default $COOKBOOK_DATA, else .cache/data in "
+                   "the checkout, where `cookbook data fetch` writes). Built-in gate data needs none.")
 @click.option("--gsm8k", type=click.Path(path_type=Path), help="GSM8K folder (overrides --data-dir).")
 @click.option("--haystack", type=click.Path(path_type=Path), help="Haystack text folder (overrides --data-dir).")
 @click.option("--out", type=click.Path(path_type=Path), help="Bundle directory (default runs/<recipe>-<UTC time>).")
@@ -44,7 +47,7 @@ def gates():
 def run_cmd(recipe, base_url, only, data_dir, gsm8k, haystack, out, env_lock, env_lock_cmd, image_digest, model,
             request_timeout_s):
     """Run RECIPE's declared gates against BASE_URL and write an evidence bundle."""
-    from cookbook.gates.data import DataPaths
+    from cookbook.gates.data import DATA_ENV, DataPaths, default_data_dir
     from cookbook.gates.runner import SuiteConfig, exit_code, run_suite, summary_table
 
     resolved = _resolve(recipe, f"cannot run the gates of {recipe}")
@@ -55,7 +58,17 @@ def run_cmd(recipe, base_url, only, data_dir, gsm8k, haystack, out, env_lock, en
         raise CookbookError(f"--only {', '.join(missing)}: not declared in recipe {resolved.slug} "
                             f"(declares: {declared or 'none'})",
                             help="declare the gate under `gates:` in the recipe, or drop it from --only")
-    for flag, p in (("--data-dir", data_dir), ("--gsm8k", gsm8k), ("--haystack", haystack)):
+    data_from = "--data-dir"
+    if data_dir is None:
+        data_dir = default_data_dir()
+        data_from = f"${DATA_ENV}" if os.environ.get(DATA_ENV) else None   # None: the default, may be absent
+    # An absent default is fine (built-in data needs none; a gate that reads a file says how to fetch it);
+    # a folder the user named must exist.
+    if data_from is not None and not data_dir.is_dir():
+        raise CookbookError(f"gate data not found: {data_from} {data_dir} is not a directory",
+                            help="`cookbook data fetch` fills the default (.cache/data); gates/README.md "
+                                 "('Gate data') says more")
+    for flag, p in (("--gsm8k", gsm8k), ("--haystack", haystack)):
         if p is not None and not p.is_dir():
             raise CookbookError(f"{flag} {p}: not a directory",
                                 help="see gates/README.md ('Gate data') for how to fetch the data")
@@ -84,11 +97,14 @@ def run_cmd(recipe, base_url, only, data_dir, gsm8k, haystack, out, env_lock, en
     cfg = SuiteConfig(
         base_url=base_url, model=model, spec=spec, out_dir=out,
         data=DataPaths.from_data_dir(data_dir, gsm8k, haystack), only=list(only) or None,
-        header={"recipe": resolved.slug, "recipe_hash": resolved.content_hash, "quant": resolved.quant},
+        header={"recipe": resolved.slug, "recipe_hash": resolved.content_hash, "quant": resolved.quant,
+                "data_dir": str(data_dir)},
         env_lock_text=lock_text, env_lock_source=source, image_digest=image_digest,
         request_timeout_s=request_timeout_s, echo=click.echo,
     )
     click.echo(f"gates for {resolved.slug} ({resolved.content_hash[:19]}) against {base_url}, model {model}")
+    click.echo(f"gate data: {data_dir} ({data_from or 'default'}"
+               + ("" if data_dir.is_dir() else "; absent: only built-in data") + ")")
     out.mkdir(parents=True, exist_ok=True)
     atomic_write(out / "recipe.resolved.json", json.dumps(resolved.data, indent=2, default=str) + "\n")
     bundle = asyncio.run(run_suite(cfg))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -15,21 +14,14 @@ from cookbook.errors import FAILED, INTERRUPTED, CookbookError
 from cookbook.recipe import paths
 
 
-def default_data_dir() -> Path | None:
-    env = os.environ.get("COOKBOOK_DATA")
-    if env:
-        return Path(env)
-    guess = paths.repo_root().parent / "shared" / "data"
-    return guess if guess.is_dir() else None
-
-
 @click.command("serve")
 @click.argument("slug")
 @quant_option
 @set_option
 @click.option("--gates", "run_gates", is_flag=True, help="Run the recipe's gates against the server, then stop it.")
 @click.option("--data-dir", type=click.Path(path_type=Path),
-              help="GSM8K and haystack data for the gates (default $COOKBOOK_DATA or ../shared/data).")
+              help="GSM8K and haystack data for the gates (default $COOKBOOK_DATA, else .cache/data; "
+                   "`cookbook gates run` decides). Built-in gate data needs none.")
 @click.option("--out", type=click.Path(path_type=Path), help="Evidence bundle folder (default runs/<slug>-<time>).")
 @click.option("--ready-timeout-s", default=900.0, show_default=True, help="How long to wait for the server.")
 @click.option("--keep-running", is_flag=True, help="Leave the server up (print how to stop it).")
@@ -71,9 +63,8 @@ def serve_cmd(slug, quant, sets, run_gates, data_dir, out, ready_timeout_s, keep
             lock.write_text(local.env_lock(env))
             argv = [sys.executable, "-m", "cookbook.cli", "gates", "run", slug, "--base-url", server.base_url,
                     "--out", str(bundle), "--env-lock", str(lock)]
-            data = data_dir or default_data_dir()
-            if data:
-                argv += ["--data-dir", str(data)]
+            if data_dir:   # else `gates run` takes the one default (cookbook.gates.data.default_data_dir)
+                argv += ["--data-dir", str(data_dir)]
             local.step("gates: " + local.quote_cmd(argv[2:]))
             code = subprocess.run(argv).returncode
             if server is not None and not server.alive():

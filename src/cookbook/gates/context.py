@@ -12,11 +12,6 @@ from cookbook.gates import data as gate_data
 from cookbook.gates.client import Server
 from cookbook.gates.result import GateFailure, GateResult
 
-# Used for long prompts when no haystack is available (speed/stress only need real tokens).
-_WORDS = ("harbour lantern river copper meadow window thunder garden pocket silver orchard "
-          "ladder candle market anchor pebble whistle saddle marble velvet compass timber").split()
-
-
 @dataclass
 class Context:
     server: Server
@@ -34,14 +29,16 @@ class Context:
             )
 
     async def source_token_ids(self) -> list[int]:
-        """A long run of natural-text token ids (haystack if given, else a word list), tokenized once."""
+        """A long run of natural-text token ids, tokenized once: moby-dick.txt from the data path's
+        haystack/ if there, else the prose that ships with the cookbook (about 16K Gemma 3 tokens)."""
         if "source_ids" not in self.cache:
             try:
                 sents = gate_data.haystack(self.data, "moby-dick.txt")
                 text = " ".join(sents[200:4000])
             except GateFailure:
-                rng = random.Random(0)
-                text = " ".join(rng.choice(_WORDS) for _ in range(30000))
+                from cookbook.gates import gatedata
+
+                text = " ".join(gate_data.haystack(self.data, gatedata.HAYSTACK))
             self.cache["source_ids"] = await self.server.tokenize(prompt=text)
         return self.cache["source_ids"]
 

@@ -1,19 +1,39 @@
-"""Gate data read from paths the user gives: GSM8K jsonl files and haystack prose.
+"""Gate data: what ships with the cookbook, and GSM8K / haystack files read from a data path.
 
-Nothing is bundled; gates/README.md says how to fetch both. Loaders fail with one message
-naming the missing file and how to get it.
+The built-in prose and prompts (`builtin:` names, cookbook.gates.gatedata) need nothing
+outside the package. Everything else is read from the data path, whose default is
+`default_data_dir()`: $COOKBOOK_DATA if set, else `.cache/data` in the checkout, where
+`cookbook data fetch` writes GSM8K. Loaders fail with one message naming the missing file
+and how to get it.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from cookbook.gates.result import GateFailure
 
-FETCH_HELP = "see gates/README.md ('Gate data') for how to fetch GSM8K and a haystack text"
+FETCH_HELP = ("`cookbook data fetch` downloads GSM8K into the data path; gates/README.md ('Gate data') says "
+              "how to get the files by hand and where a haystack text goes")
+DATA_ENV = "COOKBOOK_DATA"
+
+
+def default_data_dir() -> Path:
+    """The one default for the gate-data folder: $COOKBOOK_DATA if set, else <checkout>/.cache/data.
+
+    Used by `cookbook gates run`, gates/run.sh (through it), `cookbook serve --gates` and
+    `cookbook data fetch`.
+    """
+    env = os.environ.get(DATA_ENV)
+    if env:
+        return Path(env).expanduser()
+    from cookbook.recipe.paths import repo_root
+
+    return repo_root() / ".cache" / "data"
 
 
 @dataclass(frozen=True)
@@ -55,6 +75,18 @@ def load_jsonl(path: Path, limit: int) -> list[dict]:
     return rows
 
 
+def builtin_prompts(name: str, n: int) -> list[str]:
+    from cookbook.gates import gatedata
+
+    try:
+        prompts = gatedata.tasks(name)
+    except KeyError:
+        raise GateFailure(f"unknown built-in prompt set {name!r}; built in: {gatedata.TASKS}") from None
+    if len(prompts) < n:
+        raise GateFailure(f"{name} holds {len(prompts)} prompts; the gate asks for {n}")
+    return prompts[:n]
+
+
 def gsm8k(paths: DataPaths, split: str, n: int) -> list[dict]:
     d = _need(paths.gsm8k_dir, "GSM8K", "--gsm8k")
     f = _need(d / f"{split}.jsonl", f"GSM8K {split}.jsonl", "--gsm8k")
@@ -81,6 +113,13 @@ def strip_gutenberg(text: str) -> str:
 
 
 def haystack(paths: DataPaths, filler: str) -> list[str]:
+    if filler.startswith("builtin:"):
+        from cookbook.gates import gatedata
+
+        try:
+            return sentences(gatedata.haystack_text(filler))
+        except KeyError:
+            raise GateFailure(f"unknown built-in haystack {filler!r}; built in: {gatedata.HAYSTACK}") from None
     d = _need(paths.haystack_dir, "haystack", "--haystack")
     f = d / filler
     if not f.is_file():

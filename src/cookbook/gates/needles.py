@@ -138,9 +138,13 @@ async def run(ctx: Context, cfg: NeedlesGate) -> None:
     rng = random.Random(cfg.seed)
     for L in cfg.lengths_tokens:
         ctx.check_fits(L, cfg.max_tokens, f"needles length {L}")
-    jobs = []
+    jobs, builtin = [], {}
     for filler in cfg.fillers:
         sents = gate_data.haystack(ctx.data, filler)
+        if filler.startswith("builtin:"):
+            from cookbook.gates import gatedata
+
+            builtin[filler] = gatedata.digest(filler)
         sample = " ".join(sents[:400])
         ratio = 400 / max(1, len(await ctx.server.tokenize(prompt=sample)))  # sentences per token
         for L in cfg.lengths_tokens:
@@ -178,4 +182,6 @@ async def run(ctx: Context, cfg: NeedlesGate) -> None:
     r.measured = {"found_fraction": round(frac, 4), "codes_found": found, "codes_hidden": hidden,
                   "echoed_responses": sum(i["echoed"] for i in items),
                   "found_by_length": {k: f"{a}/{b}" for k, (a, b) in by_len.items()}}
+    if builtin:
+        r.measured["builtin_sha256"] = builtin
     r.judge(verdict(r.measured, r.items, cfg))

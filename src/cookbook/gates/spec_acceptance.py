@@ -1,7 +1,8 @@
 """spec_acceptance: draft acceptance from /metrics counter deltas over natural-text requests.
 
-Prompts are GSM8K questions (natural text; random-token prompts understate acceptance).
-Gates run one at a time, so the deltas belong to this gate's requests.
+Prompts are natural text (random-token prompts understate acceptance): GSM8K questions
+from the data path, or the writing tasks that ship with the cookbook (`prompts:`). Gates
+run one at a time, so the deltas belong to this gate's requests.
 """
 
 from __future__ import annotations
@@ -35,18 +36,25 @@ async def run(ctx: Context, cfg: SpecAcceptanceGate) -> None:
     r.formulas = metrics.SPEC_FORMULAS
     r.thresholds = {"min_acceptance_rate": cfg.min_acceptance_rate,
                     "min_mean_acceptance_length": cfg.min_mean_acceptance_length}
-    problems = gate_data.gsm8k(ctx.data, "test", cfg.requests)
+    if cfg.prompts in (None, "gsm8k"):
+        prompts = [f"Question: {p['question']}\nExplain step by step."
+                   for p in gate_data.gsm8k(ctx.data, "test", cfg.requests)]
+    else:
+        from cookbook.gates import gatedata
+
+        prompts = gate_data.builtin_prompts(cfg.prompts, cfg.requests)
+        r.measured = {"builtin_sha256": {cfg.prompts: gatedata.digest(cfg.prompts)}}
     before = await ctx.server.get_text("/metrics")
 
     async def one(i, p):
         body = await ctx.server.post("/v1/chat/completions", {
-            "messages": [{"role": "user", "content": f"Question: {p['question']}\nExplain step by step."}],
+            "messages": [{"role": "user", "content": p}],
             "temperature": 0.0, "max_tokens": cfg.max_tokens, "seed": cfg.seed}, tag=f"q{i}")
         n = (body.get("usage") or {}).get("completion_tokens")
         r.items.append({"index": i, "completion_tokens": n})
         return n or 0
 
-    tokens = await bounded_gather(cfg.max_concurrent_requests, [one(i, p) for i, p in enumerate(problems)])
+    tokens = await bounded_gather(cfg.max_concurrent_requests, [one(i, p) for i, p in enumerate(prompts)])
     after = await ctx.server.get_text("/metrics")
     (ctx.out_dir / "spec_acceptance.metrics-before.prom").write_text(before)
     (ctx.out_dir / "spec_acceptance.metrics-after.prom").write_text(after)
@@ -54,6 +62,7 @@ async def run(ctx: Context, cfg: SpecAcceptanceGate) -> None:
         stats = metrics.spec_decode_stats(before, after)
     except ValueError as e:
         raise GateFailure(str(e)) from e
-    r.measured = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in stats.items()}
+    r.measured = {**{k: (round(v, 4) if isinstance(v, float) else v) for k, v in stats.items()}, **r.measured}
     r.measured["completion_tokens"] = sum(tokens)
+    r.measured["prompts"] = cfg.prompts or "gsm8k"
     r.judge(verdict(r.measured, r.items, cfg))

@@ -26,6 +26,12 @@ from typing import Any, Literal, Optional
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
+# Gate data that ships inside the package (cookbook.gates.gatedata; a test checks these
+# names against it). Kept here as names only: this module imports nothing but pydantic.
+BUILTIN_HAYSTACKS: tuple[str, ...] = ("builtin:cookbook-prose",)
+BUILTIN_PROMPTS: dict[str, int] = {"builtin:cookbook-tasks": 24}   # name -> how many prompts it holds
+
+
 def _calibrated_on_not_required(schema: dict, cls) -> None:
     """In the JSON schema a gate may leave out calibrated_on (gates.calibrated_on fills it
     before validation); the model still refuses a gate with neither."""
@@ -77,7 +83,9 @@ class NeedlesGate(GateBase):
     fillers: list[str] = Field(
         default_factory=lambda: ["moby-dick.txt"],
         min_length=1,
-        description="Haystack text files (natural prose) under the data path's haystack/ folder; one prompt set per filler.",
+        description="Haystack texts (natural prose), one prompt set per filler: 'builtin:cookbook-prose' is the "
+                    "prose that ships with the cookbook (needs no data path; about 16K Gemma 3 tokens); any other "
+                    "name is a file under the data path's haystack/ folder, e.g. moby-dick.txt.",
     )
     max_tokens: int = Field(48, ge=8, description="Completion budget for the answer (the codes and little else).")
     mode: Literal["chat", "completion"] = Field(
@@ -98,6 +106,13 @@ class NeedlesGate(GateBase):
     def _completion_one_code(self):
         if self.mode == "completion" and self.codes_per_prompt != 1:
             raise ValueError("mode 'completion' asks for one code per prompt; set codes_per_prompt: 1")
+        return self
+
+    @model_validator(mode="after")
+    def _known_builtin_fillers(self):
+        bad = [f for f in self.fillers if f.startswith("builtin:") and f not in BUILTIN_HAYSTACKS]
+        if bad:
+            raise ValueError(f"unknown built-in filler {bad}; built-in haystacks: {list(BUILTIN_HAYSTACKS)}")
         return self
 
     @model_validator(mode="after")
@@ -165,8 +180,21 @@ class SpecAcceptanceGate(GateBase):
     min_mean_acceptance_length: float = Field(
         1.0, ge=1.0, description="Minimum of 1 + Δaccepted_tokens / Δdrafts, in tokens per target forward pass."
     )
-    requests: int = Field(8, ge=1, description="Natural-text requests (GSM8K questions) sent greedily to drive drafting.")
+    prompts: Optional[Literal["gsm8k", "builtin:cookbook-tasks"]] = Field(
+        None,
+        description="Where the natural-text prompts come from: 'gsm8k' (also when absent), the first `requests` GSM8K "
+                    "test questions under the data path (each with 'Explain step by step.'); 'builtin:cookbook-tasks', "
+                    "the 24 writing tasks that ship with the cookbook (descriptions, stories, explanations; no data path).",
+    )
+    requests: int = Field(8, ge=1, description="Natural-text requests sent greedily to drive drafting: the first N of `prompts`.")
     max_tokens: int = Field(128, ge=8, description="Completion budget per request.")
+
+    @model_validator(mode="after")
+    def _enough_builtin_prompts(self):
+        have = BUILTIN_PROMPTS.get(self.prompts)
+        if have is not None and self.requests > have:
+            raise ValueError(f"requests {self.requests}: {self.prompts} holds {have} prompts; ask for at most {have}")
+        return self
 
 
 class LogprobsGate(GateBase):
