@@ -51,8 +51,11 @@ def big_gguf(gemma: Path, out: Path, copies: int) -> Path:
     from cookbook.gguf.writer import TensorSpec, raw_kvs, write_gguf
 
     g = read_gguf(gemma, decode_arrays=False)
-    specs = [TensorSpec(f"c{c}.{t.name}"[:63], t.dims, t.type, t.nbytes, g.path, g.tensor_offset(t))
-             for c in range(copies) for t in g.tensors]
+    specs = [
+        TensorSpec(f"c{c}.{t.name}"[:63], t.dims, t.type, t.nbytes, g.path, g.tensor_offset(t))
+        for c in range(copies)
+        for t in g.tensors
+    ]
     if not out.exists():
         write_gguf(out, raw_kvs(g, g.fields), specs, g.alignment)
     return out
@@ -142,8 +145,14 @@ def bench_set(work: Path, gemma: Path) -> list[tuple]:
         if not path.exists():
             continue
         t = min(timed(lambda: set_value(path, key, next(flip)), repeat=1) for _ in range(9))
-        cli = timed(lambda: subprocess.run([str(REPO / "tools/convert/gguf-set"), str(path), f"{key}={next(flip)}"],
-                                           check=True, capture_output=True), repeat=3)
+        cli = timed(
+            lambda: subprocess.run(
+                [str(REPO / "tools/convert/gguf-set"), str(path), f"{key}={next(flip)}"],
+                check=True,
+                capture_output=True,
+            ),
+            repeat=3,
+        )
         rows.append((path.name, path.stat().st_size, t, cli))
     return rows
 
@@ -161,8 +170,10 @@ def bench_quark(work: Path, gib: float) -> tuple:
     size = sum(p.stat().st_size for p in src.glob("*.safetensors"))
     out = work / "quark-out"
     shutil.rmtree(out, ignore_errors=True)
-    code = ("import sys; from cookbook.convert.quark_fuse import fuse_checkpoint; "
-            f"fuse_checkpoint({str(src)!r}, {str(out)!r}, shard_bytes=1 << 30, progress=False)")
+    code = (
+        "import sys; from cookbook.convert.quark_fuse import fuse_checkpoint; "
+        f"fuse_checkpoint({str(src)!r}, {str(out)!r}, shard_bytes=1 << 30, progress=False)"
+    )
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     t = time.perf_counter()
     subprocess.run([sys.executable, "-c", code], check=True, env=dict(os.environ, PYTHONPATH=str(REPO / "src")))
@@ -193,7 +204,9 @@ def main() -> None:
                 print(f"   {name:<40} {n:>14,} {t_cp:>6.2f} {t:>6.2f} {n / t / 1e6:>8.0f} {ratio:>5.2f}x")
             print()
         if "set" not in args.skip:
-            print("2. gguf-set bool in place (in-process = set_value(), best of 9; CLI = tools/convert/gguf-set, median of 3)")
+            print(
+                "2. gguf-set bool in place (in-process = set_value(), best of 9; CLI = tools/convert/gguf-set, median of 3)"
+            )
             print(f"   {'file':<22} {'bytes':>14} {'in-process s':>13} {'CLI s':>7}")
             for name, n, t, cli in bench_set(args.work, gemma):
                 print(f"   {name:<22} {n:>14,} {t:>13.4f} {cli:>7.3f}")

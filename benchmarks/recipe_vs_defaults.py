@@ -34,9 +34,22 @@ def measure(resolved, env, workdir: Path, label: str) -> dict:
     try:
         local.wait_ready(server, 900)
         out = workdir / "bundle"
-        argv = [sys.executable, "-m", "cookbook.cli", "gates", "run", resolved.slug, "--only", "speed",
-                "--base-url", server.base_url, "--out", str(out),
-                "--model", str(resolved.recipe.serve.arg("served_model_name"))]
+        argv = [
+            sys.executable,
+            "-m",
+            "cookbook.cli",
+            "gates",
+            "run",
+            resolved.slug,
+            "--only",
+            "speed",
+            "--base-url",
+            server.base_url,
+            "--out",
+            str(out),
+            "--model",
+            str(resolved.recipe.serve.arg("served_model_name")),
+        ]
         local.step(f"{label}: speed gate")
         subprocess.run(argv, check=False)
         results = json.loads((out / "results.json").read_text())
@@ -65,8 +78,10 @@ def main() -> None:
             work.mkdir()
             figures[label] = measure(r, env, work, label)
     rec, dfl = figures["recipe"], figures["defaults"]
-    print(f"\n{args.recipe}: recipe launch vs vLLM defaults, same engine, same machine "
-          f"({platform.machine()}, {subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores)")
+    print(
+        f"\n{args.recipe}: recipe launch vs vLLM defaults, same engine, same machine "
+        f"({platform.machine()}, {subprocess.run(['nproc'], capture_output=True, text=True).stdout.strip()} cores)"
+    )
     print(f"{'figure':<34} {'recipe':>10} {'defaults':>10} {'ratio':>8}")
 
     def row(name, a, b, invert=False):

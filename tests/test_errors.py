@@ -33,12 +33,15 @@ def test_error_prints_message_and_help_on_stderr_with_its_exit_code():
     assert res.exit_code == 1 and res.stderr == "error: gate tools failed\n"
 
 
-@pytest.mark.parametrize("exc, code", [
-    (GGUFError("bad magic", path="m.gguf", offset=0, help="not a GGUF"), 2),
-    (BucketError("b.txt:3: not a tuple"), 2),
-    (FixError("target drifted\nhelp: reinstall"), 1),
-    (ServeError("server died"), 1),
-])
+@pytest.mark.parametrize(
+    "exc, code",
+    [
+        (GGUFError("bad magic", path="m.gguf", offset=0, help="not a GGUF"), 2),
+        (BucketError("b.txt:3: not a tuple"), 2),
+        (FixError("target drifted\nhelp: reinstall"), 1),
+        (ServeError("server died"), 1),
+    ],
+)
 def test_domain_errors_reach_the_user_through_the_one_type(exc, code):
     assert isinstance(exc, CookbookError)
     res = _cli(exc)
@@ -56,9 +59,11 @@ def test_recipe_error_prints_the_action_then_every_diagnostic():
 
     d = E.Diagnostic(E.UNKNOWN_QUANT, "quant", "no quant Q9", help="offered: Q2_K")
     exc = E.RecipeError([d, d]).refusing("cannot launch x --quant Q9")
-    assert exc.render() == ("error: cannot launch x --quant Q9\n"
-                            "R102 quant: no quant Q9\n  help: offered: Q2_K\n"
-                            "R102 quant: no quant Q9\n  help: offered: Q2_K")
+    assert exc.render() == (
+        "error: cannot launch x --quant Q9\n"
+        "R102 quant: no quant Q9\n  help: offered: Q2_K\n"
+        "R102 quant: no quant Q9\n  help: offered: Q2_K"
+    )
     assert _cli(exc).exit_code == 2
 
 
@@ -88,8 +93,7 @@ def test_generate_mode_writes_removes_and_then_checks_clean(tmp_path, capsys):
 
 
 def test_cli_error_in_a_real_process_has_no_traceback():
-    p = subprocess.run([sys.executable, "-m", "cookbook.cli", "show", "no-such-recipe"], capture_output=True,
-                       text=True)
+    p = subprocess.run([sys.executable, "-m", "cookbook.cli", "show", "no-such-recipe"], capture_output=True, text=True)
     assert p.returncode == 2 and p.stdout == ""
     assert p.stderr.startswith("error: cannot show no-such-recipe\n") and "R101" in p.stderr
     assert "Traceback" not in p.stderr

@@ -1,7 +1,7 @@
 """cookbook.kernel_catalogue: every kernel a recipe may name, with a backend per platform."""
 
-from cookbook import platforms
 from cookbook import kernel_catalogue as catalogue
+from cookbook import platforms
 from cookbook.kernels.mxfp4_moe.shapes import VARIANTS
 from cookbook.recipe.paths import repo_root
 

@@ -63,8 +63,21 @@ def test_saturation_at_six():
 
 @pytest.mark.parametrize(
     "value,expect",
-    [(0.25, 0.0), (0.75, 1.0), (1.25, 1.0), (1.75, 2.0), (2.5, 2.0), (3.5, 4.0), (5.0, 4.0),
-     (-0.25, -0.0), (-1.75, -2.0), (-5.0, -4.0), (0.2500001, 0.5), (4.9999, 4.0), (5.0001, 6.0)],
+    [
+        (0.25, 0.0),
+        (0.75, 1.0),
+        (1.25, 1.0),
+        (1.75, 2.0),
+        (2.5, 2.0),
+        (3.5, 4.0),
+        (5.0, 4.0),
+        (-0.25, -0.0),
+        (-1.75, -2.0),
+        (-5.0, -4.0),
+        (0.2500001, 0.5),
+        (4.9999, 4.0),
+        (5.0001, 6.0),
+    ],
 )
 def test_ties_round_half_to_even(value, expect):
     out = dequantize(*quantize(block(4.0, value)))  # scale 2**0
@@ -128,7 +141,8 @@ def test_nonfinite_raises_by_default_naming_index():
 
 
 def test_exponent_above_127_is_refused_or_nan():
-    x = np.zeros((1, 32)); x[0, 0] = 2.0**131
+    x = np.zeros((1, 32))
+    x[0, 0] = 2.0**131
     with pytest.raises(MXFP4Error, match="beyond E8M0"):
         quantize(x)
     assert quantize(x, nonfinite="nan")[1][0, 0] == 255
@@ -183,6 +197,7 @@ def test_bf16_bits_round_to_nearest_even():
 
 
 # ---------- property tests ----------
+
 
 def reference_block(vals):
     """Independent scalar implementation of the OCP rule, for one block of Python floats."""

@@ -20,11 +20,27 @@ LAZY_GROUPS: dict[str, tuple[str, str]] = {
     "schema": ("cookbook.commands.recipes", "schema_cmd", "Write (or --check) the generated recipe JSON Schema."),
     "serve": ("cookbook.commands.serve", "serve_cmd", "Run a recipe here: fetch, convert, launch, gates, stop."),
     "docs": ("cookbook.commands.docs", "docs_cmd", "Generate (or --check) docs/: recipe pages, errors, rules."),
-    "gates": ("cookbook.commands.gates", "gates", "Run a recipe's gates against a live server; verify from the evidence."),
-    "buckets": ("cookbook.commands.buckets", "buckets_cmd", "Gaudi warm-up bucket files: generate from a geometry (--check), validate."),
-    "convert": ("cookbook.commands.convert", "convert", "Checkpoint converters: GGUF inspect/join/set/split/to-hf, Quark MXFP4 fuse."),
+    "gates": (
+        "cookbook.commands.gates",
+        "gates",
+        "Run a recipe's gates against a live server; verify from the evidence.",
+    ),
+    "buckets": (
+        "cookbook.commands.buckets",
+        "buckets_cmd",
+        "Gaudi warm-up bucket files: generate from a geometry (--check), validate.",
+    ),
+    "convert": (
+        "cookbook.commands.convert",
+        "convert",
+        "Checkpoint converters: GGUF inspect/join/set/split/to-hf, Quark MXFP4 fuse.",
+    ),
     "fixes": ("cookbook.commands.fixes", "fixes_group", "Apply, check or revert the fix pack on an installed vLLM."),
-    "data": ("cookbook.commands.data", "data_group", "Gate data: fetch GSM8K into the data folder; show what is there and built in."),
+    "data": (
+        "cookbook.commands.data",
+        "data_group",
+        "Gate data: fetch GSM8K into the data folder; show what is there and built in.",
+    ),
 }
 
 

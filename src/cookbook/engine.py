@@ -46,8 +46,12 @@ def pin() -> Pin:
     image = yaml.safe_load(recipe.read_text(encoding="utf-8"))["image"]
     profile = image["fixes"]["profile"]
     vllm = yaml.safe_load((repo_root() / "fixes" / "profiles" / f"{profile}.yaml").read_text(encoding="utf-8"))["vllm"]
-    return Pin(dist=str(image["engine"]["package"]), version=str(image["engine"]["version"]),
-               torch=str(vllm["torch"]), profile=str(profile))
+    return Pin(
+        dist=str(image["engine"]["package"]),
+        version=str(image["engine"]["version"]),
+        torch=str(vllm["torch"]),
+        profile=str(profile),
+    )
 
 
 def engine_python() -> Path:
@@ -116,6 +120,10 @@ def engine_installed() -> bool:
 
 if __name__ == "__main__":  # scripts/setup-engine: `eval "$(python -m cookbook.engine)"`
     p = pin()
-    for var, value in (("VLLM_DIST", p.dist), ("VLLM_PIN", p.version), ("TORCH_PIN", p.torch),
-                       ("FIX_PROFILE", p.profile)):
+    for var, value in (
+        ("VLLM_DIST", p.dist),
+        ("VLLM_PIN", p.version),
+        ("TORCH_PIN", p.torch),
+        ("FIX_PROFILE", p.profile),
+    ):
         print(f"{var}={shlex.quote(value)}")

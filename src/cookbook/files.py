@@ -142,8 +142,12 @@ class AtomicSet:
         for f in self.finals:
             for i in inputs:
                 if same_file(f, i) or Path(f).absolute() == Path(i).absolute():
-                    raise OSError(errno.EINVAL, f"is also the input; refused (the {what} would be "
-                                                "overwritten while it is read): choose another output name", str(f))
+                    raise OSError(
+                        errno.EINVAL,
+                        f"is also the input; refused (the {what} would be "
+                        "overwritten while it is read): choose another output name",
+                        str(f),
+                    )
         if not overwrite:
             for f in self.finals:
                 if f.exists() or f.is_symlink():
@@ -182,16 +186,22 @@ class AtomicSet:
                 else:
                     with contextlib.suppress(OSError):
                         f.unlink()
-            for f in self.finals[len(done):]:
+            for f in self.finals[len(done) :]:
                 with contextlib.suppress(FileNotFoundError):
                     self.temps[f].unlink()
-            left = (f"{len(kept)} of {len(self.finals)} {self.what}s were already renamed into place "
-                    f"(replacing files of the same name): {', '.join(str(k) for k in kept)}; the others were "
-                    "removed" if kept else f"no {self.what} was left under its final name")
+            left = (
+                f"{len(kept)} of {len(self.finals)} {self.what}s were already renamed into place "
+                f"(replacing files of the same name): {', '.join(str(k) for k in kept)}; the others were "
+                "removed"
+                if kept
+                else f"no {self.what} was left under its final name"
+            )
             reason = getattr(e, "strerror", None) or type(e).__name__
-            raise OSError(getattr(e, "errno", None) or errno.EIO,
-                          f"could not rename the finished {self.what} into place ({reason}); {left}",
-                          str(failed)) from None
+            raise OSError(
+                getattr(e, "errno", None) or errno.EIO,
+                f"could not rename the finished {self.what} into place ({reason}); {left}",
+                str(failed),
+            ) from None
 
 
 @contextlib.contextmanager

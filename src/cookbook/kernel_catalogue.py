@@ -16,15 +16,15 @@ from cookbook import platforms
 
 @dataclass(frozen=True)
 class Backend:
-    id: str                 # build.sh --backend ID
+    id: str  # build.sh --backend ID
     archs: tuple[str, ...]  # platform arches it runs on
-    what: str               # what it is, in a few words
+    what: str  # what it is, in a few words
     missing: str | None = None  # None: built from this repository; else what is missing and where it would go
 
 
 @dataclass(frozen=True)
 class Kernel:
-    name: str               # the folder kernels/<name>/
+    name: str  # the folder kernels/<name>/
     variants: tuple[str, ...]
     backends: tuple[Backend, ...]
 
@@ -44,12 +44,16 @@ class Kernel:
 
 MXFP4_MOE = Kernel(
     name="mxfp4-moe",
-    variants=("dsv4", "glm", "k3"),     # cookbook.kernels.mxfp4_moe.shapes.VARIANTS (a test checks)
+    variants=("dsv4", "glm", "k3"),  # cookbook.kernels.mxfp4_moe.shapes.VARIANTS (a test checks)
     backends=(
         Backend("sm90", ("sm90",), "fused Triton/Gluon kernels for NVIDIA Hopper (cookbook.kernels.mxfp4_moe)"),
-        Backend("hpu", ("hpu",), "MXFP4 MoE kernels for Intel Gaudi",
-                missing="the HPU kernels that GLM_MXK=1 runs come with the glm-5-mxfp4 port image; "
-                        "they would go in kernels/mxfp4-moe/hpu/, built by `build.sh --backend hpu`"),
+        Backend(
+            "hpu",
+            ("hpu",),
+            "MXFP4 MoE kernels for Intel Gaudi",
+            missing="the HPU kernels that GLM_MXK=1 runs come with the glm-5-mxfp4 port image; "
+            "they would go in kernels/mxfp4-moe/hpu/, built by `build.sh --backend hpu`",
+        ),
     ),
 )
 

@@ -84,14 +84,11 @@ def _round_magnitudes(mag: np.ndarray) -> np.ndarray:
     exactly ties to the even code (0.25 -> 0, 0.75 -> 1.0, 2.5 -> 2, 3.5 -> 4, 5 -> 4).
     """
     two = mag.dtype.type(2)
-    c = np.where(mag < 2, np.rint(mag * two),
-                 np.where(mag < 4, 4 + np.rint(mag - two), 6 + np.rint((mag - 4) / two)))
+    c = np.where(mag < 2, np.rint(mag * two), np.where(mag < 4, 4 + np.rint(mag - two), 6 + np.rint((mag - 4) / two)))
     return np.minimum(c, 7).astype(np.uint8)  # 7 (= 6.0) is the largest code: saturation
 
 
-def quantize(
-    x: np.ndarray, *, scale_rule: str = "floor", nonfinite: str = "raise"
-) -> tuple[np.ndarray, np.ndarray]:
+def quantize(x: np.ndarray, *, scale_rule: str = "floor", nonfinite: str = "raise") -> tuple[np.ndarray, np.ndarray]:
     """Encode [..., K] floats (K % 32 == 0) -> (packed uint8 [..., K//2], scales uint8 [..., K//32])."""
     x = np.asarray(x)
     if x.dtype not in (np.float16, np.float32, np.float64):
@@ -108,7 +105,7 @@ def quantize(
     # float32 is exact for float16/32 input (scaling by a power of two, grid steps of 0.5..2)
     work = np.float64 if x.dtype == np.float64 else np.float32
     for start in range(0, n_blocks, step):
-        b = blocks[start:start + step].astype(work)
+        b = blocks[start : start + step].astype(work)
         finite = np.isfinite(b)
         bad_block = ~finite.all(axis=1)
         if bad_block.any():
@@ -129,10 +126,10 @@ def quantize(
         mag = np.abs(b) * np.ldexp(work(1.0), -exp)[:, None]  # exact: power-of-two scaling
         codes = _round_magnitudes(mag) | (np.signbit(b).astype(np.uint8) << 3)
         codes[bad_block] = 0
-        packed[start:start + step] = pack_e2m1(codes)
+        packed[start : start + step] = pack_e2m1(codes)
         s = (exp + SCALE_BIAS).astype(np.uint8)
         s[bad_block] = SCALE_NAN
-        scales[start:start + step] = s
+        scales[start : start + step] = s
     return packed.reshape(*lead, k // 2), scales.reshape(*lead, k // BLOCK)
 
 

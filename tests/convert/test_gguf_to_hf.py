@@ -72,14 +72,19 @@ def greedy(model, ids):
     x = torch.tensor([ids])
     with torch.no_grad():
         y = model.generate(x, max_new_tokens=NEW_TOKENS, do_sample=False)
-    return y[0, len(ids):].tolist()
+    return y[0, len(ids) :].tolist()
 
 
 def test_checkpoint_files_and_metadata(gemma_hf):
     out, info = gemma_hf
     names = sorted(p.name for p in out.iterdir())
-    assert names == ["config.json", "generation_config.json", "model.safetensors", "tokenizer.json",
-                     "tokenizer_config.json"]
+    assert names == [
+        "config.json",
+        "generation_config.json",
+        "model.safetensors",
+        "tokenizer.json",
+        "tokenizer_config.json",
+    ]
     assert not out.with_name(out.name + ".tmp").exists()
     cfg = json.loads((out / "config.json").read_text())
     assert cfg["model_type"] == "gemma3_text" and cfg["architectures"] == ["Gemma3ForCausalLM"]
@@ -159,9 +164,25 @@ def test_cpu_vllm_serves_converted_checkpoint_with_same_greedy_tokens(gemma_hf, 
     port = _free_port()
     env = dict(os.environ, VLLM_CPU_KVCACHE_SPACE="1", OMP_NUM_THREADS="2")
     log = tmp_path / "vllm.log"
-    cmd = [str(engine_python()), "-m", "vllm.entrypoints.openai.api_server", "--model", str(gemma_hf[0]),
-           "--served-model-name", "g", "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
-           "--max-model-len", "512", "--max-num-seqs", "4"]
+    cmd = [
+        str(engine_python()),
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(gemma_hf[0]),
+        "--served-model-name",
+        "g",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--dtype",
+        "float32",
+        "--max-model-len",
+        "512",
+        "--max-num-seqs",
+        "4",
+    ]
     proc = subprocess.Popen(cmd, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT)
     try:
         base = f"http://127.0.0.1:{port}"
@@ -178,10 +199,16 @@ def test_cpu_vllm_serves_converted_checkpoint_with_same_greedy_tokens(gemma_hf, 
                 time.sleep(2)
         for prompt, ids, want in zip(PROMPTS, prompt_ids, ref_out):
             # the text prompt: vLLM's own tokenization must add BOS exactly as ours does
-            body = {"model": "g", "prompt": prompt, "max_tokens": NEW_TOKENS, "temperature": 0,
-                    "return_token_ids": True}
-            req = urllib.request.Request(base + "/v1/completions", json.dumps(body).encode(),
-                                         {"Content-Type": "application/json"})
+            body = {
+                "model": "g",
+                "prompt": prompt,
+                "max_tokens": NEW_TOKENS,
+                "temperature": 0,
+                "return_token_ids": True,
+            }
+            req = urllib.request.Request(
+                base + "/v1/completions", json.dumps(body).encode(), {"Content-Type": "application/json"}
+            )
             resp = json.load(urllib.request.urlopen(req, timeout=300))
             choice = resp["choices"][0]
             assert choice.get("prompt_token_ids", ids) == ids

@@ -4,7 +4,14 @@ import json
 import struct
 
 from hostile_helpers import (
-    EVIL, assert_clean_error, gguf_file, no_raw_controls, quark_dir, quark_tensors, run_tool, str_array,
+    EVIL,
+    assert_clean_error,
+    gguf_file,
+    no_raw_controls,
+    quark_dir,
+    quark_tensors,
+    run_tool,
+    str_array,
 )
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -16,10 +23,15 @@ from cookbook.gguf.writer import encode_string
 
 
 def hostile_gguf(path):
-    return gguf_file(path, kvs=[("general.architecture", ValueType.STRING, "llama"),
-                                (f"k{EVIL}", ValueType.STRING, f"v{EVIL}"),
-                                ("list", ValueType.ARRAY, str_array([EVIL, "ok"]))],
-                     tensors=[(f"t{EVIL}", (8,))])
+    return gguf_file(
+        path,
+        kvs=[
+            ("general.architecture", ValueType.STRING, "llama"),
+            (f"k{EVIL}", ValueType.STRING, f"v{EVIL}"),
+            ("list", ValueType.ARRAY, str_array([EVIL, "ok"])),
+        ],
+        tensors=[(f"t{EVIL}", (8,))],
+    )
 
 
 def test_inspect_text_escapes_keys_values_and_tensor_names(tmp_path):
@@ -46,8 +58,13 @@ def test_reader_error_naming_a_hostile_key_is_escaped(tmp_path):
 
 
 def test_non_utf8_string_value_is_shown_as_hex_escapes(tmp_path):
-    raw = b"GGUF" + struct.pack("<IQQ", 3, 0, 1) + encode_string("k") + struct.pack("<I", 8) + \
-        encode_string(b"\xff\x1b[31m")
+    raw = (
+        b"GGUF"
+        + struct.pack("<IQQ", 3, 0, 1)
+        + encode_string("k")
+        + struct.pack("<I", 8)
+        + encode_string(b"\xff\x1b[31m")
+    )
     p = tmp_path / "n.gguf"
     p.write_bytes(raw)
     out = inspect(p)

@@ -65,6 +65,7 @@ def _limit_file_size(n):
     def f():
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # writes past the limit fail with EFBIG instead
         resource.setrlimit(resource.RLIMIT_FSIZE, (n, n))
+
     return f
 
 
@@ -79,8 +80,7 @@ def test_split_on_a_full_disk_leaves_no_shard_and_names_the_file(tmp_path):
 def test_join_on_a_full_disk_names_the_output(tmp_path):
     src = two_tensor_gguf(tmp_path / "m.gguf", big=1 << 18)
     parts = gguf_join.split_raw(src, 2, tmp_path)
-    r = run_tool("gguf-join", *parts, "-o", tmp_path / "j.gguf", "--no-checksum",
-                 preexec_fn=_limit_file_size(100_000))
+    r = run_tool("gguf-join", *parts, "-o", tmp_path / "j.gguf", "--no-checksum", preexec_fn=_limit_file_size(100_000))
     assert_clean_error(r, "j.gguf", "File too large")
     assert "error: : " not in r.stderr and ".tmp" not in r.stderr
     assert not (tmp_path / "j.gguf").exists()

@@ -18,8 +18,9 @@ H, I, E, L = 64, 32, 4, 2
 
 @pytest.fixture(scope="module")
 def quark(tmp_path_factory):
-    src = make_quark_checkpoint(tmp_path_factory.mktemp("q") / "src", layers=L, experts=E, hidden=H, inter=I,
-                                shard_bytes=40_000)
+    src = make_quark_checkpoint(
+        tmp_path_factory.mktemp("q") / "src", layers=L, experts=E, hidden=H, inter=I, shard_bytes=40_000
+    )
     out = tmp_path_factory.mktemp("q") / "out"
     info = fuse_checkpoint(src, out, shard_bytes=50_000, progress=False)
     return src, out, info
@@ -28,7 +29,9 @@ def quark(tmp_path_factory):
 def load_all(d):
     """name -> numpy array (uint8 / uint16 for BF16), read with the safetensors library itself."""
     index = d / "model.safetensors.index.json"
-    files = sorted(set(json.loads(index.read_text())["weight_map"].values())) if index.exists() else ["model.safetensors"]
+    files = (
+        sorted(set(json.loads(index.read_text())["weight_map"].values())) if index.exists() else ["model.safetensors"]
+    )
     out = {}
     for f in files:
         tensors, _ = read_header(d / f)
@@ -96,15 +99,21 @@ def test_mtp_bf16_experts_are_encoded_to_mxfp4(quark):
         blocks = np.abs(down).reshape(-1, 32).max(axis=1, keepdims=True)
         assert (np.abs(back - down).reshape(-1, 32) <= blocks / 4 + 1e-12).all()
     # the MTP shared experts were BF16 already: copied
-    assert np.array_equal(b[f"model.layers.{L}.mlp.shared_experts.up_proj.weight"],
-                          a[f"model.layers.{L}.mlp.shared_experts.up_proj.weight"])
+    assert np.array_equal(
+        b[f"model.layers.{L}.mlp.shared_experts.up_proj.weight"],
+        a[f"model.layers.{L}.mlp.shared_experts.up_proj.weight"],
+    )
 
 
 def test_other_tensors_and_files_are_copied(quark):
     src, out, _ = quark
     a, b = load_all(src), load_all(out)
-    for k in ("model.embed_tokens.weight", "model.layers.0.self_attn.o_proj.weight", "model.layers.1.mlp.gate.weight",
-              "model.norm.weight"):
+    for k in (
+        "model.embed_tokens.weight",
+        "model.layers.0.self_attn.o_proj.weight",
+        "model.layers.1.mlp.gate.weight",
+        "model.norm.weight",
+    ):
         assert np.array_equal(a[k], b[k])
     assert (out / "tokenizer_config.json").read_bytes() == (src / "tokenizer_config.json").read_bytes()
     cfg = json.loads((out / "config.json").read_text())
@@ -136,8 +145,9 @@ def test_truncated_shard_is_a_clear_error_via_cli(tmp_path):
     src = make_quark_checkpoint(tmp_path / "src", layers=1, experts=2, hidden=H, inter=I, shard_bytes=20_000)
     shard = sorted(src.glob("*.safetensors"))[1]
     shard.write_bytes(shard.read_bytes()[:-5])
-    r = subprocess.run([str(TOOLS / "quark-mxfp4-fuse"), str(src), str(tmp_path / "out")], capture_output=True,
-                       text=True, timeout=120)
+    r = subprocess.run(
+        [str(TOOLS / "quark-mxfp4-fuse"), str(src), str(tmp_path / "out")], capture_output=True, text=True, timeout=120
+    )
     assert r.returncode == 2 and "Traceback" not in r.stderr
     assert shard.name in r.stderr and "truncated" in r.stderr
     assert not (tmp_path / "out").exists()

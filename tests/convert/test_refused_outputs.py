@@ -59,13 +59,18 @@ def test_quark_refuses_transposed_bf16_down_proj(tmp_path):
 def test_quark_refuses_a_shared_expert_with_a_scale_but_no_weight(tmp_path):
     t = quark_tensors()
     t["model.layers.0.mlp.shared_experts.gate_proj.weight_scale"] = ("U8", (32, 2))
-    assert_clean_error(run_tool("quark-mxfp4-fuse", quark_dir(tmp_path / "src", t), tmp_path / "out"),
-                       "shared_experts.gate_proj.weight")
+    assert_clean_error(
+        run_tool("quark-mxfp4-fuse", quark_dir(tmp_path / "src", t), tmp_path / "out"),
+        "shared_experts.gate_proj.weight",
+    )
 
 
 def gemma3_like(path, tensors):
-    kvs = [("general.architecture", ValueType.STRING, "gemma3"), ("gemma3.block_count", ValueType.UINT32, 2),
-           ("tokenizer.ggml.tokens", ValueType.ARRAY, str_array(["a", "b", "c", "d"]))]
+    kvs = [
+        ("general.architecture", ValueType.STRING, "gemma3"),
+        ("gemma3.block_count", ValueType.UINT32, 2),
+        ("tokenizer.ggml.tokens", ValueType.ARRAY, str_array(["a", "b", "c", "d"])),
+    ]
     return gguf_file(path, kvs=kvs, tensors=tensors)
 
 
@@ -83,14 +88,17 @@ def test_to_hf_refuses_a_block_beyond_block_count(tmp_path):
 
 @pytest.mark.parametrize("damage", ["truncated", "bad_tensor_info"])
 def test_in_place_set_refuses_a_file_inspect_rejects(tmp_path, damage):
-    g = gguf_file(tmp_path / "g.gguf", kvs=[("test.flag", ValueType.BOOL, False)],
-                  tensors=[("a.weight", (8,)), ("b.weight", (8,))])
+    g = gguf_file(
+        tmp_path / "g.gguf",
+        kvs=[("test.flag", ValueType.BOOL, False)],
+        tensors=[("a.weight", (8,)), ("b.weight", (8,))],
+    )
     data = g.read_bytes()
     if damage == "truncated":
         data = data[:-16]
     else:
         i = data.index(b"b.weight") + len(b"b.weight")
-        data = data[:i] + b"\x09" + data[i + 1:]  # n_dims 9
+        data = data[:i] + b"\x09" + data[i + 1 :]  # n_dims 9
     g.write_bytes(data)
     assert run_tool("gguf-inspect", g).returncode == 2
     r = run_tool("gguf-set", g, "test.flag=true")

@@ -52,6 +52,5 @@ def test_quark_refuses_a_fifo_shard_and_a_fifo_side_file(tmp_path):
     assert_clean_error(run_tool("quark-mxfp4-fuse", src, tmp_path / "out", timeout=T), "tokenizer.json", "FIFO")
     os.unlink(src / "tokenizer.json")
     os.mkfifo(src / "model-2.safetensors")
-    assert_clean_error(run_tool("quark-mxfp4-fuse", src, tmp_path / "out", timeout=T), "model-2.safetensors",
-                       "FIFO")
+    assert_clean_error(run_tool("quark-mxfp4-fuse", src, tmp_path / "out", timeout=T), "model-2.safetensors", "FIFO")
     assert not (tmp_path / "out").exists()

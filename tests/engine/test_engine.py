@@ -9,8 +9,9 @@ from cookbook import engine
 
 def test_engine_python_is_an_interpreter():
     py = engine.engine_python()
-    out = subprocess.run([str(py), "-c", "import sys; print(sys.version_info[0])"],
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        [str(py), "-c", "import sys; print(sys.version_info[0])"], capture_output=True, text=True, check=True
+    ).stdout
     assert out.strip() == "3"
 
 

@@ -4,6 +4,7 @@ cookbook.engine and scripts/setup-engine read it; pyproject cannot, so it is che
 import re
 import subprocess
 import sys
+
 import tomllib
 
 from cookbook import engine
@@ -37,8 +38,12 @@ def test_pyproject_torch_pin_agrees_with_the_recipe():
 def test_setup_engine_reads_the_pin_from_cookbook_engine():
     out = subprocess.run([sys.executable, "-m", "cookbook.engine"], capture_output=True, text=True, check=True).stdout
     p = engine.pin()
-    assert out.split() == [f"VLLM_DIST={p.dist}", f"VLLM_PIN={p.version}", f"TORCH_PIN={p.torch}",
-                           f"FIX_PROFILE={p.profile}"]
+    assert out.split() == [
+        f"VLLM_DIST={p.dist}",
+        f"VLLM_PIN={p.version}",
+        f"TORCH_PIN={p.torch}",
+        f"FIX_PROFILE={p.profile}",
+    ]
     script = (engine.repo_root() / "scripts" / "setup-engine").read_text()
     assert "-m cookbook.engine" in script
     assert not re.search(r"^(VLLM_PIN|TORCH_PIN|FIX_PROFILE)=", script, re.MULTILINE)  # no second copy

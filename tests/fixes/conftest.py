@@ -7,12 +7,11 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from fixes_helpers import PROFILE, pristine_copy
 
 from cookbook.engine import vllm_package_dir
 from cookbook.files import repo_root
 from cookbook.fixes import tree
-
-from fixes_helpers import PROFILE, pristine_copy
 
 
 @pytest.fixture
@@ -45,15 +44,24 @@ def gemma_hf(tmp_path_factory) -> Path:
 
         tmp = out.with_name(out.name + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
-        res = subprocess.run([str(repo_root() / ".venv" / "bin" / "cookbook"), "convert", "gguf-to-hf",
-                              str(gguf_path()), str(tmp), "--dtype", "bfloat16"], capture_output=True, text=True)
+        res = subprocess.run(
+            [
+                str(repo_root() / ".venv" / "bin" / "cookbook"),
+                "convert",
+                "gguf-to-hf",
+                str(gguf_path()),
+                str(tmp),
+                "--dtype",
+                "bfloat16",
+            ],
+            capture_output=True,
+            text=True,
+        )
         if res.returncode != 0:
             pytest.fail(f"cookbook convert gguf-to-hf failed:\n{res.stderr[-3000:]}")
         shutil.rmtree(out, ignore_errors=True)
         tmp.rename(out)
     return out
-
-
 
 
 @pytest.fixture(scope="session")

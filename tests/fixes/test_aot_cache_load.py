@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from fixes_helpers import DATA, Server, env_for, free_port
 
 from cookbook.engine import engine_python
-
-from fixes_helpers import DATA, Server, env_for, free_port
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 
@@ -22,10 +21,25 @@ PROMPTS = ["The capital of France is", "Moby Dick is a novel about"]
 
 def _start(tree, model, log, cache_root, force_load: bool) -> Server:
     port = free_port()
-    argv = [str(engine_python()), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
-            "--served-model-name", "gemma", "--port", str(port), "--host", "127.0.0.1",
-            "--max-model-len", "2048", "--dtype", "bfloat16",  # no --enforce-eager: compiled
-            "--chat-template", str(DATA / "gemma-tools.jinja")]
+    argv = [
+        str(engine_python()),
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(model),
+        "--served-model-name",
+        "gemma",
+        "--port",
+        str(port),
+        "--host",
+        "127.0.0.1",
+        "--max-model-len",
+        "2048",
+        "--dtype",
+        "bfloat16",  # no --enforce-eager: compiled
+        "--chat-template",
+        str(DATA / "gemma-tools.jinja"),
+    ]
     env = env_for(tree)
     env["VLLM_CACHE_ROOT"] = str(cache_root)
     if force_load:
@@ -36,8 +50,11 @@ def _start(tree, model, log, cache_root, force_load: bool) -> Server:
 def _greedy(server: Server) -> list[str]:
     out = []
     for p in PROMPTS:
-        r = httpx.post(server.url + "/v1/completions", timeout=300,
-                       json={"model": "gemma", "prompt": p, "max_tokens": 24, "temperature": 0})
+        r = httpx.post(
+            server.url + "/v1/completions",
+            timeout=300,
+            json={"model": "gemma", "prompt": p, "max_tokens": 24, "temperature": 0},
+        )
         assert r.status_code == 200, r.text
         out.append(r.json()["choices"][0]["text"])
     return out

@@ -10,17 +10,21 @@ import subprocess
 
 import httpx
 import pytest
+from fixes_helpers import env_for, start_server
 
 from cookbook.engine import engine_python, pin
-
-from fixes_helpers import env_for, start_server
 
 pytestmark = pytest.mark.engine
 
 
 def _vllm(tree_dir, *args):
-    return subprocess.run([str(engine_python().parent / "vllm"), *args], env=env_for(tree_dir),
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [str(engine_python().parent / "vllm"), *args],
+        env=env_for(tree_dir),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_unpatched_console_script_dies(pristine_tree):
@@ -41,9 +45,11 @@ def test_vllm_console_script_starts_server(patched_tree, gemma_hf, tmp_path):
     server = start_server(patched_tree, gemma_hf, tmp_path / "server.log", console_script=True)
     try:
         server.wait_ready()
-        r = httpx.post(server.url + "/v1/completions", timeout=120,
-                       json={"model": "gemma", "prompt": "The capital of France is", "max_tokens": 4,
-                             "temperature": 0})
+        r = httpx.post(
+            server.url + "/v1/completions",
+            timeout=120,
+            json={"model": "gemma", "prompt": "The capital of France is", "max_tokens": 4, "temperature": 0},
+        )
         assert r.status_code == 200, r.text
         assert r.json()["choices"][0]["text"].strip()
     finally:

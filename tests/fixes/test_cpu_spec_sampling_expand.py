@@ -23,11 +23,10 @@ from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
+from fixes_helpers import Server, env_for, free_port
 
 from cookbook.engine import engine_python
 from cookbook.files import repo_root
-
-from fixes_helpers import Server, env_for, free_port
 
 pytestmark = pytest.mark.engine
 
@@ -36,11 +35,17 @@ pytestmark = pytest.mark.engine
 SPEC = '{"method": "ngram", "num_speculative_tokens": 3, "prompt_lookup_max": 4, "prompt_lookup_min": 2}'
 ROUNDS_PATCHED = 3
 
-WEATHER = {"type": "object", "properties": {"city": {"type": "string"},
-                                             "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
-           "required": ["city", "unit"]}
-TOOLS = [{"type": "function", "function": {"name": "get_weather", "description": "Get the current weather in a city.",
-                                            "parameters": WEATHER}}]
+WEATHER = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}, "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+    "required": ["city", "unit"],
+}
+TOOLS = [
+    {
+        "type": "function",
+        "function": {"name": "get_weather", "description": "Get the current weather in a city.", "parameters": WEATHER},
+    }
+]
 
 
 def _bodies() -> list[dict]:
@@ -76,8 +81,9 @@ print(json.dumps({"temp": [round(v, 4) for v in temp.tolist()], "top_k": top_k.t
 
 
 def _expand(tree) -> dict:
-    res = subprocess.run([str(engine_python()), "-c", EXPAND], env=env_for(tree), capture_output=True,
-                         text=True, timeout=300)
+    res = subprocess.run(
+        [str(engine_python()), "-c", EXPAND], env=env_for(tree), capture_output=True, text=True, timeout=300
+    )
     assert res.returncode == 0, res.stderr[-3000:]
     return json.loads(res.stdout.strip().splitlines()[-1])
 
@@ -118,12 +124,34 @@ def _arguments(body: dict, response: httpx.Response) -> dict | None:
 
 def _start(tree, model, log, cache_root) -> Server:
     port = free_port()
-    argv = [str(engine_python()), "-m", "vllm.entrypoints.openai.api_server", "--model", str(model),
-            "--served-model-name", "gemma", "--port", str(port), "--host", "127.0.0.1",
-            "--max-model-len", "4096", "--dtype", "bfloat16", "--max-num-seqs", "16",
-            "--speculative-config", SPEC,
-            "--chat-template", str(repo_root() / "recipes" / "gemma3-270m-cpu" / "chat_template.jinja"),
-            "--enable-auto-tool-choice", "--tool-call-parser", "hermes", "--tool-strict-level", "parameter"]
+    argv = [
+        str(engine_python()),
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(model),
+        "--served-model-name",
+        "gemma",
+        "--port",
+        str(port),
+        "--host",
+        "127.0.0.1",
+        "--max-model-len",
+        "4096",
+        "--dtype",
+        "bfloat16",
+        "--max-num-seqs",
+        "16",
+        "--speculative-config",
+        SPEC,
+        "--chat-template",
+        str(repo_root() / "recipes" / "gemma3-270m-cpu" / "chat_template.jinja"),
+        "--enable-auto-tool-choice",
+        "--tool-call-parser",
+        "hermes",
+        "--tool-strict-level",
+        "parameter",
+    ]
     env = env_for(tree)
     if cache_root is not None:
         env["VLLM_CACHE_ROOT"] = str(cache_root)

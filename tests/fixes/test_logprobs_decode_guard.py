@@ -11,13 +11,18 @@ import math
 
 import httpx
 import pytest
-
 from fixes_helpers import start_server
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 
-REQUEST = {"model": "gemma", "messages": [{"role": "user", "content": "Write a sentence about the sea."}],
-           "max_tokens": 8, "temperature": 0, "logprobs": True, "top_logprobs": 5}
+REQUEST = {
+    "model": "gemma",
+    "messages": [{"role": "user", "content": "Write a sentence about the sea."}],
+    "max_tokens": 8,
+    "temperature": 0,
+    "logprobs": True,
+    "top_logprobs": 5,
+}
 
 
 def test_unpatched_server_dies_on_padded_vocab_logprobs(pristine_tree, padded_vocab_model, tmp_path):

@@ -23,9 +23,16 @@ def test_known_profiles():
 
 def test_v030_resolves_in_the_documents_order():
     names = [f.name for f in pack.resolve("v0.30.0", ["glm47-streaming-text-markers", "vllm-long-prefill-share"])]
-    assert names == ["structured-output-rows", "so-row-owners", "gather-logprobs-int32", "logprobs-decode-guard",
-                     "seeded-sampling", "rank-exception-fatal", "vllm-long-prefill-share",
-                     "glm47-streaming-text-markers"]
+    assert names == [
+        "structured-output-rows",
+        "so-row-owners",
+        "gather-logprobs-int32",
+        "logprobs-decode-guard",
+        "seeded-sampling",
+        "rank-exception-fatal",
+        "vllm-long-prefill-share",
+        "glm47-streaming-text-markers",
+    ]
     default = pack.resolve("v0.30.0", [])
     assert not any(f.opt_in for f in default) and len(default) == 6
     for f in pack.resolve("v0.30.0", ["vllm-long-prefill-share"]):
@@ -37,8 +44,11 @@ def test_v030_resolves_in_the_documents_order():
 def test_unknown_profile_and_opt_in_say_what_to_do():
     with pytest.raises(pack.FixError, match=r"unknown fix profile 'v9'.*\n  help: use one of: .*v0\.30\.0"):
         pack.resolve("v9", [])
-    with pytest.raises(pack.FixError, match=r"unknown opt-in fix nope.*\n  help: opt-in fixes of v0.30.0: "
-                                            r"glm47-streaming-text-markers, vllm-long-prefill-share"):
+    with pytest.raises(
+        pack.FixError,
+        match=r"unknown opt-in fix nope.*\n  help: opt-in fixes of v0.30.0: "
+        r"glm47-streaming-text-markers, vllm-long-prefill-share",
+    ):
         pack.resolve("v0.30.0", ["nope"])
 
 
@@ -50,9 +60,20 @@ def test_cli_bad_profile_is_one_message_not_a_traceback(tmp_path):
 
 def test_apply_all_entry_point_interface(tmp_path):
     # The Gaudi launch block's exact call shape; a target that is not vLLM stops it non-zero.
-    res = subprocess.run([sys.executable, str(ROOT / "fixes" / "apply_all.py"), "--profile", "v0.30.0",
-                          "vllm-long-prefill-share", "glm47-streaming-text-markers", "--target", str(tmp_path)],
-                         capture_output=True, text=True)
+    res = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "fixes" / "apply_all.py"),
+            "--profile",
+            "v0.30.0",
+            "vllm-long-prefill-share",
+            "glm47-streaming-text-markers",
+            "--target",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+    )
     assert res.returncode == 1
     assert "cannot read the vLLM version" in res.stderr
 

@@ -19,7 +19,9 @@ def _sha(b: bytes) -> str:
     return hashlib.sha256(b).hexdigest()
 
 
-def _tree(tmp_path: Path, files: dict[str, dict], origs: dict[str, bytes] = {}) -> Path:
+def _tree(tmp_path: Path, files: dict[str, dict], origs: dict[str, bytes] = None) -> Path:
+    if origs is None:
+        origs = {}
     target = tmp_path / "site" / "vllm"
     (target / tree.STATE_DIR / "orig").mkdir(parents=True)
     (target / "_version.py").write_text('__version__ = "0.32.0"\n')

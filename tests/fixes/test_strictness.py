@@ -10,11 +10,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from fixes_helpers import PROFILE, pristine_copy
 
 from cookbook.cli import main
 from cookbook.fixes import pack, patchfile, tree
-
-from fixes_helpers import PROFILE, pristine_copy
 
 pytestmark = pytest.mark.engine
 
@@ -24,8 +23,11 @@ def _touched(profile: str = PROFILE) -> list[str]:
 
 
 def _snapshot(root: Path) -> dict[str, str]:
-    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(root.rglob("*")) if p.is_file() and "__pycache__" not in p.parts}
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts
+    }
 
 
 @pytest.fixture
@@ -72,8 +74,9 @@ def test_drifted_target_is_refused_and_left_untouched(small_tree):
     rel = _touched()[0]
     path = small_tree / rel
     # Change one line inside the first hunk's context: the patch must not fuzz past it.
-    fp = next(fp for f in pack.resolve(PROFILE, []) if f.patch
-              for fp in patchfile.parse(f.patch).files if fp.path == rel)
+    fp = next(
+        fp for f in pack.resolve(PROFILE, []) if f.patch for fp in patchfile.parse(f.patch).files if fp.path == rel
+    )
     context = next(ln for ln in fp.hunks[0].old if ln.strip())
     text = path.read_text()
     assert context in text
@@ -115,9 +118,14 @@ def test_half_applicable_pack_applies_nothing(small_tree, tmp_path, monkeypatch)
     shutil.copytree(pack.pack_dir(), packdir, ignore=shutil.ignore_patterns("__pycache__"))
     good = pack.resolve(PROFILE, [])[0]
     rel = patchfile.parse(good.patch).files[0].path
-    bad = good.patch.read_text().split("\n---\n")[0] + "\n---\n" + (
-        f"--- a/{rel}\n+++ b/{rel}\n@@ -1,2 +1,2 @@\n-this line is not in the file\n+replacement\n"
-        " nor is this one\n")
+    bad = (
+        good.patch.read_text().split("\n---\n")[0]
+        + "\n---\n"
+        + (
+            f"--- a/{rel}\n+++ b/{rel}\n@@ -1,2 +1,2 @@\n-this line is not in the file\n+replacement\n"
+            " nor is this one\n"
+        )
+    )
     (packdir / "not-applicable.patch").write_text(bad)
     prof = packdir / "profiles" / f"{PROFILE}.yaml"
     prof.write_text(prof.read_text() + "  - name: not-applicable\n    patch: not-applicable.patch\n")
@@ -151,8 +159,11 @@ def test_other_fix_set_must_be_reverted_first(small_tree, tmp_path, monkeypatch)
     packdir = tmp_path / "pack"
     shutil.copytree(pack.pack_dir(), packdir, ignore=shutil.ignore_patterns("__pycache__"))
     prof = packdir / "profiles" / f"{PROFILE}.yaml"
-    prof.write_text(prof.read_text().replace("fixes:\n", "fixes:\n  - name: extra\n    provided_by: port test\n"
-                                             "    summary: s\n    reason: r\n", 1))
+    prof.write_text(
+        prof.read_text().replace(
+            "fixes:\n", "fixes:\n  - name: extra\n    provided_by: port test\n    summary: s\n    reason: r\n", 1
+        )
+    )
     monkeypatch.setenv("COOKBOOK_FIXES_DIR", str(packdir))
     res = run("apply", "--profile", PROFILE, "--target", str(small_tree))
     assert res.exit_code == 1
@@ -170,7 +181,9 @@ def test_replace_swaps_an_older_set_all_or_nothing(small_tree, tmp_path, monkeyp
     shutil.copytree(pack.pack_dir(), old, ignore=shutil.ignore_patterns("__pycache__"))
     prof = old / "profiles" / f"{PROFILE}.yaml"
     first = pack.load_profile(PROFILE).fixes[0]
-    prof.write_text(prof.read_text().split("fixes:\n")[0] + f"fixes:\n  - name: {first.name}\n    patch: {first.patch.name}\n")
+    prof.write_text(
+        prof.read_text().split("fixes:\n")[0] + f"fixes:\n  - name: {first.name}\n    patch: {first.patch.name}\n"
+    )
     monkeypatch.setenv("COOKBOOK_FIXES_DIR", str(old))
     assert run("apply", "--profile", PROFILE, "--target", str(small_tree)).exit_code == 0
     old_state = _snapshot(small_tree)
@@ -178,8 +191,10 @@ def test_replace_swaps_an_older_set_all_or_nothing(small_tree, tmp_path, monkeyp
     broken = tmp_path / "broken-pack"
     shutil.copytree(old, broken)
     rel = patchfile.parse(first.patch).files[0].path
-    (broken / "bad.patch").write_text(first.patch.read_text().split("\n---\n")[0] + "\n---\n"
-                                      f"--- a/{rel}\n+++ b/{rel}\n@@ -1,1 +1,1 @@\n-not in the file\n+x\n")
+    (broken / "bad.patch").write_text(
+        first.patch.read_text().split("\n---\n")[0] + "\n---\n"
+        f"--- a/{rel}\n+++ b/{rel}\n@@ -1,1 +1,1 @@\n-not in the file\n+x\n"
+    )
     bprof = broken / "profiles" / f"{PROFILE}.yaml"
     bprof.write_text(bprof.read_text() + "  - name: bad\n    patch: bad.patch\n")
     monkeypatch.setenv("COOKBOOK_FIXES_DIR", str(broken))

@@ -9,8 +9,8 @@ import tarfile
 import threading
 
 import pytest
-
 import vllm_sdist as upstream
+
 from cookbook.fixes.pack import FixError
 
 

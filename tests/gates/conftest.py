@@ -27,8 +27,12 @@ def write_small_gsm8k(folder: Path, n_test: int = 48, n_train: int = 8) -> Path:
         rows = []
         for i in range(n):
             a, b, who, what = 3 + (i + off) % 17, 2 + (i * 7 + off) % 11, names[i % 8], things[i % 6]
-            rows.append({"question": f"{who} has {a} {what} and is given {b} more. How many {what} does {who} have now?",
-                         "answer": f"{who} has {a} + {b} = <<{a}+{b}={a + b}>>{a + b} {what}.\n#### {a + b}"})
+            rows.append(
+                {
+                    "question": f"{who} has {a} {what} and is given {b} more. How many {what} does {who} have now?",
+                    "answer": f"{who} has {a} + {b} = <<{a}+{b}={a + b}>>{a + b} {what}.\n#### {a + b}",
+                }
+            )
         (folder / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
     return folder
 

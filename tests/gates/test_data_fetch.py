@@ -32,8 +32,13 @@ def parquet_bytes(rows: list[dict]) -> bytes:
 
 
 def problems(n: int, tag: str) -> list[dict]:
-    return [{"question": f"{tag} {i}: Mia has {i} pears and buys {i + 2} more \u2014 how many pears has she?",
-             "answer": f"{i} + {i + 2} = <<{i}+{i + 2}={2 * i + 2}>>{2 * i + 2}\n#### {2 * i + 2}"} for i in range(n)]
+    return [
+        {
+            "question": f"{tag} {i}: Mia has {i} pears and buys {i + 2} more \u2014 how many pears has she?",
+            "answer": f"{i} + {i + 2} = <<{i}+{i + 2}={2 * i + 2}>>{2 * i + 2}\n#### {2 * i + 2}",
+        }
+        for i in range(n)
+    ]
 
 
 class StandinHub:
@@ -50,7 +55,7 @@ class StandinHub:
             def _answer(self, body: bool):
                 hub.requests.append((self.command, self.path))
                 prefix = "/datasets/openai/gsm8k/resolve/main/"
-                content = hub.files.get(self.path[len(prefix):]) if self.path.startswith(prefix) else 404
+                content = hub.files.get(self.path[len(prefix) :]) if self.path.startswith(prefix) else 404
                 if content is None or isinstance(content, int):
                     self.send_response(content or 404)
                     self.send_header("X-Error-Code", "EntryNotFound")
@@ -102,22 +107,28 @@ def leftovers(d: Path) -> list[str]:
 
 def test_fetch_gsm8k_from_a_standin_hub(hub, tmp_path, monkeypatch):
     test_rows, train_rows = problems(7, "test"), problems(5, "train")
-    h = hub({"main/test-00000-of-00001.parquet": parquet_bytes(test_rows),
-             "main/train-00000-of-00001.parquet": parquet_bytes(train_rows)})
-    monkeypatch.setenv("COOKBOOK_DATA", str(tmp_path / "data"))       # the default `fetch` writes to
+    h = hub(
+        {
+            "main/test-00000-of-00001.parquet": parquet_bytes(test_rows),
+            "main/train-00000-of-00001.parquet": parquet_bytes(train_rows),
+        }
+    )
+    monkeypatch.setenv("COOKBOOK_DATA", str(tmp_path / "data"))  # the default `fetch` writes to
     res = CliRunner().invoke(main, ["data", "fetch"])
     assert res.exit_code == 0, res.output
     out = tmp_path / "data" / "gsm8k"
     assert sorted(p.name for p in out.iterdir()) == ["LICENSE", "SOURCE", "test.jsonl", "train.jsonl"]
     for split, rows in (("test", test_rows), ("train", train_rows)):
         lines = (out / f"{split}.jsonl").read_text(encoding="utf-8").splitlines()
-        assert [json.loads(x) for x in lines] == rows                 # valid jsonl, question + answer only
+        assert [json.loads(x) for x in lines] == rows  # valid jsonl, question + answer only
         assert ("GET", f"/datasets/openai/gsm8k/resolve/main/main/{split}-00000-of-00001.parquet") in h.requests
-    assert "\\u2014" in (out / "test.jsonl").read_text()             # escaped as GSM8K's own files are
-    assert "MIT License" in (out / "LICENSE").read_text() and "Copyright (c) 2021 OpenAI" in (out / "LICENSE").read_text()
+    assert "\\u2014" in (out / "test.jsonl").read_text()  # escaped as GSM8K's own files are
+    assert (
+        "MIT License" in (out / "LICENSE").read_text() and "Copyright (c) 2021 OpenAI" in (out / "LICENSE").read_text()
+    )
     source = json.loads((out / "SOURCE").read_text())
     assert source["commit"] == COMMIT and source["endpoint"] == h.url and source["files"]["test.jsonl"]["rows"] == 7
-    assert leftovers(tmp_path / "data") == []                        # no temporary folder or Hub cache left
+    assert leftovers(tmp_path / "data") == []  # no temporary folder or Hub cache left
     # what the gates read
     assert gate_data.gsm8k(gate_data.DataPaths.from_data_dir(tmp_path / "data"), "test", 7)[6] == test_rows[6]
     # a second fetch sees the files and asks the Hub nothing
@@ -129,12 +140,12 @@ def test_fetch_gsm8k_from_a_standin_hub(hub, tmp_path, monkeypatch):
 def test_failed_fetch_from_a_standin_hub_leaves_nothing_half_written(hub, tmp_path):
     good = parquet_bytes(problems(3, "test"))
     d = tmp_path / "data"
-    hub({"main/test-00000-of-00001.parquet": good})                  # train: 404
+    hub({"main/test-00000-of-00001.parquet": good})  # train: 404
     res = CliRunner().invoke(main, ["data", "fetch", "--data-dir", str(d)])
     assert res.exit_code == 1, res.output
     assert "train split" in res.output and "404" in res.output and "by hand" in res.output
     assert "Traceback" not in res.output
-    assert not (d / "gsm8k").exists() and leftovers(d) == []         # test.jsonl was written, then removed
+    assert not (d / "gsm8k").exists() and leftovers(d) == []  # test.jsonl was written, then removed
     # --force over an existing gsm8k/: a bad download keeps the old files as they were
     (d / "gsm8k").mkdir()
     (d / "gsm8k" / "test.jsonl").write_text("old\n")
@@ -151,12 +162,12 @@ def test_failed_fetch_from_a_standin_hub_leaves_nothing_half_written(hub, tmp_pa
 
 
 def test_fetch_with_the_hub_unreachable_says_what_failed_and_how_to_get_the_files(monkeypatch, tmp_path):
-    with socket.socket() as s:                                       # a port where nothing listens
+    with socket.socket() as s:  # a port where nothing listens
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
     d = tmp_path / "data"
-    res = CliRunner().invoke(main, ["data", "fetch", "--data-dir", str(d)])   # the client retries for ~25 s
+    res = CliRunner().invoke(main, ["data", "fetch", "--data-dir", str(d)])  # the client retries for ~25 s
     assert res.exit_code == 1
     err = res.output
     assert err.count("error:") == 1 and "Traceback" not in err and "Retrying" not in err
@@ -167,8 +178,10 @@ def test_fetch_with_the_hub_unreachable_says_what_failed_and_how_to_get_the_file
 
 
 def test_fetch_without_the_data_extra_says_how_to_install_it(tmp_path):
-    code = ("import sys; sys.modules['pyarrow'] = None; sys.modules['pyarrow.parquet'] = None\n"
-            "from cookbook.cli import main; main(['data', 'fetch', '--data-dir', sys.argv[1]])")
+    code = (
+        "import sys; sys.modules['pyarrow'] = None; sys.modules['pyarrow.parquet'] = None\n"
+        "from cookbook.cli import main; main(['data', 'fetch', '--data-dir', sys.argv[1]])"
+    )
     p = subprocess.run([sys.executable, "-c", code, str(tmp_path / "d")], capture_output=True, text=True)
     assert p.returncode == 2 and "needs huggingface_hub and pyarrow" in p.stderr and ".[data]" in p.stderr
     assert not (tmp_path / "d" / "gsm8k").exists()
@@ -176,6 +189,16 @@ def test_fetch_without_the_data_extra_says_how_to_install_it(tmp_path):
 
 def test_fetch_help_documents_the_download():
     res = CliRunner().invoke(main, ["data", "fetch", "--help"])
-    for s in ("openai/gsm8k", "config `main`", "test.jsonl", "train.jsonl", "MIT", "temporary name", "$COOKBOOK_DATA",
-              ".cache/data", "HF_ENDPOINT", ".[data]"):
+    for s in (
+        "openai/gsm8k",
+        "config `main`",
+        "test.jsonl",
+        "train.jsonl",
+        "MIT",
+        "temporary name",
+        "$COOKBOOK_DATA",
+        ".cache/data",
+        "HF_ENDPOINT",
+        ".[data]",
+    ):
         assert s in res.output, s

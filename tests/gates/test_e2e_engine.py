@@ -64,11 +64,28 @@ def server(tmp_path_factory):
     model = _model_dir()
     port = _port()
     log = tmp_path_factory.mktemp("server") / "server.log"
-    cmd = [str(REPO / ".venv" / "bin" / "python"), "-m", "vllm.entrypoints.openai.api_server",
-           "--model", str(model), "--served-model-name", "gemma3-270m", "--host", "127.0.0.1", "--port", str(port),
-           "--chat-template", str(FIXTURES / "gemma_tools_chat_template.jinja"), "--max-model-len", "10240",
-           "--enable-auto-tool-choice", "--tool-call-parser", "hermes",
-           "--speculative-config", '{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":3,"prompt_lookup_min":2}']
+    cmd = [
+        str(REPO / ".venv" / "bin" / "python"),
+        "-m",
+        "vllm.entrypoints.openai.api_server",
+        "--model",
+        str(model),
+        "--served-model-name",
+        "gemma3-270m",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--chat-template",
+        str(FIXTURES / "gemma_tools_chat_template.jinja"),
+        "--max-model-len",
+        "10240",
+        "--enable-auto-tool-choice",
+        "--tool-call-parser",
+        "hermes",
+        "--speculative-config",
+        '{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":3,"prompt_lookup_min":2}',
+    ]
     env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "2", "OMP_NUM_THREADS": "2"}
     proc = subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT, env=env, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
@@ -94,29 +111,51 @@ def server(tmp_path_factory):
 def test_full_suite_writes_a_complete_bundle(server, recipes_dir, tmp_path, data_dir):
     out = tmp_path / "bundle"
     lock = tmp_path / "lock.txt"
-    lock.write_text(subprocess.run([str(REPO / ".venv/bin/python"), "-m", "pip", "freeze"],
-                                   capture_output=True, text=True).stdout)
-    res = CliRunner().invoke(main, ["gates", "run", "gates-cpu", "--base-url", server["url"], "--out", str(out),
-                                    "--data-dir", str(data_dir), "--env-lock", str(lock)])
+    lock.write_text(
+        subprocess.run([str(REPO / ".venv/bin/python"), "-m", "pip", "freeze"], capture_output=True, text=True).stdout
+    )
+    res = CliRunner().invoke(
+        main,
+        [
+            "gates",
+            "run",
+            "gates-cpu",
+            "--base-url",
+            server["url"],
+            "--out",
+            str(out),
+            "--data-dir",
+            str(data_dir),
+            "--env-lock",
+            str(lock),
+        ],
+    )
     doc = json.loads((out / "results.json").read_text())
     assert doc["complete"] and doc["fault"] is None, res.output
     assert list(doc["gates"]) == doc["declared_gates"] and len(doc["gates"]) == 8
     failed = [n for n, g in doc["gates"].items() if g["status"] != "passed"]
     assert res.exit_code == (1 if failed else 0), res.output
     for name, g in doc["gates"].items():
-        assert g["fault"] is None, (name, g["reason"])               # every gate ran to its end
+        assert g["fault"] is None, (name, g["reason"])  # every gate ran to its end
         assert g["formulas"] and g["measured"] and g["wall_s"] > 0, name
         lines = (out / "transcripts" / f"{name}.jsonl").read_text().splitlines()
         assert lines and all(json.loads(x)["status"] == 200 for x in lines), name
-    for f in ("models.json", "metrics-before.prom", "metrics-after.prom", "recipe.resolved.json",
-              "environment.lock", "summary.txt", "speed-sweep.png"):
+    for f in (
+        "models.json",
+        "metrics-before.prom",
+        "metrics-after.prom",
+        "recipe.resolved.json",
+        "environment.lock",
+        "summary.txt",
+        "speed-sweep.png",
+    ):
         assert (out / f).is_file() and (out / f).stat().st_size > 0, f
     assert (out / "speed-sweep.png").read_bytes()[:4] == b"\x89PNG"
     from cookbook.recipe import resolve
 
     assert doc["recipe_hash"] == resolve("gates-cpu").content_hash
     m = doc["gates"]
-    assert m["greedy"]["status"] == "passed"                     # greedy output repeats exactly
+    assert m["greedy"]["status"] == "passed"  # greedy output repeats exactly
     assert m["logprobs"]["status"] == "passed" and m["logprobs"]["measured"]["tokens_checked"] == 2 * 8
     assert m["spec_acceptance"]["measured"]["draft_tokens"] > 0  # ngram drafting really ran
     assert m["stress"]["measured"]["prefill_overlapped_decodes"] is True
@@ -133,8 +172,22 @@ def test_full_suite_writes_a_complete_bundle(server, recipes_dir, tmp_path, data
 
 def test_wrong_model_name_fails_clearly(server, recipes_dir, tmp_path, data_dir):
     out = tmp_path / "bundle"
-    res = CliRunner().invoke(main, ["gates", "run", "gates-cpu", "--base-url", server["url"], "--out", str(out),
-                                    "--model", "not-this-model", "--only", "greedy"])
+    res = CliRunner().invoke(
+        main,
+        [
+            "gates",
+            "run",
+            "gates-cpu",
+            "--base-url",
+            server["url"],
+            "--out",
+            str(out),
+            "--model",
+            "not-this-model",
+            "--only",
+            "greedy",
+        ],
+    )
     assert res.exit_code == 1
     doc = json.loads((out / "results.json").read_text())
     assert doc["fault"] == "wrong_model"
@@ -143,22 +196,42 @@ def test_wrong_model_name_fails_clearly(server, recipes_dir, tmp_path, data_dir)
 
 
 def _suite(server, tmp_path, data_dir, gates: dict) -> dict:
-    cfg = SuiteConfig(base_url=server["url"], model="gemma3-270m", spec=GatesSpec.model_validate(gates),
-                      out_dir=tmp_path / "bundle", data=DataPaths.from_data_dir(data_dir), echo=lambda s: None)
+    cfg = SuiteConfig(
+        base_url=server["url"],
+        model="gemma3-270m",
+        spec=GatesSpec.model_validate(gates),
+        out_dir=tmp_path / "bundle",
+        data=DataPaths.from_data_dir(data_dir),
+        echo=lambda s: None,
+    )
     return asyncio.run(run_suite(cfg)).doc
 
 
 def test_gate_timeout_keeps_partial_results(server, tmp_path, data_dir):
-    doc = _suite(server, tmp_path, data_dir, {
-        # 40 problems one at a time, each running to 48 tokens (no stop string they would write), take far
-        # longer than 6 s (25 s or more at 80 tok/s)
-        "gsm8k": {"calibrated_on": "test", "n": 40, "shots": 2, "max_tokens": 48, "min_correct_fraction": 0,
-                  "max_concurrent_requests": 1, "timeout_s": 6, "stop": ["@@"]},
-        "greedy": {"calibrated_on": "test", "prompts": ["Say hi."], "max_tokens": 4}})
+    doc = _suite(
+        server,
+        tmp_path,
+        data_dir,
+        {
+            # 40 problems one at a time, each running to 48 tokens (no stop string they would write), take far
+            # longer than 6 s (25 s or more at 80 tok/s)
+            "gsm8k": {
+                "calibrated_on": "test",
+                "n": 40,
+                "shots": 2,
+                "max_tokens": 48,
+                "min_correct_fraction": 0,
+                "max_concurrent_requests": 1,
+                "timeout_s": 6,
+                "stop": ["@@"],
+            },
+            "greedy": {"calibrated_on": "test", "prompts": ["Say hi."], "max_tokens": 4},
+        },
+    )
     g = doc["gates"]["gsm8k"]
     assert g["status"] == "failed" and g["fault"] == "timeout" and "timed out after 6 s" in g["reason"]
-    assert 0 < len(g["items"]) < 40                              # what finished is kept
-    assert doc["gates"]["greedy"]["status"] == "passed"          # later gates still run
+    assert 0 < len(g["items"]) < 40  # what finished is kept
+    assert doc["gates"]["greedy"]["status"] == "passed"  # later gates still run
     assert doc["complete"]
 
 
@@ -168,10 +241,22 @@ def test_server_killed_mid_run_zz_last(server, tmp_path, data_dir):
     killer = threading.Timer(6.0, lambda: os.killpg(proc.pid, signal.SIGKILL))
     killer.start()
     try:
-        doc = _suite(server, tmp_path, data_dir, {
-            "stress": {"calibrated_on": "test", "decodes": 2, "decode_max_tokens": 4000, "prefill_tokens": [1024],
-                       "max_decode_gap_s": 60, "timeout_s": 300},
-            "speed": {"calibrated_on": "test", "ttft_prompts_tokens": [], "sweep_concurrencies": [1]}})
+        doc = _suite(
+            server,
+            tmp_path,
+            data_dir,
+            {
+                "stress": {
+                    "calibrated_on": "test",
+                    "decodes": 2,
+                    "decode_max_tokens": 4000,
+                    "prefill_tokens": [1024],
+                    "max_decode_gap_s": 60,
+                    "timeout_s": 300,
+                },
+                "speed": {"calibrated_on": "test", "ttft_prompts_tokens": [], "sweep_concurrencies": [1]},
+            },
+        )
     finally:
         killer.cancel()
     assert doc["complete"] and doc["fault"] == "server_down"
@@ -180,4 +265,4 @@ def test_server_killed_mid_run_zz_last(server, tmp_path, data_dir):
     assert "server connection lost" in stress["reason"]
     assert speed["status"] == "failed" and speed["fault"] == "server_down" and "not run" in speed["reason"]
     lines = (tmp_path / "bundle" / "transcripts" / "stress.jsonl").read_text().splitlines()
-    assert lines                                                  # the partial exchange is on disk
+    assert lines  # the partial exchange is on disk

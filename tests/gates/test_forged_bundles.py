@@ -23,8 +23,11 @@ from cookbook.recipe import resolve
 from cookbook.verification import bundle_check, status_and_reasons, status_of
 
 SLUG, RUN = evidence_bundles.SLUG, evidence_bundles.RUN
-upgrade, edit_results, edit_transcript = (evidence_bundles.upgrade, evidence_bundles.edit_results,
-                                          evidence_bundles.edit_transcript)
+upgrade, edit_results, edit_transcript = (
+    evidence_bundles.upgrade,
+    evidence_bundles.edit_results,
+    evidence_bundles.edit_transcript,
+)
 
 
 @pytest.fixture
@@ -53,6 +56,7 @@ def refused(bundle: Path, *needles: str) -> list[str]:
 
 
 # ---- the genuine case -----------------------------------------------------------------------
+
 
 def test_genuine_bundle_passes_and_verifies(genuine):
     r = resolve(SLUG, check=False)
@@ -85,15 +89,19 @@ def test_a_fresh_bundle_from_the_writer_carries_a_current_manifest(tmp_path):
 
 # ---- results.json claims that the evidence does not back ------------------------------------
 
-@pytest.mark.parametrize("gate,key,value,why", [
-    ("needles", "codes_found", 4, "found_fraction 0.444 < 0.77"),
-    ("speed", "decode_tok_s_1_stream", 5.0, "decode_tok_s_1_stream 5.0 < 15"),
-    ("tools", "passed", 6, "passed_fraction"),
-    ("greedy", "identical_prompts", 2, "identical_prompts"),
-    ("stress", "max_decode_gap_s", 30.0, "max_decode_gap_s 30.0 > 25"),
-    ("spec_acceptance", "acceptance_rate", 0.1, "acceptance_rate 0.100 < 0.6"),
-    ("logprobs", "bad_tokens", 3, "bad_tokens"),
-])
+
+@pytest.mark.parametrize(
+    "gate,key,value,why",
+    [
+        ("needles", "codes_found", 4, "found_fraction 0.444 < 0.77"),
+        ("speed", "decode_tok_s_1_stream", 5.0, "decode_tok_s_1_stream 5.0 < 15"),
+        ("tools", "passed", 6, "passed_fraction"),
+        ("greedy", "identical_prompts", 2, "identical_prompts"),
+        ("stress", "max_decode_gap_s", 30.0, "max_decode_gap_s 30.0 > 25"),
+        ("spec_acceptance", "acceptance_rate", 0.1, "acceptance_rate 0.100 < 0.6"),
+        ("logprobs", "bad_tokens", 3, "bad_tokens"),
+    ],
+)
 def test_a_measured_value_that_fails_its_threshold_but_says_passed(genuine, gate, key, value, why):
     edit_results(genuine, lambda d: d["gates"][gate]["measured"].update({key: value}))
     write_manifest(genuine)
@@ -111,6 +119,7 @@ def test_a_consistent_forgery_below_threshold_is_judged_against_the_recipe(genui
     def lose(rec):
         if rec.get("tag") and "response" in rec and next(lost, None) is not None:  # a needle request
             rec["response"]["choices"][0]["text"] = " 0000000"
+
     edit_transcript(genuine, "needles", lose)
 
     cfg = resolve(SLUG, check=False).recipe.gates.needles
@@ -122,18 +131,26 @@ def test_a_consistent_forgery_below_threshold_is_judged_against_the_recipe(genui
         g = d["gates"]["needles"]
         g["measured"].update(measured)
         g["status"], g["reason"] = "passed", "all checks met"
+
     edit_results(genuine, claim)
     write_manifest(genuine)
-    reasons = refused(genuine, "judged again from the raw evidence fail the recipe's thresholds: "
-                               "found_fraction 0.444 < 0.77")
+    reasons = refused(
+        genuine, "judged again from the raw evidence fail the recipe's thresholds: found_fraction 0.444 < 0.77"
+    )
     assert not any("results.json says" in x for x in reasons), reasons
 
 
 def test_a_hand_written_ten_line_results_json(genuine, tmp_path):
     r = resolve(SLUG, check=False)
     env = json.loads((genuine / "results.json").read_text())["environment"]
-    doc = {"complete": True, "recipe": SLUG, "recipe_hash": r.content_hash, "served_model_name": "gemma3-270m",
-           "environment": env, "gates": {g: {"status": "passed"} for g in r.recipe.gates.declared()}}
+    doc = {
+        "complete": True,
+        "recipe": SLUG,
+        "recipe_hash": r.content_hash,
+        "served_model_name": "gemma3-270m",
+        "environment": env,
+        "gates": {g: {"status": "passed"} for g in r.recipe.gates.declared()},
+    }
     text = json.dumps(doc, indent=1)[:0] + "\n".join(json.dumps({k: v}) for k, v in doc.items())
     assert len(text.splitlines()) <= 10
     # alone, in a folder of its own with the lock and a manifest
@@ -175,16 +192,21 @@ def test_an_edited_transcript(genuine):
     def change(rec):
         if rec.get("tag") == "prompt1/run1":
             rec["response"]["choices"][0]["message"]["content"] = "Something else entirely."
+
     edit_transcript(genuine, "greedy", change)
     refused(genuine, "transcripts/greedy.jsonl differs from manifest.json")
     write_manifest(genuine)
-    refused(genuine, "gate greedy: results.json says identical_prompts = 3, the bundle's raw evidence gives 2",
-            "gate greedy says passed, but judged again from the raw evidence fail")
+    refused(
+        genuine,
+        "gate greedy: results.json says identical_prompts = 3, the bundle's raw evidence gives 2",
+        "gate greedy says passed, but judged again from the raw evidence fail",
+    )
 
 
 def test_a_transcript_of_another_model(genuine):
-    edit_transcript(genuine, "tools", lambda rec: rec.get("request", {}).update(model="gpt-imitation")
-                    if "request" in rec else None)
+    edit_transcript(
+        genuine, "tools", lambda rec: rec.get("request", {}).update(model="gpt-imitation") if "request" in rec else None
+    )
     write_manifest(genuine)
     refused(genuine, "asked model 'gpt-imitation'")
 
@@ -228,6 +250,7 @@ def test_thresholds_come_from_the_recipe_not_the_bundle(genuine):
 
 
 # ---- the verified block ---------------------------------------------------------------------
+
 
 def _block(recipe: Path) -> dict:
     return yaml.safe_load(recipe.read_text())["verified"]

@@ -26,6 +26,7 @@ def _words(text: str) -> int:
 
 # ---- the built-in haystack ---------------------------------------------------------------
 
+
 def test_builtin_haystack_is_long_varied_prose_with_no_repeats():
     files = gatedata.haystack_files()
     assert len(files) >= 6
@@ -39,11 +40,11 @@ def test_builtin_haystack_is_long_varied_prose_with_no_repeats():
     paras = [p for t in texts for p in re.split(r"\n\s*\n", t) if p.strip()]
     assert len(paras) == len(set(paras))
     vocabulary = {w.lower() for w in re.findall(r"[A-Za-z]+", " ".join(texts))}
-    assert len(vocabulary) >= 2500                      # varied (2,703 distinct words), not a few repeated
+    assert len(vocabulary) >= 2500  # varied (2,703 distinct words), not a few repeated
     joined = "\n".join(texts)
-    assert not re.search(r"\d{7}", joined)              # the needles are 7-digit codes
-    assert "magic number" not in joined.lower()         # the needle sentence's wording
-    assert sents[0].startswith("Agnes Morrow kept the light")   # title lines are not prose
+    assert not re.search(r"\d{7}", joined)  # the needles are 7-digit codes
+    assert "magic number" not in joined.lower()  # the needle sentence's wording
+    assert sents[0].startswith("Agnes Morrow kept the light")  # title lines are not prose
 
 
 def test_builtin_names_in_the_spec_match_the_package():
@@ -77,6 +78,7 @@ def test_builtin_data_is_in_the_package_data():
 
 # ---- needles prompts from it -------------------------------------------------------------
 
+
 class _WordTokenizer:
     """A stand-in for the server's /tokenize: one token per word or punctuation mark (English
     prose gives Gemma 3 about as many: 16,451 tokens for this haystack against 17K here)."""
@@ -101,8 +103,9 @@ def _fit_all(sents, tok, lengths, depths, mode):
             keys = rng.sample(needles.KEYS, 1)
             code = str(rng.randrange(1_000_000, 10_000_000))
             start = rng.randrange(0, max(1, len(sents) - int(L * ratio * 1.5) - 1))
-            req, n, window = asyncio.run(needles._fit(ctx, sents, start, [needles.needle_sentence(keys[0], code)],
-                                                      keys, depth, L, ratio, mode))
+            req, n, window = asyncio.run(
+                needles._fit(ctx, sents, start, [needles.needle_sentence(keys[0], code)], keys, depth, L, ratio, mode)
+            )
             out.append((L, n, window, req))
     return out
 
@@ -112,7 +115,7 @@ def test_builtin_haystack_builds_the_cpu_recipes_needle_prompts(mode):
     sents = gate_data.haystack(gate_data.DataPaths(), gatedata.HAYSTACK)
     for L, n, window, req in _fit_all(sents, _WordTokenizer(), [2048, 4096, 8192], [10, 50, 90], mode):
         assert 0.9 * L <= n <= L, (L, n)
-        assert len(window) == len(set(window))           # no sentence used twice
+        assert len(window) == len(set(window))  # no sentence used twice
         text = req.get("prompt") or req["messages"][0]["content"]
         assert text.count("The special magic number") == 1 + (mode == "completion")
 
@@ -138,12 +141,13 @@ def test_builtin_haystack_fits_8192_gemma_tokens():
             return tk.encode(prompt).ids
 
     sents = gate_data.haystack(gate_data.DataPaths(), gatedata.HAYSTACK)
-    assert len(tk.encode(" ".join(sents)).ids) >= 1.5 * 8192 + 2000   # room for a random start
+    assert len(tk.encode(" ".join(sents)).ids) >= 1.5 * 8192 + 2000  # room for a random start
     for L, n, window, _ in _fit_all(sents, Gemma(), [8192], [10, 50, 90], "completion"):
         assert 0.9 * L <= n <= L and len(window) == len(set(window)), (L, n)
 
 
 # ---- the one gate-data default -----------------------------------------------------------
+
 
 def test_default_data_dir_is_cookbook_data_else_cache_data(monkeypatch, tmp_path):
     monkeypatch.setenv("COOKBOOK_DATA", str(tmp_path / "mine"))
@@ -168,15 +172,18 @@ def test_gates_run_honours_cookbook_data(recipes_dir, tmp_path, data_dir, monkey
     assert f"gate data: {data_dir} ($COOKBOOK_DATA)" in res.output, res.output
     assert json.loads((tmp_path / "a" / "results.json").read_text())["data_dir"] == str(data_dir)
     # --data-dir wins over it; with neither, the default under the checkout
-    res = CliRunner().invoke(main, ["gates", "run", "gates-cpu", "--base-url", url, "--out", str(tmp_path / "b"),
-                                    "--data-dir", str(tmp_path)])
+    res = CliRunner().invoke(
+        main,
+        ["gates", "run", "gates-cpu", "--base-url", url, "--out", str(tmp_path / "b"), "--data-dir", str(tmp_path)],
+    )
     assert json.loads((tmp_path / "b" / "results.json").read_text())["data_dir"] == str(tmp_path)
     monkeypatch.delenv("COOKBOOK_DATA")
     monkeypatch.setenv("COOKBOOK_ROOT", str(tmp_path / "checkout"))
     res = CliRunner().invoke(main, ["gates", "run", "gates-cpu", "--base-url", url, "--out", str(tmp_path / "c")])
     assert "(default; absent: only built-in data)" in res.output, res.output
     assert json.loads((tmp_path / "c" / "results.json").read_text())["data_dir"] == str(
-        tmp_path / "checkout" / ".cache" / "data")
+        tmp_path / "checkout" / ".cache" / "data"
+    )
     # a COOKBOOK_DATA that is not a folder is refused before anything runs
     monkeypatch.setenv("COOKBOOK_DATA", str(tmp_path / "none"))
     res = CliRunner().invoke(main, ["gates", "run", "gates-cpu", "--base-url", url, "--out", str(tmp_path / "d")])

@@ -38,10 +38,12 @@ BEHAVIOURS = {
     "flood": _flood,
     "flood-sse": lambda s: _flood(s, HEAD_SSE),
     "garbage": lambda s: s.sendall(b"\x00\xffnot http at all\r\n\r\n" * 10),
-    "die-mid-stream": lambda s: s.sendall(HEAD_SSE.replace(b"Connection: close", b"Content-Length: 100000")
-                                          + b'data: {"choices": []}\n\n'),
-    "error-500": lambda s: s.sendall(b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 4\r\n"
-                                     b"Connection: close\r\n\r\noops"),
+    "die-mid-stream": lambda s: s.sendall(
+        HEAD_SSE.replace(b"Connection: close", b"Content-Length: 100000") + b'data: {"choices": []}\n\n'
+    ),
+    "error-500": lambda s: s.sendall(
+        b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 4\r\nConnection: close\r\n\r\noops"
+    ),
 }
 
 
@@ -78,6 +80,7 @@ def call(base_url, coro_fn, timeout_s=1.5):
             return await coro_fn(server)
         finally:
             await server.aclose()
+
     return asyncio.run(go())
 
 
@@ -99,8 +102,11 @@ def test_a_trickling_stream_trips_the_total_deadline(bad_server):
 def test_a_flood_stops_at_the_response_cap(bad_server, path, method, monkeypatch):
     monkeypatch.setattr(client, "MAX_RESPONSE_BYTES", 4 << 20)
     with pytest.raises(ServerDown, match="MiB"):
-        call(bad_server, (lambda s: s.get_text(path)) if method == "get" else (lambda s: s.stream(path, {})),
-             timeout_s=30)
+        call(
+            bad_server,
+            (lambda s: s.get_text(path)) if method == "get" else (lambda s: s.stream(path, {})),
+            timeout_s=30,
+        )
 
 
 def test_response_too_large_is_a_server_fault():

@@ -3,8 +3,8 @@
 import pytest
 
 from cookbook.gates import metrics
-from cookbook.recipe.gates_spec import SpecAcceptanceGate
 from cookbook.gates.spec_acceptance import judge_stats
+from cookbook.recipe.gates_spec import SpecAcceptanceGate
 
 BEFORE = """# HELP vllm:spec_decode_num_drafts_total Number of spec decoding drafts.
 # TYPE vllm:spec_decode_num_drafts_total counter
@@ -59,11 +59,13 @@ def test_counter_name_variants_and_labels():
 
 
 def test_parse_reads_labels_escapes_and_skips_malformed_lines():
-    text = ('# HELP x_total help text\n# TYPE x_total counter\n'
-            'x_total{path="/a \\"b\\"",code="200"} 3\n'
-            'this line is not a sample {\n'
-            'y_seconds_bucket{le="+Inf"} 7\n'
-            'z NaN\n')
+    text = (
+        "# HELP x_total help text\n# TYPE x_total counter\n"
+        'x_total{path="/a \\"b\\"",code="200"} 3\n'
+        "this line is not a sample {\n"
+        'y_seconds_bucket{le="+Inf"} 7\n'
+        "z NaN\n"
+    )
     samples = metrics.parse(text)
     assert ("x_total", {"path": '/a "b"', "code": "200"}, 3.0) in samples
     assert ("y_seconds_bucket", {"le": "+Inf"}, 7.0) in samples

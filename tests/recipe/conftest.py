@@ -1,5 +1,4 @@
 import pytest
-
 from recipe_helpers import FIXTURES
 
 

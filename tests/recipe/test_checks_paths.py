@@ -19,8 +19,9 @@ def lint(*args, recipes=None):
     env = dict(os.environ, COLUMNS="80")
     if recipes:
         env["COOKBOOK_RECIPES"] = str(recipes)
-    return subprocess.run([sys.executable, "-m", "cookbook.cli", "lint", *args], capture_output=True, text=True,
-                          env=env, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "cookbook.cli", "lint", *args], capture_output=True, text=True, env=env, cwd=ROOT
+    )
 
 
 def test_every_real_recipe_names_only_kernels_and_paths_that_exist_and_fit():
@@ -32,10 +33,11 @@ def test_every_real_recipe_names_only_kernels_and_paths_that_exist_and_fit():
 def test_the_gaudi_kernel_entry_has_a_backend_that_is_not_here():
     from cookbook import kernel_catalogue as catalogue
     from cookbook.recipe.resolve import resolve
+
     r = resolve("glm52-mxfp4-8x-gaudi2").recipe
     [k] = r.image.kernels
     backend = catalogue.get(k.name).backend_for(r.hardware.platform)
-    assert backend.id == "hpu" and backend.missing      # lint accepts it; show and build.sh say it is missing
+    assert backend.id == "hpu" and backend.missing  # lint accepts it; show and build.sh say it is missing
 
 
 def test_dockerfiles_named_as_files_of_this_repository_must_be_here(tmp_path):
@@ -45,10 +47,15 @@ def test_dockerfiles_named_as_files_of_this_repository_must_be_here(tmp_path):
     text = rtx.read_text()
     old = "    dockerfile: Dockerfile.glm52-sm120   # in the fork's repository, not in this one\n"
     assert old in text
-    rtx.write_text(text.replace(old, "").replace("  build: >-\n", "  dockerfile: Dockerfile.glm52-sm120\n  build: >-\n", 1))
+    rtx.write_text(
+        text.replace(old, "").replace("  build: >-\n", "  dockerfile: Dockerfile.glm52-sm120\n  build: >-\n", 1)
+    )
     gaudi = recipes / "glm52-mxfp4-8x-gaudi2" / "recipe.yaml"
-    gaudi.write_text(gaudi.read_text().replace("  port: glm-5-mxfp4\n",
-                                               "  port: glm-5-mxfp4\n  dockerfile: ports/glm-5-mxfp4/Dockerfile\n", 1))
+    gaudi.write_text(
+        gaudi.read_text().replace(
+            "  port: glm-5-mxfp4\n", "  port: glm-5-mxfp4\n  dockerfile: ports/glm-5-mxfp4/Dockerfile\n", 1
+        )
+    )
     p = lint(str(rtx), str(gaudi), recipes=recipes)
     assert p.returncode == 1
     assert "R018 image.dockerfile: Dockerfile.glm52-sm120 is not a file of this repository" in p.stdout

@@ -3,27 +3,35 @@ import pytest
 from cookbook.recipe import expr
 
 CTX = {
-    "serve": {"args": {"block_size": {"value": 64, "why": "x"}, "tensor_parallel_size": 8,
-                       "attention_config": {"value": {"sparse_mla_force_mqa": True}}}},
+    "serve": {
+        "args": {
+            "block_size": {"value": 64, "why": "x"},
+            "tensor_parallel_size": 8,
+            "attention_config": {"value": {"sparse_mla_force_mqa": True}},
+        }
+    },
     "hardware": {"gpus": 2},
     "quant": {"name": "Q4_K", "min_gpus": 4},
     "env": {"VLLM_ROCM_USE_AITER": {"value": "1"}},
 }
 
 
-@pytest.mark.parametrize("text,expected", [
-    ("quant.min_gpus > hardware.gpus", True),
-    ("quant.min_gpus <= hardware.gpus", False),
-    ("serve.args.block_size % 64 == 0", True),
-    ("serve.args.block_size == 256", False),
-    ("96 % serve.args.tensor_parallel_size != 0", False),
-    ("serve.args.attention_config.sparse_mla_force_mqa == true", True),
-    ("env.VLLM_ROCM_USE_AITER != '1'", False),
-    ("quant.name in ['Q4_K', 'Q6_K']", True),
-    ("not defined(serve.args.enforce_eager)", True),
-    ("defined(serve.args.block_size) and serve.args.block_size > 32", True),
-    ("lower(quant.name) == 'q4_k'", True),
-])
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        ("quant.min_gpus > hardware.gpus", True),
+        ("quant.min_gpus <= hardware.gpus", False),
+        ("serve.args.block_size % 64 == 0", True),
+        ("serve.args.block_size == 256", False),
+        ("96 % serve.args.tensor_parallel_size != 0", False),
+        ("serve.args.attention_config.sparse_mla_force_mqa == true", True),
+        ("env.VLLM_ROCM_USE_AITER != '1'", False),
+        ("quant.name in ['Q4_K', 'Q6_K']", True),
+        ("not defined(serve.args.enforce_eager)", True),
+        ("defined(serve.args.block_size) and serve.args.block_size > 32", True),
+        ("lower(quant.name) == 'q4_k'", True),
+    ],
+)
 def test_evaluates(text, expected):
     assert expr.evaluate(text, CTX) is expected
 
@@ -35,10 +43,21 @@ def test_missing_key_is_never_ordered_and_equals_only_null():
     assert expr.evaluate("serve.args.max_model_len != 5", CTX) is True
 
 
-@pytest.mark.parametrize("text", [
-    "__import__('os')", "serve.args.block_size >> 2", "open('/etc/passwd')", "[x for x in y]",
-    "lambda: 1", "a if b else c", "serve.args['x']", "len(a, b)", "(", "x" * 3000,
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "__import__('os')",
+        "serve.args.block_size >> 2",
+        "open('/etc/passwd')",
+        "[x for x in y]",
+        "lambda: 1",
+        "a if b else c",
+        "serve.args['x']",
+        "len(a, b)",
+        "(",
+        "x" * 3000,
+    ],
+)
 def test_rejects_anything_outside_the_language(text):
     with pytest.raises(expr.ExprError):
         expr.evaluate(text, CTX)
@@ -46,4 +65,7 @@ def test_rejects_anything_outside_the_language(text):
 
 def test_names_lists_the_keys_a_rule_reads():
     assert expr.names("quant.min_gpus > hardware.gpus and not defined(env.X)") == [
-        "quant.min_gpus", "hardware.gpus", "env.X"]
+        "quant.min_gpus",
+        "hardware.gpus",
+        "env.X",
+    ]

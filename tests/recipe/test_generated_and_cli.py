@@ -7,8 +7,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def cookbook(*args, **kw):
-    return subprocess.run([sys.executable, "-m", "cookbook.cli", *args], capture_output=True, text=True,
-                          cwd=ROOT, **kw)
+    return subprocess.run([sys.executable, "-m", "cookbook.cli", *args], capture_output=True, text=True, cwd=ROOT, **kw)
 
 
 def test_committed_schema_matches_the_model():
@@ -41,19 +40,23 @@ def test_docs_are_up_to_date():
 
 
 def test_recipe_commands_import_no_heavy_modules():
-    code = ("import sys, runpy; sys.argv=['cookbook','list','--json'];\n"
-            "try:\n    runpy.run_module('cookbook.cli', run_name='__main__')\n"
-            "except SystemExit: pass\n"
-            "heavy=[m for m in ('torch','vllm','numpy','transformers') if m in sys.modules]\n"
-            "print('HEAVY', heavy)")
+    code = (
+        "import sys, runpy; sys.argv=['cookbook','list','--json'];\n"
+        "try:\n    runpy.run_module('cookbook.cli', run_name='__main__')\n"
+        "except SystemExit: pass\n"
+        "heavy=[m for m in ('torch','vllm','numpy','transformers') if m in sys.modules]\n"
+        "print('HEAVY', heavy)"
+    )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     assert "HEAVY []" in p.stdout, p.stdout[-500:] + p.stderr[-2000:]
 
 
 def test_help_lists_every_command_without_importing_them():
-    code = ("import sys; from click.testing import CliRunner; from cookbook.cli import main;\n"
-            "r = CliRunner().invoke(main, ['--help']); print(r.output);\n"
-            "print('LOADED', sorted(m for m in sys.modules if m.startswith('cookbook.')))")
+    code = (
+        "import sys; from click.testing import CliRunner; from cookbook.cli import main;\n"
+        "r = CliRunner().invoke(main, ['--help']); print(r.output);\n"
+        "print('LOADED', sorted(m for m in sys.modules if m.startswith('cookbook.')))"
+    )
     p = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=ROOT)
     for name in ("list", "show", "launch", "lint", "schema", "docs"):
         assert f"  {name} " in p.stdout

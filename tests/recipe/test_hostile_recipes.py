@@ -16,7 +16,7 @@ BOMB_LEVELS = "abcdefgh"
 
 def alias_bomb(width: int = 9) -> str:
     """About 360 bytes that expand to width**8 strings if aliases are followed blindly."""
-    lines = ["schema_version: 1", "name: bomb", 'a: &a [' + ", ".join(['"x"'] * width) + "]"]
+    lines = ["schema_version: 1", "name: bomb", "a: &a [" + ", ".join(['"x"'] * width) + "]"]
     for prev, cur in zip(BOMB_LEVELS, BOMB_LEVELS[1:]):
         lines.append(f"{cur}: &{cur} [" + ",".join([f"*{prev}"] * width) + "]")
     return "\n".join(lines) + "\n"
@@ -39,8 +39,9 @@ def test_alias_bomb_through_lint_exits_nonzero_with_one_message(tmp_path):
     path = tmp_path / "bomb" / "recipe.yaml"
     path.parent.mkdir()
     path.write_text(alias_bomb())
-    p = subprocess.run([sys.executable, "-m", "cookbook.cli", "lint", str(path)], capture_output=True,
-                       text=True, timeout=60)
+    p = subprocess.run(
+        [sys.executable, "-m", "cookbook.cli", "lint", str(path)], capture_output=True, text=True, timeout=60
+    )
     assert p.returncode != 0
     assert "R001" in p.stdout + p.stderr and "Traceback" not in p.stderr
 
@@ -52,8 +53,7 @@ def test_an_aliased_why_still_loads(tmp_path):
     assert yaml_source.load(path).data["y"]["why"] == "shared reason"
 
 
-@pytest.mark.parametrize("text", ["'x' * 999999999 == 'y'", "[0] * 10001 == []",
-                                  "false and 'ab' * 100000 == ''"])
+@pytest.mark.parametrize("text", ["'x' * 999999999 == 'y'", "[0] * 10001 == []", "false and 'ab' * 100000 == ''"])
 def test_huge_literal_operands_fail_to_parse(text):
     with pytest.raises(expr.ExprError, match="at most"):
         expr.parse(text)
@@ -68,13 +68,20 @@ def test_huge_values_built_from_keys_fail_to_evaluate():
     assert expr.evaluate("len(s + 'y') == 6001", ctx) is True
 
 
-_atoms = st.one_of(st.integers(-10**6, 10**12).map(str), st.text(max_size=6).map(repr),
-                   st.sampled_from(["env.N", "s", "missing.key", "true", "null", "[1, 2]"]))
+_atoms = st.one_of(
+    st.integers(-(10**6), 10**12).map(str),
+    st.text(max_size=6).map(repr),
+    st.sampled_from(["env.N", "s", "missing.key", "true", "null", "[1, 2]"]),
+)
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.tuples(_atoms, st.sampled_from(["*", "+", "-", "%", "/", "==", "<", "and", "in"])),
-                min_size=1, max_size=6), _atoms)
+@given(
+    st.lists(
+        st.tuples(_atoms, st.sampled_from(["*", "+", "-", "%", "/", "==", "<", "and", "in"])), min_size=1, max_size=6
+    ),
+    _atoms,
+)
 def test_any_expression_answers_a_value_or_one_expr_error(pairs, last):
     text = " ".join(f"{a} {op}" for a, op in pairs) + f" {last}"
     ctx = {"env": {"N": {"value": 10**9}}, "s": {"value": "x" * 50}}
@@ -90,6 +97,7 @@ def test_a_fifo_named_as_a_recipe_is_refused_not_waited_on(tmp_path):
     fifo = tmp_path / "fifo" / "recipe.yaml"
     fifo.parent.mkdir()
     os.mkfifo(fifo)
-    p = subprocess.run([sys.executable, "-m", "cookbook.cli", "lint", str(fifo)], capture_output=True,
-                       text=True, timeout=60)
+    p = subprocess.run(
+        [sys.executable, "-m", "cookbook.cli", "lint", str(fifo)], capture_output=True, text=True, timeout=60
+    )
     assert p.returncode != 0 and "not a regular file" in p.stdout + p.stderr

@@ -1,11 +1,10 @@
 import json
-import shlex
 import subprocess
 import sys
 
 import pytest
+from recipe_helpers import check_golden
 
-from recipe_helpers import FIXTURES, check_golden
 from cookbook.recipe import resolve
 from cookbook.recipe.launch import render, server_argv
 
@@ -26,8 +25,9 @@ def test_pasted_block_gives_the_same_argv_as_server_argv(valid_recipes, tmp_path
     """Run the block in bash with `vllm` replaced by a printer: JSON flags survive quoting."""
     resolved = resolve("demo-2")
     block = render(resolved)
-    script = ("vllm() { python3 -c 'import json,sys; print(json.dumps(sys.argv[1:]))' \"$@\"; }\n"
-              "MODELS=/models\n" + block)
+    script = (
+        "vllm() { python3 -c 'import json,sys; print(json.dumps(sys.argv[1:]))' \"$@\"; }\nMODELS=/models\n" + block
+    )
     p = subprocess.run(["bash", "-c", script], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     argv = json.loads(p.stdout.strip().splitlines()[-1])
@@ -38,8 +38,9 @@ def test_pasted_block_gives_the_same_argv_as_server_argv(valid_recipes, tmp_path
 
 
 def test_launch_refusal_is_one_clear_message_and_nonzero(valid_recipes):
-    p = subprocess.run([sys.executable, "-m", "cookbook.cli", "launch", "demo-2", "--quant", "Q4_K"],
-                       capture_output=True, text=True)
+    p = subprocess.run(
+        [sys.executable, "-m", "cookbook.cli", "launch", "demo-2", "--quant", "Q4_K"], capture_output=True, text=True
+    )
     assert p.returncode == 2
     assert p.stdout == ""
     assert "error: cannot launch demo-2 --quant Q4_K" in p.stderr

@@ -7,8 +7,8 @@ import subprocess
 import sys
 
 import pytest
-
 from recipe_helpers import FIXTURES
+
 from cookbook.recipe.launch import server_argv
 from cookbook.recipe.resolve import all_slugs, resolve
 
@@ -67,8 +67,9 @@ def collect(monkeypatch):
 @pytest.mark.engine
 def test_launch_flags_are_accepted_by_pinned_cpu_vllm(monkeypatch, capsys):
     blocks = collect(monkeypatch)
-    p = subprocess.run([sys.executable, "-c", CHECKER], input=json.dumps(blocks), capture_output=True,
-                       text=True, timeout=300)
+    p = subprocess.run(
+        [sys.executable, "-c", CHECKER], input=json.dumps(blocks), capture_output=True, text=True, timeout=300
+    )
     assert p.returncode == 0, p.stderr[-3000:]
     result = json.loads(p.stdout.split("RESULT", 1)[1])
     rejected = {name: r["rejected"] for name, r in result.items() if r["rejected"]}

@@ -4,7 +4,6 @@ import subprocess
 import sys
 
 import pytest
-
 from recipe_helpers import FIXTURES, check_golden
 
 INVALID = sorted(p.name for p in (FIXTURES / "invalid").iterdir() if p.is_dir())
@@ -16,14 +15,14 @@ def run(*args, env_recipes=None):
     env = dict(os.environ, COLUMNS="80")
     if env_recipes:
         env["COOKBOOK_RECIPES"] = str(env_recipes)
-    return subprocess.run([sys.executable, "-m", "cookbook.cli", *args], capture_output=True, text=True,
-                          env=env, cwd=FIXTURES.parents[2])
+    return subprocess.run(
+        [sys.executable, "-m", "cookbook.cli", *args], capture_output=True, text=True, env=env, cwd=FIXTURES.parents[2]
+    )
 
 
 @pytest.mark.parametrize("case", INVALID)
 def test_invalid_fixture_errors_match_snapshot(case):
-    p = run("lint", f"tests/fixtures/recipes/invalid/{case}/recipe.yaml",
-            env_recipes=FIXTURES / "invalid")
+    p = run("lint", f"tests/fixtures/recipes/invalid/{case}/recipe.yaml", env_recipes=FIXTURES / "invalid")
     assert p.returncode == 1, p.stderr
     assert p.stdout.strip(), "lint found nothing in an invalid fixture"
     check_golden(f"lint/{case}.txt", p.stdout)
@@ -37,8 +36,9 @@ def test_every_lint_line_has_position_id_and_key():
         for line in p.stdout.splitlines():
             if line.startswith("  help: "):
                 continue
-            assert re.match(r"^tests/fixtures/recipes/invalid/[\w-]+/recipe\.yaml:\d+:\d+: R\d{3}( [\w.-]+)?: ",
-                            line), line
+            assert re.match(
+                r"^tests/fixtures/recipes/invalid/[\w-]+/recipe\.yaml:\d+:\d+: R\d{3}( [\w.-]+)?: ", line
+            ), line
 
 
 def test_valid_fixtures_lint_clean():
@@ -59,8 +59,9 @@ def test_stale_verified_is_reported(tmp_path):
 
     shutil.copytree(FIXTURES / "valid", tmp_path / "r")
     env = tmp_path / "r"
-    from cookbook.recipe.resolve import resolve
     import os
+
+    from cookbook.recipe.resolve import resolve
 
     os.environ["COOKBOOK_RECIPES"] = str(env)
     try:

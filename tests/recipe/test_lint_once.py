@@ -37,7 +37,7 @@ def counts(monkeypatch):
 def test_lint_resolves_each_file_once(counts, slug):
     loads, validations = counts
     assert lint_file(paths.recipe_file(slug)) == []
-    assert loads and set(loads.values()) == {1}, loads     # the file and each recipe it extends
+    assert loads and set(loads.values()) == {1}, loads  # the file and each recipe it extends
     assert validations == {slug: 1}
 
 

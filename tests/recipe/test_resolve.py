@@ -60,11 +60,14 @@ def test_set_changes_value_and_records_why(valid_recipes):
     assert "--set" in r.recipe.serve.args["max_model_len"].why
 
 
-@pytest.mark.parametrize("item,key", [
-    ("blok_size=3", "serve.args.blok_size"),  # shorthand may only change existing keys
-    ("foo.bar=1", "foo.bar"),
-    ("hardware.gpuz=4", "hardware.gpuz"),
-])
+@pytest.mark.parametrize(
+    "item,key",
+    [
+        ("blok_size=3", "serve.args.blok_size"),  # shorthand may only change existing keys
+        ("foo.bar=1", "foo.bar"),
+        ("hardware.gpuz=4", "hardware.gpuz"),
+    ],
+)
 def test_set_unknown_key_is_refused(valid_recipes, item, key):
     with pytest.raises(RecipeError) as exc:
         resolve("demo-2", sets=[item])
@@ -92,8 +95,8 @@ def test_content_hash_changes_with_settings_and_quant(valid_recipes):
 
 
 def test_registry_ids_are_unique_and_documented():
-    from pathlib import Path
     import re
+    from pathlib import Path
 
     ids_ = [k.id for k in E.REGISTRY.values()]
     assert len(ids_) == len(set(ids_))
@@ -115,11 +118,15 @@ def test_rules_merge_by_id_across_extends(tmp_path, monkeypatch):
 
     shutil.copytree(__import__("recipe_helpers").FIXTURES / "valid", tmp_path / "r")
     child = tmp_path / "r" / "demo-4" / "recipe.yaml"
-    child.write_text(child.read_text() + (
-        "rules:\n"
-        "  - id: block-size-64\n    kind: requires\n    require: 'serve.args.block_size % 128 == 0'\n"
-        "    message: 'child says 128'\n"
-        "  - id: child-only\n    when: 'serve.args.max_model_len > 1000'\n    message: 'child rule'\n"))
+    child.write_text(
+        child.read_text()
+        + (
+            "rules:\n"
+            "  - id: block-size-64\n    kind: requires\n    require: 'serve.args.block_size % 128 == 0'\n"
+            "    message: 'child says 128'\n"
+            "  - id: child-only\n    when: 'serve.args.max_model_len > 1000'\n    message: 'child rule'\n"
+        )
+    )
     monkeypatch.setenv("COOKBOOK_RECIPES", str(tmp_path / "r"))
     with pytest.raises(RecipeError) as exc:
         resolve("demo-4", sets=["serve.args.max_model_len=4096", "tensor_parallel_size=5"])
@@ -144,15 +151,16 @@ def test_rule_cites_a_settings_why_instead_of_copying_it(tmp_path, monkeypatch):
     parent = root / "demo-2" / "recipe.yaml"
     copied = 'message: "block size {serve.args.block_size}: sparse MLA only accepts multiples of 64"'
     assert copied in parent.read_text()
-    parent.write_text(parent.read_text().replace(
-        copied, 'message: "block size {serve.args.block_size}: {serve.args.block_size.why}"'))
+    parent.write_text(
+        parent.read_text().replace(copied, 'message: "block size {serve.args.block_size}: {serve.args.block_size.why}"')
+    )
     assert resolve("demo-2", check=False).content_hash == before  # the same rule, written once
     with pytest.raises(RecipeError) as exc:
         resolve("demo-2", sets=["block_size=48"])
     assert "block size 48: sparse MLA only accepts multiples of 64 [demo doc]" in str(exc.value)
     # A variant that rewords the setting's why for itself does not reword the inherited rule.
     child = root / "demo-4" / "recipe.yaml"
-    child.write_text(child.read_text() + "    block_size: {value: 64, why: \"the child's own words\"}\n")
+    child.write_text(child.read_text() + '    block_size: {value: 64, why: "the child\'s own words"}\n')
     msg = next(r.message for r in resolve("demo-4").recipe.rules if r.id == "block-size-64")
     assert msg == "block size {serve.args.block_size}: sparse MLA only accepts multiples of 64"
 
@@ -163,8 +171,11 @@ def test_lint_reports_a_why_citation_of_no_setting(tmp_path, monkeypatch):
 
     root = _demo_copy(tmp_path, monkeypatch)
     parent = root / "demo-2" / "recipe.yaml"
-    parent.write_text(parent.read_text().replace(
-        'help: "use a TP size that divides the head count"', 'help: "{serve.args.no_such.why}"'))
+    parent.write_text(
+        parent.read_text().replace(
+            'help: "use a TP size that divides the head count"', 'help: "{serve.args.no_such.why}"'
+        )
+    )
     diags = [d for d in lint_file(parent) if d.key == "rules.0.help"]
     assert [d.kind for d in diags] == [E.BAD_VALUE]
     assert "serve.args.no_such is not a setting with a why" in diags[0].problem

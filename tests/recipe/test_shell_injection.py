@@ -16,12 +16,12 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from shell_helpers import base_recipe, payloads, run_block, stub_bin, stub_calls, with_, write_recipe
 
 from cookbook.recipe import errors as E
 from cookbook.recipe import shell
 from cookbook.recipe.launch import render, server_argv
 from cookbook.recipe.resolve import resolve
-from shell_helpers import base_recipe, payloads, run_block, stub_bin, stub_calls, with_, write_recipe
 
 SENTINEL_NAME = "PWNED"
 PAYLOADS = payloads(Path("/SENTINEL-DIR") / SENTINEL_NAME)
@@ -98,8 +98,9 @@ def _expected_calls(resolved, env: dict[str, str]) -> list[list[str]]:
         script = fixes.launch_script
         if shell.quote_word(script) == script and script.startswith('"'):
             script = script[1:-1]
-        calls.append(["python3", shell.expand(script, env), "--profile", fixes.profile]
-                     + [f.name for f in fixes.opt_in])
+        calls.append(
+            ["python3", shell.expand(script, env), "--profile", fixes.profile] + [f.name for f in fixes.opt_in]
+        )
     argv = [shell.expand(t, env) for t in server_argv(resolved)]
     argv[0] = os.path.basename(argv[0])
     calls.append(argv)
@@ -192,8 +193,15 @@ def test_hostile_recipe_served_runs_no_shell_stub_server(tmp_path, monkeypatch, 
 
 # ---- --set ------------------------------------------------------------------------------
 
-SET_KEYS = ["served_model_name", "serve.args.chat_template", "env.EXTRA", "serve.model", "summary",
-            "image.fixes.launch_script", "image.fixes.profile"]
+SET_KEYS = [
+    "served_model_name",
+    "serve.args.chat_template",
+    "env.EXTRA",
+    "serve.model",
+    "summary",
+    "image.fixes.launch_script",
+    "image.fixes.profile",
+]
 
 
 @pytest.mark.parametrize("payload", PAYLOADS, ids=lambda p: ascii(p)[1:-1][:40])
@@ -274,6 +282,7 @@ def test_a_newline_in_the_summary_is_refused_at_its_line(tmp_path, monkeypatch):
 
 # ---- extends and slugs: paths never come from file contents ------------------------------
 
+
 @pytest.mark.parametrize("parent", ["../outside", "/abs/outside", "a/b", "..", ".", "Outside", "linked"])
 def test_extends_is_a_slug_inside_recipes_dir(tmp_path, monkeypatch, parent):
     outside = tmp_path / "outside"
@@ -315,8 +324,11 @@ def test_lint_and_launch_report_a_hostile_recipe_once_each(tmp_path, monkeypatch
     monkeypatch.setenv("COOKBOOK_RECIPES", str(tmp_path / "recipes"))
     lint = CliRunner().invoke(main, ["lint", str(path)])
     assert lint.exit_code == 1
-    assert re.search(r"recipe\.yaml:\d+:\d+: R021 env\.X;touch PWNED: 'X;touch PWNED' is not an environment "
-                     r"variable name", lint.output), lint.output
+    assert re.search(
+        r"recipe\.yaml:\d+:\d+: R021 env\.X;touch PWNED: 'X;touch PWNED' is not an environment "
+        r"variable name",
+        lint.output,
+    ), lint.output
     assert re.search(r"recipe\.yaml:3:\d+: R022 summary: the value holds the control character '\\n'", lint.output)
     launch = CliRunner().invoke(main, ["launch", "hostile"])
     assert launch.exit_code == 2 and "R021" in launch.output and "R022" in launch.output

@@ -13,11 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
+from shell_helpers import base_recipe, run_block, stub_bin, stub_calls, write_recipe
 
 from cookbook.recipe import errors as E
 from cookbook.recipe import shell
 from cookbook.recipe.model import ENV_NAME, FLAG_KEY, ITEM_NAME, Recipe
-from shell_helpers import base_recipe, run_block, stub_bin, stub_calls, write_recipe
 
 # Lowercase names only: bash's own variables are uppercase ($_, $PWD, $RANDOM), and a
 # name from these letters is one the test environment defines or leaves unset.
@@ -51,8 +51,12 @@ def test_a_quoted_word_is_one_argument_bash_expands_as_expand_says(text):
         sentinel = Path(tmp) / "PWNED"
         env = _env(sentinel)
         word = shell.quote(text)
-        p = subprocess.run(["bash", "-c", f"printf '%s\\0' {word}"], cwd=tmp, capture_output=True,
-                           env={"PATH": os.environ["PATH"], **env})
+        p = subprocess.run(
+            ["bash", "-c", f"printf '%s\\0' {word}"],
+            cwd=tmp,
+            capture_output=True,
+            env={"PATH": os.environ["PATH"], **env},
+        )
         assert not sentinel.exists(), word
         assert p.returncode == 0, (word, p.stderr)
         assert p.stdout.decode().split("\0")[:-1] == [shell.expand(text, _Unset(env))], word
@@ -67,8 +71,8 @@ def test_only_plain_references_stay_unquoted(text):
     # Outside single quotes, a `$` may only start $name, ${name} or ${name:-…}.
     outside = re.sub(r"'[^']*'|\"'\"", "", word)  # shlex.quote writes a ' as '"'"'
     for m in re.finditer(r"\$", outside):
-        assert re.match(r"\$(\{[A-Za-z_][A-Za-z0-9_]*(\}|:-)|[A-Za-z_])", outside[m.start():]), word
-    assert not set(outside) & set("`;&|<>*?[]~#!()\"\\ \t\n"), word
+        assert re.match(r"\$(\{[A-Za-z_][A-Za-z0-9_]*(\}|:-)|[A-Za-z_])", outside[m.start() :]), word
+    assert not set(outside) & set('`;&|<>*?[]~#!()"\\ \t\n'), word
     assert shell.is_bare(text) == (word == text)
 
 
@@ -181,7 +185,7 @@ def test_set_values_reach_argv_as_text_stub_server(value):
 
 
 def _every_real_block():
-    from cookbook.recipe.resolve import all_slugs, merge_chain, load_chain
+    from cookbook.recipe.resolve import all_slugs, load_chain, merge_chain
 
     os.environ.pop("COOKBOOK_RECIPES", None)
     out = []

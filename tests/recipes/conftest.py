@@ -1,7 +1,6 @@
 """Fixtures of the seed-recipe tests."""
 
 import pytest
-
 from seed_common import seeds_dir
 
 
@@ -15,4 +14,5 @@ def seed_text():
         if not files:
             pytest.skip(f"no seed {prefix}_*.txt in {d}")
         return files[0].read_text()
+
     return read

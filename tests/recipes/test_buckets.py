@@ -2,7 +2,6 @@
 reproduces vllm-gaudi's exponential defaults, and the format check rejects what vllm-gaudi
 would silently skip."""
 
-import math
 import subprocess
 import sys
 from pathlib import Path
@@ -36,8 +35,11 @@ def test_recipe_loads_the_generated_file():
     args = r.recipe.serve.args
     g = spec.geometry
     assert (g.block_size, g.max_model_len, g.max_num_seqs, g.max_num_batched_tokens) == (
-        args["block_size"].value, args["max_model_len"].value, args["max_num_seqs"].value,
-        args["max_num_batched_tokens"].value)
+        args["block_size"].value,
+        args["max_model_len"].value,
+        args["max_num_seqs"].value,
+        args["max_num_batched_tokens"].value,
+    )
     # the KV pool the document reports, in blocks
     pool = next(rep.values["kv_pool_tokens"] for rep in r.recipe.reported if "kv_pool_tokens" in rep.values)
     assert g.kv_cache_blocks == pool // g.block_size
@@ -63,8 +65,12 @@ def test_check_mode_fails_on_a_stale_file(tmp_path):
     (root / "recipes").mkdir()
     (root / "pyproject.toml").write_text("")
     env = {"COOKBOOK_ROOT": str(root), "PATH": "/usr/bin:/bin"}
-    run = lambda *a: subprocess.run([sys.executable, "-m", "cookbook.cli", "buckets", *a],
-                                    capture_output=True, text=True, cwd=root, env=env)
+
+    def run(*a):
+        return subprocess.run(
+            [sys.executable, "-m", "cookbook.cli", "buckets", *a], capture_output=True, text=True, cwd=root, env=env
+        )
+
     missing = run("generate", "--check")
     assert missing.returncode == 1 and "stale" in missing.stderr
     assert run("generate").returncode == 0
@@ -94,14 +100,17 @@ def test_geometry_rejects_nonsense():
         B.Geometry(128, 1024, 4, 8192, 100, extra_decode_batch_sizes=(5,))
 
 
-@pytest.mark.parametrize("line, words", [
-    ("(1, 128)", "3-tuple"),
-    ("(1, 1, range(4, 64, 4))", "literal_eval"),
-    ("(1, 128, [0, 'a'])", "integers"),
-    ("(1, 128, [])", "non-empty"),
-    ("(1, 128, 0", "not a Python tuple"),
-    ("(0, 1, 8)", ">= 1"),
-])
+@pytest.mark.parametrize(
+    "line, words",
+    [
+        ("(1, 128)", "3-tuple"),
+        ("(1, 1, range(4, 64, 4))", "literal_eval"),
+        ("(1, 128, [0, 'a'])", "integers"),
+        ("(1, 128, [])", "non-empty"),
+        ("(1, 128, 0", "not a Python tuple"),
+        ("(0, 1, 8)", ">= 1"),
+    ],
+)
 def test_format_check_rejects_lines_vllm_gaudi_would_skip(line, words):
     text = "(1, 128, 0)\n(1, 1, 4)\n" + line + "\n"
     with pytest.raises(B.BucketError, match=words) as exc:
@@ -131,16 +140,17 @@ def test_cli_check_reports_file_and_line(tmp_path):
     bad.write_text("(1, 128, 0)\n(1, 1, 4)\n(1, 1)\n")
     res = cookbook("buckets", "check", str(bad))
     assert res.returncode == 2 and f"{bad}:3" in res.stderr and "Traceback" not in res.stderr
-    good = cookbook("buckets", "check", str(ROOT / "ports/glm-5-mxfp4/serving/tp8-seqs4-128k.txt"),
-                    "--spec", str(SPEC))
+    good = cookbook("buckets", "check", str(ROOT / "ports/glm-5-mxfp4/serving/tp8-seqs4-128k.txt"), "--spec", str(SPEC))
     assert good.returncode == 0, good.stderr
     assert "144 prompt and 52 decode buckets" in good.stdout
 
 
 def test_bad_spec_is_one_clear_error(tmp_path):
     spec = tmp_path / "s.yaml"
-    spec.write_text("title: x\noutput: /etc/passwd\ngeometry: {block_size: 128, max_model_len: 1024, "
-                    "max_num_seqs: 1, max_num_batched_tokens: 1024, kv_cache_blocks: 8}\n")
+    spec.write_text(
+        "title: x\noutput: /etc/passwd\ngeometry: {block_size: 128, max_model_len: 1024, "
+        "max_num_seqs: 1, max_num_batched_tokens: 1024, kv_cache_blocks: 8}\n"
+    )
     res = cookbook("buckets", "generate", str(spec))
     assert res.returncode == 2 and "inside the repository" in res.stderr and "Traceback" not in res.stderr
     spec.write_text("title: x\noutput: a.txt\ngeometry: {block_sise: 128}\n")

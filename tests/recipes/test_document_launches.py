@@ -12,14 +12,17 @@ from cookbook.recipe.resolve import resolve
 
 def commands(block: str) -> list[list[str]]:
     joined = re.sub(r"\\\n", " ", block)
-    return [shlex.split(line, comments=True) for line in joined.splitlines()
-            if line.strip() and not line.strip().startswith("#")]
+    return [
+        shlex.split(line, comments=True)
+        for line in joined.splitlines()
+        if line.strip() and not line.strip().startswith("#")
+    ]
 
 
 def between(text: str, start: str, end_line_contains: str) -> str:
     i = text.index(start)
     j = text.index(end_line_contains, i)
-    return text[i:text.index("\n", j)]
+    return text[i : text.index("\n", j)]
 
 
 def ours(slug: str):
@@ -42,7 +45,7 @@ def test_dsv4_4_is_the_documents_by_hand_command(seed_text):
     # the document elides the file name: "$GGUF/DeepSeek-V4-Flash-...-mxfp4-0731.gguf"
     assert argv[i + 1].startswith("$GGUF/DeepSeek-V4-Flash-") and argv[i + 1].endswith("0731.gguf")
     assert mine[j + 1].startswith("$GGUF/DeepSeek-V4-Flash-") and mine[j + 1].endswith("0731.gguf")
-    assert argv[:i + 1] + argv[i + 2:] == mine[:j + 1] + mine[j + 2:]
+    assert argv[: i + 1] + argv[i + 2 :] == mine[: j + 1] + mine[j + 2 :]
 
 
 def test_nvfp4_default_is_the_documents_bare_launch(seed_text):
@@ -65,7 +68,13 @@ def test_nvfp4_default_is_the_documents_bare_launch(seed_text):
 
     doc_flags, my_flags = flags(doc_argv), flags(mine)
     assert sorted(map(json.dumps, doc_flags)) == sorted(map(json.dumps, my_flags))
+
     # and flag for flag in the same pairs: each flag keeps its value
-    pairs = lambda f: {f[k]: f[k + 1] if k + 1 < len(f) and not str(f[k + 1]).startswith("--") else True
-                       for k in range(len(f)) if str(f[k]).startswith("--")}
+    def pairs(f):
+        return {
+            f[k]: f[k + 1] if k + 1 < len(f) and not str(f[k + 1]).startswith("--") else True
+            for k in range(len(f))
+            if str(f[k]).startswith("--")
+        }
+
     assert pairs(doc_flags) == pairs(my_flags)

@@ -25,7 +25,7 @@ def document_launch_block(text: str) -> str:
     start = text.index("Launch¶")
     end = text.index("--enable-expert-parallel is required", start)
     block = text[start:end]
-    return block[block.index("export "):]
+    return block[block.index("export ") :]
 
 
 def split(cmds):
@@ -36,8 +36,13 @@ def split(cmds):
 
 def test_launch_reproduces_the_document(seed_text):
     doc = commands(document_launch_block(seed_text("002")))
-    ours_text = subprocess.run([sys.executable, "-m", "cookbook.cli", "launch", "glm52-mxfp4-8x-gaudi2"],
-                               capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    ours_text = subprocess.run(
+        [sys.executable, "-m", "cookbook.cli", "launch", "glm52-mxfp4-8x-gaudi2"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+    ).stdout
     ours = commands(ours_text)
     doc_exports, doc_rest = split(doc)
     our_exports, our_rest = split(ours)
@@ -52,15 +57,32 @@ def test_launch_reproduces_the_document(seed_text):
 def test_launch_exports_keep_the_documents_order(seed_text):
     # not required by the issue, but the recipe lists env in the document's order
     doc_exports, _ = split(commands(document_launch_block(seed_text("002"))))
-    ours = subprocess.run([sys.executable, "-m", "cookbook.cli", "launch", "glm52-mxfp4-8x-gaudi2", "--no-comments"],
-                          capture_output=True, text=True, cwd=ROOT, check=True).stdout
+    ours = subprocess.run(
+        [sys.executable, "-m", "cookbook.cli", "launch", "glm52-mxfp4-8x-gaudi2", "--no-comments"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+    ).stdout
     assert split(commands(ours))[0] == doc_exports
 
 
 def test_document_block_parser_sees_a_changed_flag(seed_text):
     # the comparison is not vacuous: a one-flag change in our block is a difference
     doc = commands(document_launch_block(seed_text("002")))
-    changed = subprocess.run([sys.executable, "-m", "cookbook.cli", "launch", "glm52-mxfp4-8x-gaudi2",
-                              "--set", "gpu_memory_utilization=0.8"], capture_output=True, text=True,
-                             cwd=ROOT, check=True).stdout
+    changed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "cookbook.cli",
+            "launch",
+            "glm52-mxfp4-8x-gaudi2",
+            "--set",
+            "gpu_memory_utilization=0.8",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        check=True,
+    ).stdout
     assert split(commands(changed))[1] != split(doc)[1]

@@ -6,10 +6,10 @@ import os
 import re
 
 import pytest
+from seed_common import ROOT, SEED_RECIPES
 
 from cookbook.recipe.launch import render
 from cookbook.recipe.resolve import resolve
-from seed_common import ROOT, SEED_RECIPES
 
 GOLDEN = ROOT / "tests" / "recipes" / "golden"
 HASH = re.compile(r"recipe sha256:[0-9a-f]+")

@@ -7,16 +7,21 @@ import subprocess
 import sys
 
 import pytest
+from seed_common import ROOT, SEED_BASES, SEED_RECIPES
 
 from cookbook.recipe.lint import lint_file
 from cookbook.recipe.paths import recipe_file
 from cookbook.recipe.resolve import resolve
-from seed_common import ROOT, SEED_BASES, SEED_RECIPES
 
 
 def cookbook(*args, env=None):
-    return subprocess.run([sys.executable, "-m", "cookbook.cli", *args], capture_output=True, text=True,
-                          cwd=ROOT, env={**os.environ, **(env or {})})
+    return subprocess.run(
+        [sys.executable, "-m", "cookbook.cli", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+    )
 
 
 def test_list_shows_every_seed_recipe_none_runnable_here():
@@ -50,8 +55,10 @@ def test_lint_clean(slug):
     others = [d for d in diags if d not in fix_profile_missing]
     assert others == [], "\n".join(d.render() for d in others)
     if fix_profile_missing:
-        pytest.skip("the fix pack has no v0.30.0 profile yet (fixes/profiles/v0.30.0.yaml, issue 4): "
-                    + fix_profile_missing[0].problem)
+        pytest.skip(
+            "the fix pack has no v0.30.0 profile yet (fixes/profiles/v0.30.0.yaml, issue 4): "
+            + fix_profile_missing[0].problem
+        )
 
 
 def test_gaudi_fix_profile_names_the_documents_fixes():
@@ -64,9 +71,16 @@ def test_gaudi_fix_profile_names_the_documents_fixes():
     r = resolve("glm52-mxfp4-8x-gaudi2")
     infos = pack.resolve("v0.30.0", [f.name for f in r.recipe.image.fixes.opt_in])
     names = [f.name for f in infos]
-    for name in ("structured-output-rows", "so-row-owners", "gather-logprobs-int32", "logprobs-decode-guard",
-                 "seeded-sampling", "rank-exception-fatal", "vllm-long-prefill-share",
-                 "glm47-streaming-text-markers"):
+    for name in (
+        "structured-output-rows",
+        "so-row-owners",
+        "gather-logprobs-int32",
+        "logprobs-decode-guard",
+        "seeded-sampling",
+        "rank-exception-fatal",
+        "vllm-long-prefill-share",
+        "glm47-streaming-text-markers",
+    ):
         assert name in names
 
 

@@ -1,26 +1,28 @@
 """Server.stop ends the whole process group, children included, before returning."""
 
-import os
 import subprocess
 import time
 from pathlib import Path
 
-from cookbook.serving.local import (Server, _group_alive, convert_command, convert_steps, exported_env,
-                                    shell_env)
+from cookbook.serving.local import Server, _group_alive, convert_command, convert_steps, exported_env, shell_env
 
 
 def _start(tmp_path: Path, script: str) -> Server:
     log = tmp_path / "log"
-    proc = subprocess.Popen(["bash", "-c", script], stdout=log.open("w"), stderr=subprocess.STDOUT,
-                            start_new_session=True)
+    proc = subprocess.Popen(
+        ["bash", "-c", script], stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True
+    )
     time.sleep(0.5)
     return Server(proc, log, "http://127.0.0.1:1")
 
 
 def test_stop_waits_for_children_that_outlive_the_shell(tmp_path):
     # The child shrugs off SIGTERM for 2 s (like an engine shutting down), the shell dies at once.
-    server = _start(tmp_path, "python3 -c 'import signal,time; signal.signal(signal.SIGTERM, lambda *a: "
-                              "(time.sleep(2), exit(0))); time.sleep(300)' & wait")
+    server = _start(
+        tmp_path,
+        "python3 -c 'import signal,time; signal.signal(signal.SIGTERM, lambda *a: "
+        "(time.sleep(2), exit(0))); time.sleep(300)' & wait",
+    )
     pgid = server.process.pid
     t0 = time.monotonic()
     server.stop(grace_s=10)
@@ -29,8 +31,11 @@ def test_stop_waits_for_children_that_outlive_the_shell(tmp_path):
 
 
 def test_stop_kills_a_group_that_ignores_sigterm(tmp_path):
-    server = _start(tmp_path, "trap '' TERM; python3 -c 'import signal,time; "
-                              "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(300)' & wait")
+    server = _start(
+        tmp_path,
+        "trap '' TERM; python3 -c 'import signal,time; "
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(300)' & wait",
+    )
     pgid = server.process.pid
     server.stop(grace_s=1)
     assert not _group_alive(pgid)
@@ -45,8 +50,13 @@ def test_convert_steps_are_argv_lists_with_the_blocks_export_values(tmp_path):
     assert env["CHECKPOINT_DIR"] == ".cache/models/gemma3-270m-hf"  # ${CHECKPOINT_DIR:-...} as bash sees it
     assert env["VLLM_CPU_KVCACHE_SPACE"] == "2"
     [step] = convert_steps(resolved, env)
-    assert step.argv == convert_command() + ["gguf-to-hf", str(tmp_path / "m.gguf"),
-                                             ".cache/models/gemma3-270m-hf", "--dtype", "bfloat16"]
+    assert step.argv == convert_command() + [
+        "gguf-to-hf",
+        str(tmp_path / "m.gguf"),
+        ".cache/models/gemma3-270m-hf",
+        "--dtype",
+        "bfloat16",
+    ]
     assert step.creates == Path(".cache/models/gemma3-270m-hf/config.json")
 
 

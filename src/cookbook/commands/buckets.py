@@ -27,8 +27,11 @@ def generate_cmd(specs, check):
     loaded = [load_spec(p.resolve(), root) for p in specs] if specs else all_specs(root)
     if not loaded:
         raise CookbookError(f"no bucket specs under {specs_dir(root)}")
-    n = write_or_check({root / spec.output: generated_text(spec, root) for spec in loaded}, check=check,
-                       command="cookbook buckets generate")
+    n = write_or_check(
+        {root / spec.output: generated_text(spec, root) for spec in loaded},
+        check=check,
+        command="cookbook buckets generate",
+    )
     if check:
         click.echo(f"{n} bucket file(s) up to date")
 
@@ -39,12 +42,15 @@ def generate_cmd(specs, check):
 def check_cmd(file, spec):
     """Validate a VLLM_BUCKETING_FROM_FILE file: format, duplicates, and (with --spec) fit."""
     if not file.is_file():
-        raise CookbookError(f"{file}: no such file",
-                            help="pass the bucket file a recipe's VLLM_BUCKETING_FROM_FILE names")
+        raise CookbookError(
+            f"{file}: no such file", help="pass the bucket file a recipe's VLLM_BUCKETING_FROM_FILE names"
+        )
     prompt, decode = parse(file.read_text(errors="replace"), str(file))
-    problems = check_against(load_spec(spec.resolve(), repo_root()).geometry, prompt, decode, str(file)) \
-        if spec else []
+    problems = check_against(load_spec(spec.resolve(), repo_root()).geometry, prompt, decode, str(file)) if spec else []
     if problems:
-        raise CookbookError(f"{len(problems)} bucket(s) do not fit {spec}:\n  " + "\n  ".join(problems),
-                            help=f"regenerate it with `cookbook buckets generate`, or fix {spec}", exit_code=FAILED)
+        raise CookbookError(
+            f"{len(problems)} bucket(s) do not fit {spec}:\n  " + "\n  ".join(problems),
+            help=f"regenerate it with `cookbook buckets generate`, or fix {spec}",
+            exit_code=FAILED,
+        )
     click.echo(f"{file}: {len(prompt)} prompt and {len(decode)} decode buckets, format ok")

@@ -24,8 +24,9 @@ def _user_errors(fn):
         try:
             return fn(*args, **kwargs)
         except FileExistsError as e:
-            raise CookbookError(f"{printable(e.args[0] if e.args else e)}: output already exists",
-                                help="remove it or pass --force") from None
+            raise CookbookError(
+                f"{printable(e.args[0] if e.args else e)}: output already exists", help="remove it or pass --force"
+            ) from None
         except OSError as e:
             where = f"{printable(e.filename)}: " if e.filename else ""
             raise CookbookError(f"{where}{printable_lines(e.strerror or e)}") from None
@@ -60,8 +61,11 @@ def gguf_inspect(file, as_json, full, no_tensors):
 @convert.command("gguf-join")
 @click.argument("inputs", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("-o", "--output", required=True, type=click.Path(dir_okay=False), help="The joined GGUF.")
-@click.option("--sha256sums", type=click.Path(dir_okay=False, exists=True),
-              help="sha256sum-style file listing the parts and/or the joined file.")
+@click.option(
+    "--sha256sums",
+    type=click.Path(dir_okay=False, exists=True),
+    help="sha256sum-style file listing the parts and/or the joined file.",
+)
 @click.option("--expect-sha256", help="sha256 of the joined file.")
 @click.option("--no-checksum", is_flag=True, help="Join raw parts without a sha256 (order not verifiable; warns).")
 @click.option("--force", is_flag=True, help="Replace an existing output.")
@@ -88,14 +92,26 @@ def gguf_join(inputs, output, sha256sums, expect_sha256, no_checksum, force, qui
         r = merge_shards(paths, output, progress=not quiet, overwrite=force)
         click.echo(f"merged {r['shards']} shards into {output}: {r['tensors']} tensors, {r['bytes']:,} bytes")
     else:
-        r = join_parts(paths, output, sha256sums=sha256sums, expect_sha256=expect_sha256,
-                       progress=not quiet, overwrite=force, unverified_ok=no_checksum)
+        r = join_parts(
+            paths,
+            output,
+            sha256sums=sha256sums,
+            expect_sha256=expect_sha256,
+            progress=not quiet,
+            overwrite=force,
+            unverified_ok=no_checksum,
+        )
         if not r["sha256_checked"]:
-            click.echo("warning: --no-checksum: the parts' order and contents were not verified; only the "
-                       "GGUF structure was checked", err=True)
+            click.echo(
+                "warning: --no-checksum: the parts' order and contents were not verified; only the "
+                "GGUF structure was checked",
+                err=True,
+            )
         checked = ", ".join(r["sha256_checked"]) or "none (no sums given)"
-        click.echo(f"joined {r['parts']} parts into {output}: {r['bytes']:,} bytes, {r['tensors']} tensors; "
-                   f"sha256 verified: {checked}")
+        click.echo(
+            f"joined {r['parts']} parts into {output}: {r['bytes']:,} bytes, {r['tensors']} tensors; "
+            f"sha256 verified: {checked}"
+        )
 
 
 @convert.command("gguf-split")
@@ -117,8 +133,7 @@ def gguf_split(file, out_prefix, max_tensors, max_size, raw_parts, force):
     if not (max_tensors or max_size):
         raise CookbookError("give --max-tensors or --max-size")
     max_bytes = _parse_size(max_size) if max_size else None
-    for p in split_gguf(file, out_prefix, max_tensors=max_tensors, max_bytes=max_bytes, progress=True,
-                        overwrite=force):
+    for p in split_gguf(file, out_prefix, max_tensors=max_tensors, max_bytes=max_bytes, progress=True, overwrite=force):
         click.echo(p)
 
 
@@ -161,8 +176,13 @@ def gguf_set(file, assignment, type_name, output, in_place):
 @convert.command("gguf-to-hf")
 @click.argument("src", type=click.Path(dir_okay=False))
 @click.argument("out_dir", type=click.Path(file_okay=False))
-@click.option("--dtype", type=click.Choice(["float32", "bfloat16", "float16"]), default="float32",
-              show_default=True, help="dtype of the dequantized weights (float32 keeps them exact).")
+@click.option(
+    "--dtype",
+    type=click.Choice(["float32", "bfloat16", "float16"]),
+    default="float32",
+    show_default=True,
+    help="dtype of the dequantized weights (float32 keeps them exact).",
+)
 @click.option("--force", is_flag=True, help="Replace a non-empty OUT_DIR.")
 @_user_errors
 def gguf_to_hf(src, out_dir, dtype, force):
@@ -177,8 +197,13 @@ def gguf_to_hf(src, out_dir, dtype, force):
 @click.argument("src", type=click.Path(file_okay=False, exists=True))
 @click.argument("out_dir", type=click.Path(file_okay=False))
 @click.option("--shard-size", default="4G", show_default=True, help="Bytes per output shard.")
-@click.option("--scale-rule", type=click.Choice(["floor", "even"]), default="even", show_default=True,
-              help="MXFP4 scale rule for the BF16 MTP experts (even = AMD Quark's).")
+@click.option(
+    "--scale-rule",
+    type=click.Choice(["floor", "even"]),
+    default="even",
+    show_default=True,
+    help="MXFP4 scale rule for the BF16 MTP experts (even = AMD Quark's).",
+)
 @click.option("--force", is_flag=True, help="Replace a non-empty OUT_DIR.")
 @_user_errors
 def quark_mxfp4_fuse(src, out_dir, shard_size, scale_rule, force):

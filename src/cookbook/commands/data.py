@@ -97,15 +97,24 @@ def path_cmd():
     hay = sorted(p.name for p in (d / "haystack").glob("*.txt")) if (d / "haystack").is_dir() else []
     click.echo(f"  gsm8k: {', '.join(f'{s}.jsonl' for s in gsm) if gsm else 'absent (cookbook data fetch)'}")
     click.echo(f"  haystack: {', '.join(hay) if hay else 'none'}")
-    click.echo(f"  built in: {gatedata.HAYSTACK} ({len(gatedata.haystack_files())} texts), "
-               f"{gatedata.TASKS} ({len(gatedata.tasks())} prompts)")
+    click.echo(
+        f"  built in: {gatedata.HAYSTACK} ({len(gatedata.haystack_files())} texts), "
+        f"{gatedata.TASKS} ({len(gatedata.tasks())} prompts)"
+    )
 
 
 @data_group.command("fetch")
-@click.option("--data-dir", type=click.Path(path_type=Path, file_okay=False),
-              help="Where gsm8k/ goes (default $COOKBOOK_DATA, else .cache/data in the checkout).")
-@click.option("--revision", default="main", show_default=True, help="Hub revision (branch, tag or commit) of openai/gsm8k.")
-@click.option("--force", is_flag=True, help="Download again even when gsm8k/ is already there (replaced only on success).")
+@click.option(
+    "--data-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Where gsm8k/ goes (default $COOKBOOK_DATA, else .cache/data in the checkout).",
+)
+@click.option(
+    "--revision", default="main", show_default=True, help="Hub revision (branch, tag or commit) of openai/gsm8k."
+)
+@click.option(
+    "--force", is_flag=True, help="Download again even when gsm8k/ is already there (replaced only on success)."
+)
 def fetch_cmd(data_dir, revision, force):
     """Download GSM8K into DATA_DIR/gsm8k/ from the Hugging Face Hub.
 
@@ -130,18 +139,23 @@ def fetch_cmd(data_dir, revision, force):
         import huggingface_hub  # noqa: F401
         import pyarrow.parquet  # noqa: F401
     except ImportError as e:
-        _fail(f"cookbook data fetch needs huggingface_hub and pyarrow ({e})",
-              "install the data extra: .venv/bin/pip install -e '.[data]'")
+        _fail(
+            f"cookbook data fetch needs huggingface_hub and pyarrow ({e})",
+            "install the data extra: .venv/bin/pip install -e '.[data]'",
+        )
     if target_root.exists() and not target_root.is_dir():
         _fail(f"{target_root}: not a directory", "pass --data-dir DIR (a folder) or set COOKBOOK_DATA to one")
     endpoint = (os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
-    click.echo(f"fetching {REPO_ID} (config {CONFIG}, {'/'.join(SPLITS)}) from {endpoint} into {target} "
-               "(network errors are retried for about half a minute)")
+    click.echo(
+        f"fetching {REPO_ID} (config {CONFIG}, {'/'.join(SPLITS)}) from {endpoint} into {target} "
+        "(network errors are retried for about half a minute)"
+    )
     try:
         fetch_gsm8k(target, endpoint, revision, echo=click.echo)
     except FetchError as e:
-        raise CookbookError(str(e), help=f"nothing was written to {target}; " + BY_HAND.format(target=target),
-                            exit_code=FAILED) from None
+        raise CookbookError(
+            str(e), help=f"nothing was written to {target}; " + BY_HAND.format(target=target), exit_code=FAILED
+        ) from None
     click.echo(f"wrote {target}/: {', '.join(sorted(p.name for p in target.iterdir()))}")
 
 
@@ -183,26 +197,47 @@ def fetch_gsm8k(target: Path, endpoint: str, revision: str = "main", echo=print)
     from cookbook.files import atomic_dir
 
     with atomic_dir(target, force=True) as tmp:
-        source = {"endpoint": endpoint, "dataset": REPO_ID, "config": CONFIG, "revision": revision,
-                  "fetched": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"), "files": {}}
+        source = {
+            "endpoint": endpoint,
+            "dataset": REPO_ID,
+            "config": CONFIG,
+            "revision": revision,
+            "fetched": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+            "files": {},
+        }
         for split, filename in FILES.items():
             try:
-                local = Path(hf_hub_download(REPO_ID, filename, repo_type="dataset", revision=revision,
-                                             endpoint=endpoint, cache_dir=tmp / ".hub", token=False))
+                local = Path(
+                    hf_hub_download(
+                        REPO_ID,
+                        filename,
+                        repo_type="dataset",
+                        revision=revision,
+                        endpoint=endpoint,
+                        cache_dir=tmp / ".hub",
+                        token=False,
+                    )
+                )
             except Exception as e:  # connection refused, DNS, HTTP 404/5xx, offline mode
-                raise FetchError(f"could not download {REPO_ID} (config {CONFIG}, {split} split) from "
-                                 f"{endpoint}: {_reason(e)}") from e
+                raise FetchError(
+                    f"could not download {REPO_ID} (config {CONFIG}, {split} split) from {endpoint}: {_reason(e)}"
+                ) from e
             parts = local.parts
             if "snapshots" in parts:
                 source["commit"] = parts[parts.index("snapshots") + 1]
             rows = _rows(local, split)
             text = "".join(json.dumps({"question": r["question"], "answer": r["answer"]}) + "\n" for r in rows)
             (tmp / f"{split}.jsonl").write_text(text, encoding="utf-8")
-            source["files"][f"{split}.jsonl"] = {"from": filename, "rows": len(rows),
-                                                 "sha256": hashlib.sha256(text.encode()).hexdigest()}
+            source["files"][f"{split}.jsonl"] = {
+                "from": filename,
+                "rows": len(rows),
+                "sha256": hashlib.sha256(text.encode()).hexdigest(),
+            }
             echo(f"  {split}: {len(rows)} problems")
         shutil.rmtree(tmp / ".hub")
         (tmp / "LICENSE").write_text(
             f"GSM8K, from the Hugging Face Hub dataset {REPO_ID} (config {CONFIG}), the dataset of\n"
-            "https://github.com/openai/grade-school-math, under its MIT licence:\n\n" + MIT_LICENSE, encoding="utf-8")
+            "https://github.com/openai/grade-school-math, under its MIT licence:\n\n" + MIT_LICENSE,
+            encoding="utf-8",
+        )
         (tmp / "SOURCE").write_text(json.dumps(source, indent=2) + "\n", encoding="utf-8")

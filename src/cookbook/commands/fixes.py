@@ -6,8 +6,12 @@ from pathlib import Path
 
 import click
 
-_target = click.option("--target", type=click.Path(path_type=Path), default=None,
-                       help="vllm package directory (default: the engine venv's installed vllm, found without importing it)")
+_target = click.option(
+    "--target",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="vllm package directory (default: the engine venv's installed vllm, found without importing it)",
+)
 _profile = click.option("--profile", "profile", required=True, help="fix profile (fixes/profiles/<name>.yaml)")
 _opt_in = click.option("--opt-in", "opt_in", multiple=True, metavar="NAME", help="opt-in fix to include (repeatable)")
 
@@ -84,7 +88,8 @@ def list_cmd(profile):
         if profile is None:
             return Outcome(lines=pack.known_profiles())
         prof = pack.load_profile(profile)
-        return Outcome(lines=[f"{prof.name}: {prof.distribution} {prof.version}"]
-                       + _summary_lines(list(prof.fixes), "pack"))
+        return Outcome(
+            lines=[f"{prof.name}: {prof.distribution} {prof.version}"] + _summary_lines(list(prof.fixes), "pack")
+        )
 
     _run(action)

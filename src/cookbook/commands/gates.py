@@ -33,19 +33,39 @@ def gates():
 @click.argument("recipe")
 @click.option("--base-url", default="http://127.0.0.1:8000", show_default=True, help="OpenAI-compatible server.")
 @click.option("--only", "only", multiple=True, type=click.Choice(GATE_NAMES), help="Run only these gates (repeatable).")
-@click.option("--data-dir", type=click.Path(path_type=Path),
-              help="Holds gsm8k/{train,test}.jsonl and haystack/*.txt (default $COOKBOOK_DATA, else .cache/data in "
-                   "the checkout, where `cookbook data fetch` writes). Built-in gate data needs none.")
+@click.option(
+    "--data-dir",
+    type=click.Path(path_type=Path),
+    help="Holds gsm8k/{train,test}.jsonl and haystack/*.txt (default $COOKBOOK_DATA, else .cache/data in "
+    "the checkout, where `cookbook data fetch` writes). Built-in gate data needs none.",
+)
 @click.option("--gsm8k", type=click.Path(path_type=Path), help="GSM8K folder (overrides --data-dir).")
 @click.option("--haystack", type=click.Path(path_type=Path), help="Haystack text folder (overrides --data-dir).")
 @click.option("--out", type=click.Path(path_type=Path), help="Bundle directory (default runs/<recipe>-<UTC time>).")
-@click.option("--env-lock", type=click.Path(path_type=Path), help="pip freeze (or lock file) of the serving environment.")
-@click.option("--env-lock-cmd", help="Command whose output is the serving environment's lock, e.g. '.venv/bin/python -m pip freeze'.")
+@click.option(
+    "--env-lock", type=click.Path(path_type=Path), help="pip freeze (or lock file) of the serving environment."
+)
+@click.option(
+    "--env-lock-cmd",
+    help="Command whose output is the serving environment's lock, e.g. '.venv/bin/python -m pip freeze'.",
+)
 @click.option("--image-digest", help="Digest of the serving image (sha256:...).")
 @click.option("--model", help="Served model name (default: the recipe's served_model_name).")
 @click.option("--request-timeout-s", default=600.0, show_default=True, help="Per-request HTTP timeout.")
-def run_cmd(recipe, base_url, only, data_dir, gsm8k, haystack, out, env_lock, env_lock_cmd, image_digest, model,
-            request_timeout_s):
+def run_cmd(
+    recipe,
+    base_url,
+    only,
+    data_dir,
+    gsm8k,
+    haystack,
+    out,
+    env_lock,
+    env_lock_cmd,
+    image_digest,
+    model,
+    request_timeout_s,
+):
     """Run RECIPE's declared gates against BASE_URL and write an evidence bundle."""
     from cookbook.gates.data import DATA_ENV, DataPaths, default_data_dir
     from cookbook.gates.runner import SuiteConfig, exit_code, run_suite, summary_table
@@ -55,56 +75,76 @@ def run_cmd(recipe, base_url, only, data_dir, gsm8k, haystack, out, env_lock, en
     declared = spec.declared()
     missing = [g for g in only if g not in declared]
     if missing:
-        raise CookbookError(f"--only {', '.join(missing)}: not declared in recipe {resolved.slug} "
-                            f"(declares: {declared or 'none'})",
-                            help="declare the gate under `gates:` in the recipe, or drop it from --only")
+        raise CookbookError(
+            f"--only {', '.join(missing)}: not declared in recipe {resolved.slug} (declares: {declared or 'none'})",
+            help="declare the gate under `gates:` in the recipe, or drop it from --only",
+        )
     data_from = "--data-dir"
     if data_dir is None:
         data_dir = default_data_dir()
-        data_from = f"${DATA_ENV}" if os.environ.get(DATA_ENV) else None   # None: the default, may be absent
+        data_from = f"${DATA_ENV}" if os.environ.get(DATA_ENV) else None  # None: the default, may be absent
     # An absent default is fine (built-in data needs none; a gate that reads a file says how to fetch it);
     # a folder the user named must exist.
     if data_from is not None and not data_dir.is_dir():
-        raise CookbookError(f"gate data not found: {data_from} {data_dir} is not a directory",
-                            help="`cookbook data fetch` fills the default (.cache/data); gates/README.md "
-                                 "('Gate data') says more")
+        raise CookbookError(
+            f"gate data not found: {data_from} {data_dir} is not a directory",
+            help="`cookbook data fetch` fills the default (.cache/data); gates/README.md ('Gate data') says more",
+        )
     for flag, p in (("--gsm8k", gsm8k), ("--haystack", haystack)):
         if p is not None and not p.is_dir():
-            raise CookbookError(f"{flag} {p}: not a directory",
-                                help="see gates/README.md ('Gate data') for how to fetch the data")
+            raise CookbookError(
+                f"{flag} {p}: not a directory", help="see gates/README.md ('Gate data') for how to fetch the data"
+            )
     lock_text = source = None
     if sum(x is not None for x in (env_lock, env_lock_cmd, image_digest)) > 1:
         raise CookbookError("give only one of --env-lock, --env-lock-cmd, --image-digest")
     if env_lock is not None:
         if not env_lock.is_file():
-            raise CookbookError(f"--env-lock {env_lock}: no such file",
-                                help="write it with `<serving python> -m pip freeze > FILE`")
+            raise CookbookError(
+                f"--env-lock {env_lock}: no such file", help="write it with `<serving python> -m pip freeze > FILE`"
+            )
         lock_text, source = env_lock.read_text(encoding="utf-8"), str(env_lock)
     elif env_lock_cmd:
         proc = subprocess.run(shlex.split(env_lock_cmd), capture_output=True, text=True)
         if proc.returncode != 0:
-            raise CookbookError(f"--env-lock-cmd {env_lock_cmd!r} exited {proc.returncode}: "
-                                f"{proc.stderr.strip()[:300]}")
+            raise CookbookError(
+                f"--env-lock-cmd {env_lock_cmd!r} exited {proc.returncode}: {proc.stderr.strip()[:300]}"
+            )
         lock_text, source = proc.stdout, env_lock_cmd
     if out is None:
         stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         out = repo_root() / "runs" / f"{resolved.slug}-{stamp}"
     if out.exists() and any(out.iterdir()):
-        raise CookbookError(f"--out {out} exists and is not empty",
-                            help="choose a new directory; bundles are never overwritten")
+        raise CookbookError(
+            f"--out {out} exists and is not empty", help="choose a new directory; bundles are never overwritten"
+        )
     serve = resolved.recipe.serve
     model = model or str(serve.arg("served_model_name") or serve.model)
     cfg = SuiteConfig(
-        base_url=base_url, model=model, spec=spec, out_dir=out,
-        data=DataPaths.from_data_dir(data_dir, gsm8k, haystack), only=list(only) or None,
-        header={"recipe": resolved.slug, "recipe_hash": resolved.content_hash, "quant": resolved.quant,
-                "data_dir": str(data_dir)},
-        env_lock_text=lock_text, env_lock_source=source, image_digest=image_digest,
-        request_timeout_s=request_timeout_s, echo=click.echo,
+        base_url=base_url,
+        model=model,
+        spec=spec,
+        out_dir=out,
+        data=DataPaths.from_data_dir(data_dir, gsm8k, haystack),
+        only=list(only) or None,
+        header={
+            "recipe": resolved.slug,
+            "recipe_hash": resolved.content_hash,
+            "quant": resolved.quant,
+            "data_dir": str(data_dir),
+        },
+        env_lock_text=lock_text,
+        env_lock_source=source,
+        image_digest=image_digest,
+        request_timeout_s=request_timeout_s,
+        echo=click.echo,
     )
     click.echo(f"gates for {resolved.slug} ({resolved.content_hash[:19]}) against {base_url}, model {model}")
-    click.echo(f"gate data: {data_dir} ({data_from or 'default'}"
-               + ("" if data_dir.is_dir() else "; absent: only built-in data") + ")")
+    click.echo(
+        f"gate data: {data_dir} ({data_from or 'default'}"
+        + ("" if data_dir.is_dir() else "; absent: only built-in data")
+        + ")"
+    )
     out.mkdir(parents=True, exist_ok=True)
     atomic_write(out / "recipe.resolved.json", json.dumps(resolved.data, indent=2, default=str) + "\n")
     bundle = asyncio.run(run_suite(cfg))
@@ -128,15 +168,19 @@ def verify_cmd(recipe, bundle):
 
     resolved = _resolve(recipe, f"cannot verify {recipe}")
     if not (bundle / "results.json").is_file():
-        raise CookbookError(f"{bundle}: no results.json, so not an evidence bundle",
-                            help="run gates/run.sh RECIPE first")
+        raise CookbookError(
+            f"{bundle}: no results.json, so not an evidence bundle", help="run gates/run.sh RECIPE first"
+        )
     try:
         reasons, block = verify(resolved, bundle)
     except ValueError as e:
         raise CookbookError(f"{resolved.path}: {e}") from None
     if reasons:
         stays = "unverified" if not resolved.data.get("verified") else "as it was"
-        raise CookbookError(f"refused: {resolved.slug} stays {stays}:\n" + "\n".join(f"  - {r}" for r in reasons),
-                            exit_code=FAILED)
-    click.echo(f"verified: wrote the verified block of {resolved.path} ({block['recipe_hash'][:19]}, "
-               f"{len(block['gates'])} gates)")
+        raise CookbookError(
+            f"refused: {resolved.slug} stays {stays}:\n" + "\n".join(f"  - {r}" for r in reasons), exit_code=FAILED
+        )
+    click.echo(
+        f"verified: wrote the verified block of {resolved.path} ({block['recipe_hash'][:19]}, "
+        f"{len(block['gates'])} gates)"
+    )

@@ -29,15 +29,13 @@ def shown(path: Path) -> str:
 
 def stale_diff(path: Path, current: str, text: str, limit: int = DIFF_LINES) -> str:
     """The unified diff from the file as it is to the file as generated (at most `limit` lines)."""
-    lines = list(difflib.unified_diff(current.splitlines(), text.splitlines(), shown(path), "generated",
-                                      lineterm=""))
+    lines = list(difflib.unified_diff(current.splitlines(), text.splitlines(), shown(path), "generated", lineterm=""))
     if len(lines) > limit:
         lines = lines[:limit] + [f"... ({len(lines) - limit} more diff lines)"]
     return "\n".join(lines)
 
 
-def write_or_check(outputs: Mapping[Path, str], *, check: bool, command: str,
-                   obsolete: Iterable[Path] = ()) -> int:
+def write_or_check(outputs: Mapping[Path, str], *, check: bool, command: str, obsolete: Iterable[Path] = ()) -> int:
     """Bring every file of `outputs` up to date (remove each `obsolete` one), or with `check`
     raise CookbookError (exit 1) when any differs. Returns how many files are up to date."""
     stale: list[Path] = []

@@ -24,9 +24,14 @@ def resolve_or_refuse(slug, quant, sets, action):
 
 
 quant_option = click.option("--quant", "-q", help="A quant option of the recipe (default: the recipe's default).")
-set_option = click.option("--set", "sets", multiple=True, metavar="KEY=VALUE",
-                          help="Override a setting, e.g. --set serve.args.max_model_len=8192 "
-                               "(a bare flag name means serve.args, an UPPER name means env).")
+set_option = click.option(
+    "--set",
+    "sets",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override a setting, e.g. --set serve.args.max_model_len=8192 "
+    "(a bare flag name means serve.args, an UPPER name means env).",
+)
 
 
 @click.command("list")
@@ -43,22 +48,39 @@ def list_cmd(as_json):
         try:
             r = resolve(slug, check=False)
         except E.RecipeError as exc:
-            rows.append({"slug": slug, "model": "?", "hardware": "?", "status": "invalid",
-                         "runs_here": False, "reason": exc.diagnostics[0].render(paths.repo_root())})
+            rows.append(
+                {
+                    "slug": slug,
+                    "model": "?",
+                    "hardware": "?",
+                    "status": "invalid",
+                    "runs_here": False,
+                    "reason": exc.diagnostics[0].render(paths.repo_root()),
+                }
+            )
             continue
         if r.recipe.abstract:
             continue
         hw = r.recipe.hardware
         ok, reason = platforms.can_run(hw.platform, hw.gpus, hw.min_host_memory_gib, here)
-        rows.append({"slug": slug, "model": r.recipe.model.name,
-                     "hardware": f"{hw.gpus}x {hw.platform}" if hw.gpus else hw.platform,
-                     "status": status_of(r), "runs_here": ok, "reason": reason})
+        rows.append(
+            {
+                "slug": slug,
+                "model": r.recipe.model.name,
+                "hardware": f"{hw.gpus}x {hw.platform}" if hw.gpus else hw.platform,
+                "status": status_of(r),
+                "runs_here": ok,
+                "reason": reason,
+            }
+        )
     if as_json:
         click.echo(json.dumps({"machine": here.description, "recipes": rows}, indent=2))
         return
     headers = ("RECIPE", "MODEL", "HARDWARE", "STATUS", "HERE")
-    table = [(r["slug"], r["model"], r["hardware"], r["status"],
-              "yes" if r["runs_here"] else f"no: {r['reason']}") for r in rows]
+    table = [
+        (r["slug"], r["model"], r["hardware"], r["status"], "yes" if r["runs_here"] else f"no: {r['reason']}")
+        for r in rows
+    ]
     widths = [max(len(h), *(len(t[i]) for t in table)) if table else len(h) for i, h in enumerate(headers[:-1])]
     fmt = "  ".join(f"{{:<{w}}}" for w in widths) + "  {}"
     click.echo(fmt.format(*headers))
@@ -79,8 +101,11 @@ def show_cmd(slug, quant, sets, as_json):
 
     resolved = resolve_or_refuse(slug, quant, sets, f"cannot show {slug}")
     if as_json:
-        click.echo(json.dumps({"quant": resolved.quant, "content_hash": resolved.content_hash,
-                               "recipe": resolved.data}, indent=2))
+        click.echo(
+            json.dumps(
+                {"quant": resolved.quant, "content_hash": resolved.content_hash, "recipe": resolved.data}, indent=2
+            )
+        )
         return
     click.echo(render_show(resolved, verified_status(resolved.path)), nl=False)
 
@@ -113,8 +138,10 @@ def lint_cmd(targets):
         elif t.exists():
             files.append(t)
         else:
-            raise CookbookError(f"{t}: no such file or directory",
-                                help="pass recipe.yaml files or folders holding recipes/<slug>/recipe.yaml")
+            raise CookbookError(
+                f"{t}: no such file or directory",
+                help="pass recipe.yaml files or folders holding recipes/<slug>/recipe.yaml",
+            )
     errors = hints = 0
     for f in files:
         for d in lint_file(f, bundle_check):

@@ -19,9 +19,12 @@ from cookbook.recipe import paths
 @quant_option
 @set_option
 @click.option("--gates", "run_gates", is_flag=True, help="Run the recipe's gates against the server, then stop it.")
-@click.option("--data-dir", type=click.Path(path_type=Path),
-              help="GSM8K and haystack data for the gates (default $COOKBOOK_DATA, else .cache/data; "
-                   "`cookbook gates run` decides). Built-in gate data needs none.")
+@click.option(
+    "--data-dir",
+    type=click.Path(path_type=Path),
+    help="GSM8K and haystack data for the gates (default $COOKBOOK_DATA, else .cache/data; "
+    "`cookbook gates run` decides). Built-in gate data needs none.",
+)
 @click.option("--out", type=click.Path(path_type=Path), help="Evidence bundle folder (default runs/<slug>-<time>).")
 @click.option("--ready-timeout-s", default=900.0, show_default=True, help="How long to wait for the server.")
 @click.option("--keep-running", is_flag=True, help="Leave the server up (print how to stop it).")
@@ -34,25 +37,32 @@ def serve_cmd(slug, quant, sets, run_gates, data_dir, out, ready_timeout_s, keep
       cookbook serve gemma3-270m-cpu --gates
     """
     from cookbook import platforms
-    from cookbook.verification import verified_status
     from cookbook.serving import local
+    from cookbook.verification import verified_status
 
     resolved = resolve_or_refuse(slug, quant, sets, f"cannot serve {slug}")
     if run_gates and (sets or quant):
-        raise CookbookError("--gates runs on the recipe as written, so its evidence matches the recipe's hash",
-                            help="drop --set/--quant, or serve without --gates and run `cookbook gates run` yourself")
+        raise CookbookError(
+            "--gates runs on the recipe as written, so its evidence matches the recipe's hash",
+            help="drop --set/--quant, or serve without --gates and run `cookbook gates run` yourself",
+        )
     hw = resolved.recipe.hardware
     ok, reason = platforms.can_run(hw.platform, hw.gpus, hw.min_host_memory_gib)
     if not ok:
-        raise CookbookError(f"cannot serve {slug} on this machine: {reason}",
-                            help=f"`cookbook launch {slug}` prints the block to run on the right machine")
+        raise CookbookError(
+            f"cannot serve {slug} on this machine: {reason}",
+            help=f"`cookbook launch {slug}` prints the block to run on the right machine",
+        )
     workdir = paths.repo_root() / ".cache" / "serve" / slug
     workdir.mkdir(parents=True, exist_ok=True)
     server = None
     code = 0
     try:
-        local.step(f"recipe {slug}" + (f" --quant {resolved.quant}" if resolved.quant else "")
-                   + f" ({resolved.content_hash[:19]})")
+        local.step(
+            f"recipe {slug}"
+            + (f" --quant {resolved.quant}" if resolved.quant else "")
+            + f" ({resolved.content_hash[:19]})"
+        )
         env = local.prepare(resolved, workdir)
         server = local.launch(resolved, env, workdir)
         local.wait_ready(server, ready_timeout_s)
@@ -61,26 +71,46 @@ def serve_cmd(slug, quant, sets, run_gates, data_dir, out, ready_timeout_s, keep
             bundle = out or paths.repo_root() / "runs" / f"{slug}-{stamp}"
             lock = workdir / "environment.lock"
             lock.write_text(local.env_lock(env))
-            argv = [sys.executable, "-m", "cookbook.cli", "gates", "run", slug, "--base-url", server.base_url,
-                    "--out", str(bundle), "--env-lock", str(lock)]
-            if data_dir:   # else `gates run` takes the one default (cookbook.gates.data.default_data_dir)
+            argv = [
+                sys.executable,
+                "-m",
+                "cookbook.cli",
+                "gates",
+                "run",
+                slug,
+                "--base-url",
+                server.base_url,
+                "--out",
+                str(bundle),
+                "--env-lock",
+                str(lock),
+            ]
+            if data_dir:  # else `gates run` takes the one default (cookbook.gates.data.default_data_dir)
                 argv += ["--data-dir", str(data_dir)]
             local.step("gates: " + local.quote_cmd(argv[2:]))
             code = subprocess.run(argv).returncode
             if server is not None and not server.alive():
-                click.echo(CookbookError(f"the server died during the gates; last lines of {server.log}:\n"
-                                         f"{server.tail()}").render(), err=True)
+                click.echo(
+                    CookbookError(
+                        f"the server died during the gates; last lines of {server.log}:\n{server.tail()}"
+                    ).render(),
+                    err=True,
+                )
                 code = code or FAILED
             local.step(f"gates {'passed' if code == 0 else 'FAILED'}; evidence bundle: {bundle}")
             status = verified_status(slug)
-            if code:   # the recorded status stands; say so, lest "verified" read as this run's result
+            if code:  # the recorded status stands; say so, lest "verified" read as this run's result
                 local.step(f"recipe status: {status} (as recorded before; this run's gates failed and change nothing)")
             else:
-                local.step(f"recipe status: {status}"
-                           + ("" if status == "verified" else f"  (to record it: cookbook gates verify {slug} {bundle})"))
+                local.step(
+                    f"recipe status: {status}"
+                    + ("" if status == "verified" else f"  (to record it: cookbook gates verify {slug} {bundle})")
+                )
         if keep_running and server is not None:
-            local.step(f"server left running at {server.base_url} (pid {server.process.pid}); "
-                       f"stop it with: kill -TERM -{server.process.pid}")
+            local.step(
+                f"server left running at {server.base_url} (pid {server.process.pid}); "
+                f"stop it with: kill -TERM -{server.process.pid}"
+            )
             server = None
     except KeyboardInterrupt:
         raise CookbookError("interrupted", exit_code=INTERRUPTED) from None

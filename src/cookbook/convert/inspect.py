@@ -49,8 +49,16 @@ def describe(g: GGUFFile, full: bool = False) -> dict:
         "parameters": params,
         "metadata": {k: {"type": f.type.name, "value": _summarize(f.value, full)} for k, f in g.fields.items()},
         "types": {name: {"tensors": hist[name], "bytes": hist_bytes[name]} for name in sorted(hist)},
-        "tensors": [{"name": t.name, "type": t.type.name, "shape": list(t.shape), "offset": g.tensor_offset(t),
-                     "bytes": t.nbytes} for t in g.tensors],
+        "tensors": [
+            {
+                "name": t.name,
+                "type": t.type.name,
+                "shape": list(t.shape),
+                "offset": g.tensor_offset(t),
+                "bytes": t.nbytes,
+            }
+            for t in g.tensors
+        ],
     }
 
 

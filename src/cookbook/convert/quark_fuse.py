@@ -31,15 +31,25 @@ from pathlib import Path
 
 from cookbook.convert.fileio import Progress
 from cookbook.convert.safetensors_io import (
-    STensor, Writer, nbytes_of, plan_shards, read_header, shard_names, write_index,
+    STensor,
+    Writer,
+    nbytes_of,
+    plan_shards,
+    read_header,
+    shard_names,
+    write_index,
 )
 from cookbook.errors import CookbookError
 from cookbook.filecopy import copy_range
 from cookbook.files import atomic_dir
 from cookbook.untrusted import check_regular, is_plain_name, open_regular, printable, read_regular
 
-EXPERT_RE = re.compile(r"^(?P<prefix>.*\.mlp\.experts)\.(?P<e>\d+)\.(?P<proj>gate|up|down)_proj\.(?P<kind>weight|weight_scale)$")
-SHARED_RE = re.compile(r"^(?P<prefix>.*\.mlp\.shared_experts?)\.(?P<proj>gate|up|down)_proj\.(?P<kind>weight|weight_scale)$")
+EXPERT_RE = re.compile(
+    r"^(?P<prefix>.*\.mlp\.experts)\.(?P<e>\d+)\.(?P<proj>gate|up|down)_proj\.(?P<kind>weight|weight_scale)$"
+)
+SHARED_RE = re.compile(
+    r"^(?P<prefix>.*\.mlp\.shared_experts?)\.(?P<proj>gate|up|down)_proj\.(?P<kind>weight|weight_scale)$"
+)
 ROW_CHUNK_BYTES = 16 << 20
 
 
@@ -73,15 +83,19 @@ def _inside(src_dir: Path, name: str, what: str) -> Path:
     """src_dir/name, refused unless `name` is a plain file name whose file (links followed) is a regular
     file inside src_dir. Nothing a checkpoint says may make the tool read or copy a file elsewhere."""
     if not is_plain_name(name):
-        raise QuarkError(f"{what}: {name!r} is not a plain file name inside the source folder {src_dir}",
-                         help="an index may only name files beside it (no '/', '..' or absolute paths)")
+        raise QuarkError(
+            f"{what}: {name!r} is not a plain file name inside the source folder {src_dir}",
+            help="an index may only name files beside it (no '/', '..' or absolute paths)",
+        )
     p = src_dir / name
     if p.is_symlink():
         target = p.resolve()
         if not target.is_relative_to(src_dir.resolve()):
-            raise QuarkError(f"{p}: is a symbolic link to {os.readlink(p)}, outside the source folder; refused",
-                             help="copy the real file into the folder (an HF cache snapshot links outside "
-                                  "itself: download with `hf download --local-dir DIR` instead)")
+            raise QuarkError(
+                f"{p}: is a symbolic link to {os.readlink(p)}, outside the source folder; refused",
+                help="copy the real file into the folder (an HF cache snapshot links outside "
+                "itself: download with `hf download --local-dir DIR` instead)",
+            )
     if p.exists():
         check_regular(p)
     return p
@@ -91,17 +105,22 @@ def _read_json(path: Path, what: str):
     try:
         return json.loads(read_regular(path, JSON_MAX_BYTES).decode("utf-8"))
     except UnicodeDecodeError as e:
-        raise QuarkError(f"{path}: {what} is not UTF-8 (byte {e.start})", help=f"fix or re-download {path.name}") from None
+        raise QuarkError(
+            f"{path}: {what} is not UTF-8 (byte {e.start})", help=f"fix or re-download {path.name}"
+        ) from None
     except (ValueError, RecursionError) as e:
         reason = str(e) if isinstance(e, ValueError) else "nested too deeply"
-        raise QuarkError(f"{path}: {what} is not valid JSON ({reason})", help=f"fix or re-download {path.name}") from None
+        raise QuarkError(
+            f"{path}: {what} is not valid JSON ({reason})", help=f"fix or re-download {path.name}"
+        ) from None
 
 
 def _read_config(path: Path) -> dict:
     cfg = _read_json(path, "config")
     if not isinstance(cfg, dict):
-        raise QuarkError(f"{path}: config is a JSON {type(cfg).__name__}, not an object",
-                         help="config.json must be a JSON object")
+        raise QuarkError(
+            f"{path}: config is a JSON {type(cfg).__name__}, not an object", help="config.json must be a JSON object"
+        )
     return cfg
 
 
@@ -109,8 +128,10 @@ def _index_files(index: Path) -> list[str]:
     data = _read_json(index, "safetensors index")
     wm = data.get("weight_map") if isinstance(data, dict) else None
     if not isinstance(wm, dict) or not all(isinstance(v, str) for v in wm.values()):
-        raise QuarkError(f"{index}: not a valid safetensors index (needs \"weight_map\": {{tensor: file name}})",
-                         help="fix or re-download the index, or remove it to read every *.safetensors file")
+        raise QuarkError(
+            f'{index}: not a valid safetensors index (needs "weight_map": {{tensor: file name}})',
+            help="fix or re-download the index, or remove it to read every *.safetensors file",
+        )
     return sorted(set(wm.values()))
 
 
@@ -189,14 +210,17 @@ def plan(tensors: dict[str, Src]) -> tuple[list[OutTensor], dict]:
             group = shared[m["prefix"]]
             w, sc = group.get((m["proj"], "weight")), group.get((m["proj"], "weight_scale"))
             if m["kind"] == "weight_scale":
-                _check(w is not None, f"{m['prefix']}.{m['proj']}_proj.weight is missing (its weight_scale "
-                       "is present)")
+                _check(w is not None, f"{m['prefix']}.{m['proj']}_proj.weight is missing (its weight_scale is present)")
                 continue  # consumed with its weight
             if w.t.dtype == "U8" and sc is not None:
-                _check(len(w.t.shape) == 2 and w.t.shape[1] * 2 % 32 == 0,
-                       f"{key}: shape {w.t.shape} is not [out, in/2] with in a multiple of 32")
-                _check(sc.t.dtype == "U8" and sc.t.shape == (w.t.shape[0], w.t.shape[1] * 2 // 32),
-                       f"{key}: scale shape {sc.t.shape} does not match weight {w.t.shape}")
+                _check(
+                    len(w.t.shape) == 2 and w.t.shape[1] * 2 % 32 == 0,
+                    f"{key}: shape {w.t.shape} is not [out, in/2] with in a multiple of 32",
+                )
+                _check(
+                    sc.t.dtype == "U8" and sc.t.shape == (w.t.shape[0], w.t.shape[1] * 2 // 32),
+                    f"{key}: scale shape {sc.t.shape} does not match weight {w.t.shape}",
+                )
                 out.append(OutTensor(key, "BF16", (w.t.shape[0], w.t.shape[1] * 2), "dequant_bf16", [w, sc]))
                 stats["shared_to_bf16"] += 1
             else:
@@ -219,8 +243,11 @@ def _fuse_layer(prefix: str, by_e: dict, stats: dict) -> list[OutTensor]:
                 _check((proj, k) in by_e[e], f"{prefix}.{e}.{proj}_proj.{k} is missing")
         shapes = tuple(by_e[e][(p, k)].t.shape for p in ("gate", "up", "down") for k in kinds)
         dtypes = {by_e[e][(p, k)].t.dtype for p in ("gate", "up", "down") for k in kinds}
-        _check(dtypes == ({"BF16"} if bf16 else {"U8"}), f"{prefix}.{e}: dtypes {sorted(dtypes)}, expected "
-               + ("BF16" if bf16 else "U8 weights and U8 (E8M0) scales"))
+        _check(
+            dtypes == ({"BF16"} if bf16 else {"U8"}),
+            f"{prefix}.{e}: dtypes {sorted(dtypes)}, expected "
+            + ("BF16" if bf16 else "U8 weights and U8 (E8M0) scales"),
+        )
         if ref is None:
             ref = shapes
         _check(shapes == ref, f"{prefix}.{e}: shapes {shapes} differ from expert 0 {ref}")
@@ -233,8 +260,11 @@ def _fuse_layer(prefix: str, by_e: dict, stats: dict) -> list[OutTensor]:
     if bf16:
         inter, hidden = g
         _check(hidden % 32 == 0 and inter % 32 == 0, f"{prefix}: H={hidden}, I={inter} must be multiples of 32")
-        _check(d == (hidden, inter), f"{prefix}.0.down_proj.weight is {d}, expected {(hidden, inter)} = [H, I] "
-               f"from gate_proj.weight {g} = [I, H] (transposed?)")
+        _check(
+            d == (hidden, inter),
+            f"{prefix}.0.down_proj.weight is {d}, expected {(hidden, inter)} = [H, I] "
+            f"from gate_proj.weight {g} = [I, H] (transposed?)",
+        )
         stats["encoded_layers"] += 1
         w13 = [by_e[e][(p, "weight")] for e in range(n) for p in ("gate", "up")]
         w2 = [by_e[e][("down", "weight")] for e in range(n)]
@@ -246,24 +276,35 @@ def _fuse_layer(prefix: str, by_e: dict, stats: dict) -> list[OutTensor]:
         ]
     inter, half_h = g
     hidden = half_h * 2
-    _check(hidden % 32 == 0 and inter % 32 == 0, f"{prefix}: H={hidden} (from gate_proj.weight {g} = [I, H/2]) "
-           f"and I={inter} must be multiples of 32 (one E8M0 scale per 32 elements)")
-    _check(d == (hidden, inter // 2), f"{prefix}.0.down_proj.weight is {d}, expected {(hidden, inter // 2)} = "
-           f"[H, I/2] from gate_proj.weight {g} = [I, H/2] (transposed?)")
+    _check(
+        hidden % 32 == 0 and inter % 32 == 0,
+        f"{prefix}: H={hidden} (from gate_proj.weight {g} = [I, H/2]) "
+        f"and I={inter} must be multiples of 32 (one E8M0 scale per 32 elements)",
+    )
+    _check(
+        d == (hidden, inter // 2),
+        f"{prefix}.0.down_proj.weight is {d}, expected {(hidden, inter // 2)} = "
+        f"[H, I/2] from gate_proj.weight {g} = [I, H/2] (transposed?)",
+    )
     for proj, want in (("gate", (inter, hidden // 32)), ("up", (inter, hidden // 32)), ("down", (hidden, inter // 32))):
         sh = by_e[0][(proj, "weight_scale")].t.shape
-        _check(sh == want, f"{prefix}.0.{proj}_proj.weight_scale is {sh}, expected {want} "
-               "(one E8M0 scale per 32 along the input axis)")
+        _check(
+            sh == want,
+            f"{prefix}.0.{proj}_proj.weight_scale is {sh}, expected {want} "
+            "(one E8M0 scale per 32 along the input axis)",
+        )
     gs = by_e[0][("gate", "weight_scale")].t.shape
     stats["fused_layers"] += 1
     cat = lambda kind, projs: [by_e[e][(p, kind)] for e in range(n) for p in projs]  # noqa: E731
     return [
         OutTensor(f"{prefix}.w13_weight", "U8", (n, 2 * inter, half_h), "concat", cat("weight", ("gate", "up"))),
-        OutTensor(f"{prefix}.w13_weight_scale", "U8", (n, 2 * inter, gs[1]), "concat",
-                  cat("weight_scale", ("gate", "up"))),
+        OutTensor(
+            f"{prefix}.w13_weight_scale", "U8", (n, 2 * inter, gs[1]), "concat", cat("weight_scale", ("gate", "up"))
+        ),
         OutTensor(f"{prefix}.w2_weight", "U8", (n, d[0], d[1]), "concat", cat("weight", ("down",))),
-        OutTensor(f"{prefix}.w2_weight_scale", "U8", (n, d[0], d[1] * 2 // 32), "concat",
-                  cat("weight_scale", ("down",))),
+        OutTensor(
+            f"{prefix}.w2_weight_scale", "U8", (n, d[0], d[1] * 2 // 32), "concat", cat("weight_scale", ("down",))
+        ),
     ]
 
 
@@ -335,8 +376,9 @@ def _emit(w: Writer, o: OutTensor, fds: _Fds, prog: Progress, scale_rule: str, s
         r0 = 0
         for n, packed in _rows(wt, fds(wt.file)):
             scales = os.pread(fds(sc.file), n * sc_row, sc.t.start + r0 * sc_row)
-            vals = mxfp4.dequantize(np.frombuffer(packed, np.uint8).reshape(n, -1),
-                                    np.frombuffer(scales, np.uint8).reshape(n, -1))
+            vals = mxfp4.dequantize(
+                np.frombuffer(packed, np.uint8).reshape(n, -1), np.frombuffer(scales, np.uint8).reshape(n, -1)
+            )
             w.write(o.name, mxfp4.float32_to_bf16_bits(vals).tobytes())
             prog.advance(len(packed) + len(scales))
             r0 += n
@@ -383,16 +425,25 @@ def _update_config(cfg: dict, out_tensors: list[OutTensor]) -> dict:
     return cfg
 
 
-def fuse_checkpoint(src_dir, out_dir, *, shard_bytes: int = 4 << 30, scale_rule: str = "even", force: bool = False,
-                    progress: bool = True) -> dict:
+def fuse_checkpoint(
+    src_dir,
+    out_dir,
+    *,
+    shard_bytes: int = 4 << 30,
+    scale_rule: str = "even",
+    force: bool = False,
+    progress: bool = True,
+) -> dict:
     src_dir, out_dir = Path(src_dir), Path(out_dir)
     if not src_dir.is_dir():
         raise QuarkError(f"{src_dir}: not a directory")
     tensors = _load_tensors(src_dir)  # a bad shard is a SafetensorsError (one message, help line kept)
     outs, stats = plan(tensors)
     if not stats["fused_layers"] and not stats["encoded_layers"]:
-        raise QuarkError(f"{src_dir}: no per-expert tensors (model.layers.L.mlp.experts.E.*_proj.weight)",
-                         help="the checkpoint is already fused, or is not a MoE model")
+        raise QuarkError(
+            f"{src_dir}: no per-expert tensors (model.layers.L.mlp.experts.E.*_proj.weight)",
+            help="the checkpoint is already fused, or is not a MoE model",
+        )
     specs = [(o.name, o.dtype, o.shape) for o in outs]
     shards = plan_shards(specs, shard_bytes)
     files = shard_names(len(shards))
@@ -424,5 +475,12 @@ def fuse_checkpoint(src_dir, out_dir, *, shard_bytes: int = 4 << 30, scale_rule:
         raise QuarkError(f"output directory {out_dir} is not empty", help="choose a new one or pass --force") from None
     finally:
         fds.close()
-    return {"output": str(out_dir), "shards": files, "tensors_out": len(outs), "bytes_in": total_in,
-            "bytes_out": sum(nbytes_of(*s[1:]) for s in specs), "scale_rule": scale_rule, **stats}
+    return {
+        "output": str(out_dir),
+        "shards": files,
+        "tensors_out": len(outs),
+        "bytes_in": total_in,
+        "bytes_out": sum(nbytes_of(*s[1:]) for s in specs),
+        "scale_rule": scale_rule,
+        **stats,
+    }

@@ -20,8 +20,24 @@ from cookbook.untrusted import NotRegularFile, open_regular, printable
 
 MAX_HEADER = 100_000_000  # the reference reader's limit
 DTYPE_BITS = {
-    "BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8, "I16": 16, "U16": 16, "F16": 16,
-    "BF16": 16, "I32": 32, "U32": 32, "F32": 32, "I64": 64, "U64": 64, "F64": 64, "C64": 64, "F4": 4,
+    "BOOL": 8,
+    "U8": 8,
+    "I8": 8,
+    "F8_E5M2": 8,
+    "F8_E4M3": 8,
+    "F8_E8M0": 8,
+    "I16": 16,
+    "U16": 16,
+    "F16": 16,
+    "BF16": 16,
+    "I32": 32,
+    "U32": 32,
+    "F32": 32,
+    "I64": 64,
+    "U64": 64,
+    "F64": 64,
+    "C64": 64,
+    "F4": 4,
 }
 
 
@@ -92,8 +108,11 @@ def read_header(path) -> tuple[dict[str, STensor], dict[str, str]]:
             raise SafetensorsError(path, f"file has {size} bytes, smaller than the 8-byte header length", help=FIX)
         (n,) = struct.unpack("<Q", head)
         if n > MAX_HEADER or 8 + n > size:
-            raise SafetensorsError(path, f"header length {n} is larger than {MAX_HEADER} or the file ({size} bytes)",
-                                   help="the file is truncated or not safetensors")
+            raise SafetensorsError(
+                path,
+                f"header length {n} is larger than {MAX_HEADER} or the file ({size} bytes)",
+                help="the file is truncated or not safetensors",
+            )
         raw = f.read(n)
     header = _parse_header(path, raw)
     meta = header.pop("__metadata__", None)
@@ -106,34 +125,48 @@ def read_header(path) -> tuple[dict[str, STensor], dict[str, str]]:
     for name, info in header.items():
         where = f"header: tensor {name!r}"
         if not isinstance(info, dict):
-            raise SafetensorsError(path, f"{where}: entry is {_short(info)}, not an object with dtype, shape, "
-                                   "data_offsets", help=FIX)
+            raise SafetensorsError(
+                path, f"{where}: entry is {_short(info)}, not an object with dtype, shape, data_offsets", help=FIX
+            )
         dtype, shape, offs = info.get("dtype"), info.get("shape"), info.get("data_offsets")
         if not isinstance(dtype, str) or dtype not in DTYPE_BITS:
-            raise SafetensorsError(path, f"{where}: dtype {_short(dtype)} is not one of {', '.join(DTYPE_BITS)}",
-                                   help=FIX)
+            raise SafetensorsError(
+                path, f"{where}: dtype {_short(dtype)} is not one of {', '.join(DTYPE_BITS)}", help=FIX
+            )
         if not isinstance(shape, list) or len(shape) > 64 or not all(_is_int(d) and 0 <= d < 2**63 for d in shape):
-            raise SafetensorsError(path, f"{where}: shape {_short(shape)} is not a list of whole numbers "
-                                   "0 <= d < 2**63", help=FIX)
-        if not isinstance(offs, list) or len(offs) != 2 or not all(_is_int(x) and 0 <= x < 2**63 for x in offs) \
-                or offs[0] > offs[1]:
-            raise SafetensorsError(path, f"{where}: data_offsets {_short(offs)} is not [begin, end] with "
-                                   "0 <= begin <= end", help=FIX)
+            raise SafetensorsError(
+                path, f"{where}: shape {_short(shape)} is not a list of whole numbers 0 <= d < 2**63", help=FIX
+            )
+        if (
+            not isinstance(offs, list)
+            or len(offs) != 2
+            or not all(_is_int(x) and 0 <= x < 2**63 for x in offs)
+            or offs[0] > offs[1]
+        ):
+            raise SafetensorsError(
+                path, f"{where}: data_offsets {_short(offs)} is not [begin, end] with 0 <= begin <= end", help=FIX
+            )
         shape, (b, e) = tuple(shape), offs
         if e - b != nbytes_of(dtype, shape):
-            raise SafetensorsError(path, f"{where}: {e - b} bytes for {dtype} {list(shape)} "
-                                   f"(needs {nbytes_of(dtype, shape)})", help=FIX)
+            raise SafetensorsError(
+                path, f"{where}: {e - b} bytes for {dtype} {list(shape)} (needs {nbytes_of(dtype, shape)})", help=FIX
+            )
         tensors[name] = STensor(name, dtype, shape, 8 + n + b, e - b)
         spans.append((b, e, name))
     spans.sort()
     pos = 0
     for b, e, name in spans:
         if b != pos:
-            raise SafetensorsError(path, f"tensor {name!r} starts at {b}, expected {pos} (data must be contiguous)", help=FIX)
+            raise SafetensorsError(
+                path, f"tensor {name!r} starts at {b}, expected {pos} (data must be contiguous)", help=FIX
+            )
         pos = e
     if 8 + n + pos != size:
-        raise SafetensorsError(path, f"data ends at {8 + n + pos} but the file has {size} bytes",
-                               help="the file is truncated or has trailing bytes")
+        raise SafetensorsError(
+            path,
+            f"data ends at {8 + n + pos} but the file has {size} bytes",
+            help="the file is truncated or has trailing bytes",
+        )
     return tensors, meta
 
 
@@ -232,8 +265,10 @@ def write_index(out_dir, shards: list[list], metadata: dict | None = None) -> Pa
     if len(shards) == 1:
         return None
     total = sum(nbytes_of(s[1], s[2]) for grp in shards for s in grp)
-    index = {"metadata": {"total_size": total, **(metadata or {})},
-             "weight_map": {s[0]: names[i] for i, grp in enumerate(shards) for s in grp}}
+    index = {
+        "metadata": {"total_size": total, **(metadata or {})},
+        "weight_map": {s[0]: names[i] for i, grp in enumerate(shards) for s in grp},
+    }
     p = Path(out_dir) / "model.safetensors.index.json"
     p.write_text(json.dumps(index, indent=2) + "\n")
     return p

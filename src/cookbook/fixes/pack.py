@@ -83,17 +83,31 @@ def _fix_from_entry(entry: object, where: str, pack: Path) -> FixInfo:
             parsed = patchfile.parse(patch_path)
         except patchfile.PatchError as e:
             raise FixError(f"{where}: fix {name}: {e}\nhelp: fix the patch file or its header") from None
-        return FixInfo(name=name, summary=str(entry.get("summary") or parsed.summary), provided_by=PACK,
-                       opt_in=opt_in, patch=patch_path)
+        return FixInfo(
+            name=name,
+            summary=str(entry.get("summary") or parsed.summary),
+            provided_by=PACK,
+            opt_in=opt_in,
+            patch=patch_path,
+        )
     provided_by = entry.get("provided_by")
     if not provided_by or provided_by == PACK:
-        raise FixError(f"{where}: fix {name} has neither `patch` nor `provided_by`\n"
-                       "help: give the patch file name, or say who provides it (e.g. `provided_by: port glm-5-mxfp4`)")
+        raise FixError(
+            f"{where}: fix {name} has neither `patch` nor `provided_by`\n"
+            "help: give the patch file name, or say who provides it (e.g. `provided_by: port glm-5-mxfp4`)"
+        )
     if not entry.get("summary") or not entry.get("reason"):
-        raise FixError(f"{where}: fix {name} is provided by {provided_by} but lacks `summary` or `reason`\n"
-                       "help: copy the one-line reason and the source document's explanation")
-    return FixInfo(name=name, summary=str(entry["summary"]), provided_by=str(provided_by), opt_in=opt_in,
-                   reason=" ".join(str(entry["reason"]).split()))
+        raise FixError(
+            f"{where}: fix {name} is provided by {provided_by} but lacks `summary` or `reason`\n"
+            "help: copy the one-line reason and the source document's explanation"
+        )
+    return FixInfo(
+        name=name,
+        summary=str(entry["summary"]),
+        provided_by=str(provided_by),
+        opt_in=opt_in,
+        reason=" ".join(str(entry["reason"]).split()),
+    )
 
 
 def load_profile(profile: str) -> Profile:
@@ -114,8 +128,9 @@ def load_profile(profile: str) -> Profile:
     dupes = sorted({n for n in names if names.count(n) > 1})
     if dupes:
         raise FixError(f"{path}: fix listed twice: {', '.join(dupes)}\nhelp: list each fix once, in apply order")
-    return Profile(name=profile, path=path, distribution=str(vllm["distribution"]), version=str(vllm["version"]),
-                   fixes=fixes)
+    return Profile(
+        name=profile, path=path, distribution=str(vllm["distribution"]), version=str(vllm["version"]), fixes=fixes
+    )
 
 
 def resolve_profile(profile: str, opt_in: list[str] | tuple[str, ...] = ()) -> tuple[Profile, list[FixInfo]]:
@@ -124,8 +139,10 @@ def resolve_profile(profile: str, opt_in: list[str] | tuple[str, ...] = ()) -> t
     unknown = [n for n in opt_in if n not in available]
     if unknown:
         listed = ", ".join(sorted(available)) or "(this profile has none)"
-        raise FixError(f"unknown opt-in fix {', '.join(unknown)} for profile {profile} ({prof.path})\n"
-                       f"help: opt-in fixes of {profile}: {listed}")
+        raise FixError(
+            f"unknown opt-in fix {', '.join(unknown)} for profile {profile} ({prof.path})\n"
+            f"help: opt-in fixes of {profile}: {listed}"
+        )
     wanted = set(opt_in)
     return prof, [f for f in prof.fixes if not f.opt_in or f.name in wanted]
 

@@ -77,7 +77,9 @@ def parse(path: Path) -> Patch:
     first_diff = next((i for i, ln in enumerate(lines) if ln.startswith("--- ")), None)
     if first_diff is None:
         raise PatchError(f"{path}: no unified diff (no '--- ' line) after the DEP-3 header")
-    header_lines = [ln.rstrip("\n") for ln in lines[:first_diff] if not ln.startswith(("diff ", "index ", "Index:", "==="))]
+    header_lines = [
+        ln.rstrip("\n") for ln in lines[:first_diff] if not ln.startswith(("diff ", "index ", "Index:", "==="))
+    ]
     header = parse_header(header_lines)
     missing = [f for f in REQUIRED_FIELDS if not header.get(f)]
     if missing:
@@ -142,7 +144,7 @@ def _apply_hunks(text: str, hunks: list[Hunk], reverse: bool) -> str | None:
         want, put = (h.new, h.old) if reverse else (h.old, h.new)
         line_no = h.new_start if reverse else h.old_start
         start = line_no - 1 if want else line_no
-        if start < pos or lines[start:start + len(want)] != want:
+        if start < pos or lines[start : start + len(want)] != want:
             return None
         out.extend(lines[pos:start])
         out.extend(put)

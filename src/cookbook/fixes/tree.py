@@ -18,8 +18,16 @@ from pathlib import Path
 
 from cookbook.files import atomic_write
 from cookbook.fixes import patchfile
-from cookbook.fixes.pack import (PACK, FixError, FixInfo, Profile, known_profiles, load_profile, resolve_profile,
-                                 set_hash)
+from cookbook.fixes.pack import (
+    PACK,
+    FixError,
+    FixInfo,
+    Profile,
+    known_profiles,
+    load_profile,
+    resolve_profile,
+    set_hash,
+)
 
 STATE_DIR = ".cookbook-fixes"
 STATE_FILE = "state.json"
@@ -29,6 +37,7 @@ _VERSION_RE = re.compile(r"""^__version__\s*=\s*(?:version\s*=\s*)?['"]([^'"]+)[
 @dataclass
 class Outcome:
     """What a command did, for printing: lines to show and the set hash."""
+
     lines: list[str] = field(default_factory=list)
     set_hash: str = ""
     changed: bool = False
@@ -40,8 +49,10 @@ def default_target() -> Path:
 
     found = vllm_package_dir()
     if found is None:
-        raise FixError(f"no installed vllm package found for {engine_python()}\n"
-                       f"help: {SETUP_HINT}, or pass --target DIR (the vllm package directory)")
+        raise FixError(
+            f"no installed vllm package found for {engine_python()}\n"
+            f"help: {SETUP_HINT}, or pass --target DIR (the vllm package directory)"
+        )
     return found
 
 
@@ -52,14 +63,18 @@ def _sha(data: bytes) -> str:
 def target_version(target: Path) -> str:
     vfile = target / "_version.py"
     if not target.is_dir():
-        raise FixError(f"target {target} is not a directory\nhelp: pass the vllm package directory (…/site-packages/vllm)")
+        raise FixError(
+            f"target {target} is not a directory\nhelp: pass the vllm package directory (…/site-packages/vllm)"
+        )
     try:
         m = _VERSION_RE.search(vfile.read_text(encoding="utf-8"))
     except OSError:
         m = None
     if not m:
-        raise FixError(f"cannot read the vLLM version from {vfile}\n"
-                       "help: --target must be a vllm package directory (it holds _version.py)")
+        raise FixError(
+            f"cannot read the vLLM version from {vfile}\n"
+            "help: --target must be a vllm package directory (it holds _version.py)"
+        )
     return m.group(1)
 
 
@@ -70,7 +85,8 @@ def _installed_distributions(target: Path) -> set[str]:
         top = info / "top_level.txt"
         record = info / "RECORD"
         ships_vllm = (top.is_file() and "vllm" in top.read_text().split()) or (
-            record.is_file() and f"{target.name}/_version.py" in record.read_text(errors="replace"))
+            record.is_file() and f"{target.name}/_version.py" in record.read_text(errors="replace")
+        )
         if ships_vllm:
             names.add(info.name[: -len(".dist-info")].rsplit("-", 1)[0].replace("_", "-").lower())
     return names
@@ -79,15 +95,19 @@ def _installed_distributions(target: Path) -> set[str]:
 def check_pin(profile: Profile, target: Path) -> str:
     found = target_version(target)
     if found != profile.version and not found.startswith(profile.version + "+"):
-        raise FixError(f"target {target} is vLLM {found}; profile {profile.name} is pinned to "
-                       f"{profile.distribution} {profile.version}\n"
-                       f"help: install {profile.distribution}=={profile.version}, or pick the profile for {found} "
-                       f"(see fixes/profiles/)")
+        raise FixError(
+            f"target {target} is vLLM {found}; profile {profile.name} is pinned to "
+            f"{profile.distribution} {profile.version}\n"
+            f"help: install {profile.distribution}=={profile.version}, or pick the profile for {found} "
+            f"(see fixes/profiles/)"
+        )
     dists = _installed_distributions(target)
     if dists and profile.distribution.lower() not in dists:
-        raise FixError(f"target {target} was installed by {', '.join(sorted(dists))}; profile {profile.name} "
-                       f"is pinned to {profile.distribution} {profile.version}\n"
-                       f"help: use the profile for that distribution")
+        raise FixError(
+            f"target {target} was installed by {', '.join(sorted(dists))}; profile {profile.name} "
+            f"is pinned to {profile.distribution} {profile.version}\n"
+            f"help: use the profile for that distribution"
+        )
     return found
 
 
@@ -98,7 +118,9 @@ def _read_state(target: Path) -> dict | None:
     try:
         state = json.loads(path.read_text(encoding="utf-8"))
     except ValueError:
-        raise FixError(f"{path} is corrupt\nhelp: reinstall the engine (scripts/setup-engine) to get a clean tree") from None
+        raise FixError(
+            f"{path} is corrupt\nhelp: reinstall the engine (scripts/setup-engine) to get a clean tree"
+        ) from None
     _check_state_paths(state, target, path)
     return state
 
@@ -130,24 +152,33 @@ def _check_state_paths(state: object, target: Path, path: Path) -> None:
     originals lie inside the state dir. Anything else is refused, whole, before a write."""
     files = state.get("files") if isinstance(state, dict) else None
     if not isinstance(files, dict) or not all(
-            isinstance(rec, dict) and all(isinstance(rec.get(k), (str, type(None))) for k in ("before", "after"))
-            for rec in files.values()):
-        raise FixError(f"{path} is corrupt (no `files` mapping of before/after hashes)\n"
-                       "help: reinstall the engine (scripts/setup-engine) to get a clean tree")
+        isinstance(rec, dict) and all(isinstance(rec.get(k), (str, type(None))) for k in ("before", "after"))
+        for rec in files.values()
+    ):
+        raise FixError(
+            f"{path} is corrupt (no `files` mapping of before/after hashes)\n"
+            "help: reinstall the engine (scripts/setup-engine) to get a clean tree"
+        )
     state_dir = target / STATE_DIR
     named = pack_paths()
     bad = [STATE_DIR] if state_dir.is_symlink() else []
     for rel in files:
         parts = Path(rel).parts
-        if (rel not in named or Path(rel).is_absolute() or ".." in parts
-                or not _inside((target / rel).parent, target)
-                or (files[rel]["before"] is not None and not _inside(state_dir / "orig" / rel, state_dir))):
+        if (
+            rel not in named
+            or Path(rel).is_absolute()
+            or ".." in parts
+            or not _inside((target / rel).parent, target)
+            or (files[rel]["before"] is not None and not _inside(state_dir / "orig" / rel, state_dir))
+        ):
             bad.append(rel)
     if bad:
-        raise FixError(f"{path} names files that are not the fix pack's patched files inside {target}: "
-                       + ", ".join(repr(b) for b in bad)
-                       + "\nhelp: nothing was changed; this state was not written by `cookbook fixes apply`: "
-                         "reinstall the engine (scripts/setup-engine) to get a clean tree")
+        raise FixError(
+            f"{path} names files that are not the fix pack's patched files inside {target}: "
+            + ", ".join(repr(b) for b in bad)
+            + "\nhelp: nothing was changed; this state was not written by `cookbook fixes apply`: "
+            "reinstall the engine (scripts/setup-engine) to get a clean tree"
+        )
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
@@ -157,8 +188,11 @@ def _write_atomic(path: Path, data: bytes) -> None:
         pyc.unlink(missing_ok=True)
 
 
-def _stage(fixes: list[FixInfo], target: Path, base: dict[str, bytes | None] | None = None,
-           ) -> tuple[dict[str, bytes | None], dict[str, bytes], list[str]]:
+def _stage(
+    fixes: list[FixInfo],
+    target: Path,
+    base: dict[str, bytes | None] | None = None,
+) -> tuple[dict[str, bytes | None], dict[str, bytes], list[str]]:
     """Apply every pack fix in memory. Returns (originals, results, errors).
     `base` overrides the content of some files (the originals of a set being replaced)."""
     originals: dict[str, bytes | None] = {}
@@ -193,14 +227,18 @@ def _stage(fixes: list[FixInfo], target: Path, base: dict[str, bytes | None] | N
             else:
                 failed.append(fp.path)
         if upstream and not failed and not results:
-            errors.append(f"fix {fix.name}: already applied upstream: drop it from the profile "
-                          f"({', '.join(upstream)} already hold its change)")
+            errors.append(
+                f"fix {fix.name}: already applied upstream: drop it from the profile "
+                f"({', '.join(upstream)} already hold its change)"
+            )
         elif failed or upstream:
             bad = ", ".join(failed + upstream)
-            errors.append(f"fix {fix.name} does not apply exactly to {target}: {bad} differs from what "
-                          f"{fix.patch.name} expects (drift; zero fuzz)\n"
-                          f"help: the target is not the pristine pinned tree; reinstall it (scripts/setup-engine) "
-                          f"or refresh the patch")
+            errors.append(
+                f"fix {fix.name} does not apply exactly to {target}: {bad} differs from what "
+                f"{fix.patch.name} expects (drift; zero fuzz)\n"
+                f"help: the target is not the pristine pinned tree; reinstall it (scripts/setup-engine) "
+                f"or refresh the patch"
+            )
         else:
             staged.update(results)
     return originals, {p: t.encode("utf-8") for p, t in staged.items() if t is not None}, errors
@@ -241,19 +279,29 @@ def apply(profile_name: str, opt_in: list[str], target: Path, replace: bool = Fa
         # the old one stays as it is (all or nothing).
         drift = _state_matches(state, target)
         if drift:
-            raise FixError(f"{target} changed since fix set {state.get('set_hash')} was applied:\n  "
-                           + "\n  ".join(drift) + "\nhelp: reinstall the engine (scripts/setup-engine)")
-        base = {rel: ((target / STATE_DIR / "orig" / rel).read_bytes() if rec["before"] is not None else None)
-                for rel, rec in state.get("files", {}).items()}
+            raise FixError(
+                f"{target} changed since fix set {state.get('set_hash')} was applied:\n  "
+                + "\n  ".join(drift)
+                + "\nhelp: reinstall the engine (scripts/setup-engine)"
+            )
+        base = {
+            rel: ((target / STATE_DIR / "orig" / rel).read_bytes() if rec["before"] is not None else None)
+            for rel, rec in state.get("files", {}).items()
+        }
     elif state is not None:
         if state.get("set_hash") != digest:
-            raise FixError(f"{target} already holds fix set {state.get('set_hash')} "
-                           f"(profile {state.get('profile')}: {', '.join(state.get('fixes', []))})\n"
-                           f"help: run `cookbook fixes revert --target {target}` first, or apply with --replace")
+            raise FixError(
+                f"{target} already holds fix set {state.get('set_hash')} "
+                f"(profile {state.get('profile')}: {', '.join(state.get('fixes', []))})\n"
+                f"help: run `cookbook fixes revert --target {target}` first, or apply with --replace"
+            )
         drift = _state_matches(state, target)
         if drift:
-            raise FixError(f"fix set {digest} is recorded on {target} but the tree drifted:\n  " + "\n  ".join(drift)
-                           + "\nhelp: reinstall the engine (scripts/setup-engine) and apply again")
+            raise FixError(
+                f"fix set {digest} is recorded on {target} but the tree drifted:\n  "
+                + "\n  ".join(drift)
+                + "\nhelp: reinstall the engine (scripts/setup-engine) and apply again"
+            )
         out.lines += _summary_lines(fixes, "applied")
         out.lines.append("already applied: nothing to do")
         return out
@@ -269,10 +317,14 @@ def apply(profile_name: str, opt_in: list[str], target: Path, replace: bool = Fa
         if orig is not None:
             _write_atomic(state_dir / "orig" / rel, orig)
         files[rel] = {"before": _sha(orig) if orig is not None else None, "after": _sha(data)}
-    state = {"profile": profile.name, "pin": f"{profile.distribution}=={profile.version}", "set_hash": digest,
-             "fixes": [f.name for f in fixes if f.provided_by == PACK],
-             "provided_elsewhere": {f.name: f.provided_by for f in fixes if f.provided_by != PACK},
-             "files": files}
+    state = {
+        "profile": profile.name,
+        "pin": f"{profile.distribution}=={profile.version}",
+        "set_hash": digest,
+        "fixes": [f.name for f in fixes if f.provided_by == PACK],
+        "provided_elsewhere": {f.name: f.provided_by for f in fixes if f.provided_by != PACK},
+        "files": files,
+    }
     _write_atomic(state_dir / STATE_FILE, (json.dumps(state, indent=2) + "\n").encode())
     for rel, data in results.items():
         _write_atomic(target / rel, data)
@@ -291,13 +343,19 @@ def check(profile_name: str, opt_in: list[str], target: Path) -> Outcome:
         problems.append(f"no fixes applied to {target}")
     else:
         if state.get("set_hash") != digest:
-            problems.append(f"applied set {state.get('set_hash')} ({', '.join(state.get('fixes', []))}) "
-                            f"is not the profile's set {digest}")
+            problems.append(
+                f"applied set {state.get('set_hash')} ({', '.join(state.get('fixes', []))}) "
+                f"is not the profile's set {digest}"
+            )
         problems += _state_matches(state, target)
     if problems:
-        raise FixError(f"fix profile {profile.name} check failed on {target}:\n  " + "\n  ".join(problems)
-                       + f"\nhelp: run `cookbook fixes apply --profile {profile.name}"
-                       + "".join(f" --opt-in {n}" for n in opt_in) + f" --target {target}` on a pristine tree")
+        raise FixError(
+            f"fix profile {profile.name} check failed on {target}:\n  "
+            + "\n  ".join(problems)
+            + f"\nhelp: run `cookbook fixes apply --profile {profile.name}"
+            + "".join(f" --opt-in {n}" for n in opt_in)
+            + f" --target {target}` on a pristine tree"
+        )
     out = Outcome(set_hash=digest)
     out.lines.append(f"fix profile {profile.name} ({profile.distribution} {found}) on {target}")
     out.lines += _summary_lines(fixes, "ok")
@@ -312,8 +370,11 @@ def revert(target: Path, force: bool = False) -> Outcome:
         return out
     drift = _state_matches(state, target)
     if drift and not force:
-        raise FixError(f"{target} changed since fixes were applied; revert would overwrite those changes:\n  "
-                       + "\n  ".join(drift) + "\nhelp: pass --force to restore the originals anyway")
+        raise FixError(
+            f"{target} changed since fixes were applied; revert would overwrite those changes:\n  "
+            + "\n  ".join(drift)
+            + "\nhelp: pass --force to restore the originals anyway"
+        )
     state_dir = target / STATE_DIR
     for rel, rec in state.get("files", {}).items():
         if rec["before"] is None:

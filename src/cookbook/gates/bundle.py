@@ -72,8 +72,15 @@ class Bundle:
         self.root = root
         root.mkdir(parents=True, exist_ok=True)
         (root / "transcripts").mkdir(exist_ok=True)
-        self.doc: dict[str, Any] = {"bundle_format": 1, "started": now(), "finished": None,
-                                    "complete": False, "fault": None, **header, "gates": {}}
+        self.doc: dict[str, Any] = {
+            "bundle_format": 1,
+            "started": now(),
+            "finished": None,
+            "complete": False,
+            "fault": None,
+            **header,
+            "gates": {},
+        }
         self.sealed = False  # set by finish(); from then on every write rewrites the manifest
 
     def path(self, name: str) -> Path:
@@ -87,15 +94,20 @@ class Bundle:
     def write_json(self, name: str, value: Any) -> None:
         self.write_text(name, json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
 
-    def set_environment(self, *, lock_text: str | None = None, source: str | None = None,
-                        image_digest: str | None = None) -> None:
+    def set_environment(
+        self, *, lock_text: str | None = None, source: str | None = None, image_digest: str | None = None
+    ) -> None:
         env: dict[str, Any]
         if image_digest:
             env = {"kind": "image", "digest": image_digest}
         elif lock_text is not None:
             self.write_text("environment.lock", lock_text)
-            env = {"kind": "env-lock", "file": "environment.lock", "source": source,
-                   "sha256": hashlib.sha256(lock_text.encode()).hexdigest()}
+            env = {
+                "kind": "env-lock",
+                "file": "environment.lock",
+                "source": source,
+                "sha256": hashlib.sha256(lock_text.encode()).hexdigest(),
+            }
         else:
             env = {"kind": "none", "note": "no --env-lock, --env-lock-cmd or --image-digest given"}
         self.doc["environment"] = env

@@ -122,7 +122,9 @@ class Server:
             async with self.http.stream(method, path, **kw) as r:
                 body = await self._capped(r)
                 # The body is already decoded; keep the headers that still describe it.
-                headers = [(k, v) for k, v in r.headers.items() if k.lower() not in ("content-encoding", "content-length")]
+                headers = [
+                    (k, v) for k, v in r.headers.items() if k.lower() not in ("content-encoding", "content-length")
+                ]
                 return httpx.Response(r.status_code, headers=headers, content=body, request=r.request)
 
         try:
@@ -130,8 +132,10 @@ class Server:
         except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError) as e:
             raise ServerDown(f"{method} {self.base_url}{path}: {type(e).__name__}: {e}") from e
         except (httpx.TimeoutException, asyncio.TimeoutError) as e:
-            raise RequestTimeout(f"{method} {self.base_url}{path}: not answered within the request timeout "
-                                 f"({self.request_timeout_s:g} s in all)") from e
+            raise RequestTimeout(
+                f"{method} {self.base_url}{path}: not answered within the request timeout "
+                f"({self.request_timeout_s:g} s in all)"
+            ) from e
 
     async def get_text(self, path: str) -> str:
         r = await self._send("GET", path)
@@ -152,35 +156,79 @@ class Server:
             body = r.json()
         except ValueError:
             body = r.text
-        self.transcript.write({"tag": tag, "path": path, "request": payload, "status": r.status_code,
-                               "elapsed_s": round(elapsed, 4), "response": body})
+        self.transcript.write(
+            {
+                "tag": tag,
+                "path": path,
+                "request": payload,
+                "status": r.status_code,
+                "elapsed_s": round(elapsed, 4),
+                "response": body,
+            }
+        )
         if r.status_code != 200:
             raise ServerError(path, r.status_code, r.text)
         return body
 
     async def stream(self, path: str, payload: dict, tag: str = "", on_chunk=None) -> Stream:
         """POST with stream=True; `on_chunk(t_s, chunk)` is called as each chunk arrives."""
-        payload = {"model": self.model, **payload, **self.extra, "stream": True,
-                   "stream_options": {"include_usage": True, "continuous_usage_stats": True}}
+        payload = {
+            "model": self.model,
+            **payload,
+            **self.extra,
+            "stream": True,
+            "stream_options": {"include_usage": True, "continuous_usage_stats": True},
+        }
         out = Stream()
         t0 = time.perf_counter()
         try:
-            await asyncio.wait_for(self._read_stream(path, payload, tag, out, t0, on_chunk),
-                                   timeout=self.request_timeout_s)
-        except (httpx.ConnectError, httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError,
-                ResponseTooLarge) as e:
-            self.transcript.write({"tag": tag, "path": path, "request": payload, "status": None,
-                                   "error": str(e), "chunks": [c for _, c in out.chunks]})
+            await asyncio.wait_for(
+                self._read_stream(path, payload, tag, out, t0, on_chunk), timeout=self.request_timeout_s
+            )
+        except (
+            httpx.ConnectError,
+            httpx.RemoteProtocolError,
+            httpx.ReadError,
+            httpx.WriteError,
+            ResponseTooLarge,
+        ) as e:
+            self.transcript.write(
+                {
+                    "tag": tag,
+                    "path": path,
+                    "request": payload,
+                    "status": None,
+                    "error": str(e),
+                    "chunks": [c for _, c in out.chunks],
+                }
+            )
             raise ServerDown(f"POST {self.base_url}{path} (stream): {type(e).__name__}: {e}") from e
         except (httpx.TimeoutException, asyncio.TimeoutError) as e:
-            self.transcript.write({"tag": tag, "path": path, "request": payload, "status": None,
-                                   "error": "request timeout", "chunks": [c for _, c in out.chunks]})
-            raise RequestTimeout(f"POST {self.base_url}{path} (stream): not finished within the request "
-                                 f"timeout ({self.request_timeout_s:g} s in all)") from e
+            self.transcript.write(
+                {
+                    "tag": tag,
+                    "path": path,
+                    "request": payload,
+                    "status": None,
+                    "error": "request timeout",
+                    "chunks": [c for _, c in out.chunks],
+                }
+            )
+            raise RequestTimeout(
+                f"POST {self.base_url}{path} (stream): not finished within the request "
+                f"timeout ({self.request_timeout_s:g} s in all)"
+            ) from e
         out.done_s = time.perf_counter() - t0
-        self.transcript.write({"tag": tag, "path": path, "request": payload, "status": 200,
-                               "elapsed_s": round(out.done_s, 4),
-                               "chunks": [{"t_s": round(t, 4), **c} for t, c in out.chunks]})
+        self.transcript.write(
+            {
+                "tag": tag,
+                "path": path,
+                "request": payload,
+                "status": 200,
+                "elapsed_s": round(out.done_s, 4),
+                "chunks": [{"t_s": round(t, 4), **c} for t, c in out.chunks],
+            }
+        )
         return out
 
     async def _read_stream(self, path: str, payload: dict, tag: str, out: Stream, t0: float, on_chunk) -> None:
@@ -188,8 +236,9 @@ class Server:
         async with self.http.stream("POST", path, json=payload) as r:
             if r.status_code != 200:
                 text = (await self._capped(r)).decode(errors="replace")
-                self.transcript.write({"tag": tag, "path": path, "request": payload,
-                                       "status": r.status_code, "response": text})
+                self.transcript.write(
+                    {"tag": tag, "path": path, "request": payload, "status": r.status_code, "response": text}
+                )
                 raise ServerError(path, r.status_code, text)
             received, pending = 0, b""
             async for part in r.aiter_bytes():
@@ -211,8 +260,9 @@ class Server:
             return True
         out.chunks.append((time.perf_counter() - t0, json.loads(data)))
         if "error" in out.chunks[-1]:  # vLLM reports mid-stream failures as an SSE event
-            self.transcript.write({"tag": tag, "path": path, "request": payload, "status": 200,
-                                   "chunks": [c for _, c in out.chunks]})
+            self.transcript.write(
+                {"tag": tag, "path": path, "request": payload, "status": 200, "chunks": [c for _, c in out.chunks]}
+            )
             raise ServerError(path, 200, json.dumps(out.chunks[-1]["error"]))
         if on_chunk:
             on_chunk(*out.chunks[-1])
@@ -224,8 +274,10 @@ class Server:
         async for part in r.aiter_bytes():
             body += part
             if len(body) > MAX_RESPONSE_BYTES:
-                raise ResponseTooLarge(f"{r.request.method} {r.request.url}: the response passed "
-                                       f"{MAX_RESPONSE_BYTES >> 20} MiB; a gate needs far less")
+                raise ResponseTooLarge(
+                    f"{r.request.method} {r.request.url}: the response passed "
+                    f"{MAX_RESPONSE_BYTES >> 20} MiB; a gate needs far less"
+                )
         return bytes(body)
 
     async def tokenize(self, *, prompt: str | None = None, messages: list | None = None) -> list[int]:
@@ -241,9 +293,17 @@ class Server:
             raise ServerError("/tokenize", r.status_code, r.text)
         tokens = r.json()["tokens"]
         # Counts only: the text itself is in the request that uses it.
-        self.transcript.write({"path": "/tokenize", "status": 200, "chat": messages is not None,
-                               "chars": len(prompt or "") if messages is None else sum(len(str(m.get("content", ""))) for m in messages),
-                               "count": len(tokens)})
+        self.transcript.write(
+            {
+                "path": "/tokenize",
+                "status": 200,
+                "chat": messages is not None,
+                "chars": len(prompt or "")
+                if messages is None
+                else sum(len(str(m.get("content", ""))) for m in messages),
+                "count": len(tokens),
+            }
+        )
         return tokens
 
 

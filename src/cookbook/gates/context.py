@@ -12,6 +12,7 @@ from cookbook.gates import data as gate_data
 from cookbook.gates.client import Server
 from cookbook.gates.result import GateFailure, GateResult
 
+
 @dataclass
 class Context:
     server: Server
@@ -51,7 +52,7 @@ class Context:
         ids = list(prefix)
         while need > 0:
             start = rng.randrange(0, max(1, len(src) - min(need, len(src))))
-            take = src[start:start + need]
+            take = src[start : start + need]
             ids += take
             need -= len(take)
         return ids[:n_tokens]

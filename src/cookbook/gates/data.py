@@ -17,8 +17,10 @@ from pathlib import Path
 
 from cookbook.gates.result import GateFailure
 
-FETCH_HELP = ("`cookbook data fetch` downloads GSM8K into the data path; gates/README.md ('Gate data') says "
-              "how to get the files by hand and where a haystack text goes")
+FETCH_HELP = (
+    "`cookbook data fetch` downloads GSM8K into the data path; gates/README.md ('Gate data') says "
+    "how to get the files by hand and where a haystack text goes"
+)
 DATA_ENV = "COOKBOOK_DATA"
 
 
@@ -109,7 +111,7 @@ def strip_gutenberg(text: str) -> str:
     """The book between Project Gutenberg's '*** START OF' and '*** END OF' lines (the licence is not prose)."""
     start = re.search(r"^\*\*\* ?START OF[^\n]*$", text, re.MULTILINE)
     end = re.search(r"^\*\*\* ?END OF[^\n]*$", text, re.MULTILINE)
-    return text[start.end() if start else 0:end.start() if end else len(text)]
+    return text[start.end() if start else 0 : end.start() if end else len(text)]
 
 
 def haystack(paths: DataPaths, filler: str) -> list[str]:

@@ -38,6 +38,7 @@ MAX_FILE_BYTES = 256 << 20  # a transcript or results.json larger than this is n
 
 # ---- files -----------------------------------------------------------------------------------
 
+
 def _read_json(path: Path) -> Any:
     if path.stat().st_size > MAX_FILE_BYTES:
         raise ValueError(f"{path.name} is over {MAX_FILE_BYTES >> 20} MiB")
@@ -48,9 +49,11 @@ def check_manifest(root: Path) -> list[str]:
     """Every listed file present with its size and sha256; nothing unlisted; no links."""
     f = root / MANIFEST
     if not f.is_file():
-        return [f"the bundle has no {MANIFEST} (sha256 of every file, written by `gates run` when it "
-                "finishes), so its files cannot be checked; bundles written before the manifest existed "
-                "are refused: run the gates again"]
+        return [
+            f"the bundle has no {MANIFEST} (sha256 of every file, written by `gates run` when it "
+            "finishes), so its files cannot be checked; bundles written before the manifest existed "
+            "are refused: run the gates again"
+        ]
     try:
         man = _read_json(f)
         files = man["files"]
@@ -113,14 +116,17 @@ def check_resolved(root: Path, doc: dict, resolved) -> list[str]:
     got = content_hash({**data, "selected_quant": doc.get("quant")})
     out = []
     if got != doc.get("recipe_hash"):
-        out.append(f"recipe.resolved.json hashes to {got}, results.json records {doc.get('recipe_hash')} "
-                   "(the resolved recipe was edited)")
+        out.append(
+            f"recipe.resolved.json hashes to {got}, results.json records {doc.get('recipe_hash')} "
+            "(the resolved recipe was edited)"
+        )
     if got != resolved.content_hash:
         out.append(f"recipe.resolved.json hashes to {got}, the recipe is now {resolved.content_hash}")
     return out
 
 
 # ---- transcripts -------------------------------------------------------------------------------
+
 
 def transcript(root: Path, gate: str) -> list[dict]:
     f = root / "transcripts" / f"{gate}.jsonl"
@@ -177,6 +183,7 @@ def _time(rec: dict) -> float:
 
 # Each recompute returns (measured values derived from the raw evidence, items or None).
 
+
 def _greedy(root, doc, cfg, model):
     from cookbook.gates import greedy
 
@@ -205,8 +212,12 @@ def _logprobs(root, doc, cfg, model):
         if rec["request"].get("top_logprobs") != cfg.top_logprobs or not rec["request"].get("logprobs"):
             raise ValueError(f"request{i} did not ask for {cfg.top_logprobs} top logprobs")
         items.append({"request": i, **logprobs.score_response(_ok_body(rec), cfg.top_logprobs, cfg.clamp_sentinel)})
-    return {"tokens_checked": sum(s["tokens"] for s in items), "bad_tokens": sum(s["bad_tokens"] for s in items),
-            "requests_ok": sum(s["ok"] for s in items), "requests": len(items)}, items
+    return {
+        "tokens_checked": sum(s["tokens"] for s in items),
+        "bad_tokens": sum(s["bad_tokens"] for s in items),
+        "requests_ok": sum(s["ok"] for s in items),
+        "requests": len(items),
+    }, items
 
 
 def _tools(root, doc, cfg, model):
@@ -232,11 +243,16 @@ def _tools(root, doc, cfg, model):
                     mismatch = tools.stream_mismatch(case, value, values[False])
                     if mismatch:
                         problems.append(mismatch)
-                items.append({"case": case, "sampling": mode, "stream": stream, "passed": not problems,
-                              "problems": problems})
+                items.append(
+                    {"case": case, "sampling": mode, "stream": stream, "passed": not problems, "problems": problems}
+                )
     passed = sum(i["passed"] for i in items)
-    return {"checks": len(items), "passed": passed, "passed_fraction": round(passed / len(items), 4) if items else 0,
-            "failed_checks": [tools.label(i) for i in items if not i["passed"]]}, items
+    return {
+        "checks": len(items),
+        "passed": passed,
+        "passed_fraction": round(passed / len(items), 4) if items else 0,
+        "failed_checks": [tools.label(i) for i in items if not i["passed"]],
+    }, items
 
 
 _NEEDLE = re.compile(r"The special magic number for the ([a-z ]+?) is (\d{7})\.")
@@ -261,8 +277,9 @@ def _needles(root, doc, cfg, model):
                     context = prompt.removeprefix("Read the text below carefully.\n\n").rsplit("\n\n", 1)[0]
                 hidden = _NEEDLE.findall(context)
                 if len(hidden) != cfg.codes_per_prompt:
-                    raise ValueError(f"request {rec['tag']!r} hides {len(hidden)} codes, the gate hides "
-                                     f"{cfg.codes_per_prompt}")
+                    raise ValueError(
+                        f"request {rec['tag']!r} hides {len(hidden)} codes, the gate hides {cfg.codes_per_prompt}"
+                    )
                 hay = context
                 for key, code in hidden:
                     hay = hay.replace(needles.needle_sentence(key, code), " ")
@@ -273,9 +290,13 @@ def _needles(root, doc, cfg, model):
         d = by_len.setdefault(str(i["length_tokens"]), [0, 0])
         d[0] += i["found_count"]
         d[1] += len(i["codes"])
-    return {"found_fraction": round(found / hidden_n, 4) if hidden_n else 0, "codes_found": found,
-            "codes_hidden": hidden_n, "echoed_responses": sum(i["echoed"] for i in items),
-            "found_by_length": {k: f"{a}/{b}" for k, (a, b) in by_len.items()}}, items
+    return {
+        "found_fraction": round(found / hidden_n, 4) if hidden_n else 0,
+        "codes_found": found,
+        "codes_hidden": hidden_n,
+        "echoed_responses": sum(i["echoed"] for i in items),
+        "found_by_length": {k: f"{a}/{b}" for k, (a, b) in by_len.items()},
+    }, items
 
 
 def _gsm8k(root, doc, cfg, model):
@@ -293,14 +314,21 @@ def _gsm8k(root, doc, cfg, model):
         gold = (claimed.get(i) or {}).get("gold")
         if not isinstance(gold, str):
             raise ValueError(f"results.json has no gold answer for problem {i}")
-        item = {"index": i, **gsm8k.score_item(content, f"#### {gold}"), "content": content,
-                "finish_reason": choice.get("finish_reason")}
+        item = {
+            "index": i,
+            **gsm8k.score_item(content, f"#### {gold}"),
+            "content": content,
+            "finish_reason": choice.get("finish_reason"),
+        }
         items.append(item)
     n = len(items)
-    return {"n": n, "accuracy_strict": round(sum(i["strict_correct"] for i in items) / n, 4),
-            "accuracy_flexible": round(sum(i["flexible_correct"] for i in items) / n, 4),
-            "truncated_fraction": round(sum(i["finish_reason"] == "length" for i in items) / n, 4),
-            "null_content": sum(i["content"] is None for i in items)}, items
+    return {
+        "n": n,
+        "accuracy_strict": round(sum(i["strict_correct"] for i in items) / n, 4),
+        "accuracy_flexible": round(sum(i["flexible_correct"] for i in items) / n, 4),
+        "truncated_fraction": round(sum(i["finish_reason"] == "length" for i in items) / n, 4),
+        "null_content": sum(i["content"] is None for i in items),
+    }, items
 
 
 def _prom(root: Path, name: str) -> str:
@@ -313,11 +341,13 @@ def _prom(root: Path, name: str) -> str:
 def _spec_acceptance(root, doc, cfg, model):
     from cookbook.gates import metrics
 
-    stats = metrics.spec_decode_stats(_prom(root, "spec_acceptance.metrics-before.prom"),
-                                      _prom(root, "spec_acceptance.metrics-after.prom"))
+    stats = metrics.spec_decode_stats(
+        _prom(root, "spec_acceptance.metrics-before.prom"), _prom(root, "spec_acceptance.metrics-after.prom")
+    )
     recs = _tagged(transcript(root, "spec_acceptance"), model)
-    tokens = sum((_ok_body(_need(recs, f"q{i}")).get("usage") or {}).get("completion_tokens") or 0
-                 for i in range(cfg.requests))
+    tokens = sum(
+        (_ok_body(_need(recs, f"q{i}")).get("usage") or {}).get("completion_tokens") or 0 for i in range(cfg.requests)
+    )
     measured = {k: (round(v, 4) if isinstance(v, float) else v) for k, v in stats.items()}
     return {**measured, "completion_tokens": tokens}, None
 
@@ -341,7 +371,10 @@ def _stress(root, doc, cfg, model):
         sent.append(_time(rec) - (rec.get("elapsed_s") or 0.0))
         items.append({"prefill": j})
     max_gap = round(max(gaps_all), 4) if gaps_all else float("inf")
-    return {"max_decode_gap_s": max_gap, "prefill_overlapped_decodes": bool(sent) and any(e > min(sent) for e in ends)}, items
+    return {
+        "max_decode_gap_s": max_gap,
+        "prefill_overlapped_decodes": bool(sent) and any(e > min(sent) for e in ends),
+    }, items
 
 
 def _speed(root, doc, cfg, model):
@@ -365,9 +398,9 @@ def _speed(root, doc, cfg, model):
         v = _stream(rec).ttft_s
         ttft[str(n)] = round(v, 4) if v is not None else None
     m["ttft_s"] = ttft
-    m["prefix_cache_hits_during_ttft"] = metrics.delta(_prom(root, "speed.metrics-before.prom"),
-                                                       _prom(root, "speed.metrics-after.prom"),
-                                                       "vllm:prefix_cache_hits")
+    m["prefix_cache_hits_during_ttft"] = metrics.delta(
+        _prom(root, "speed.metrics-before.prom"), _prom(root, "speed.metrics-after.prom"), "vllm:prefix_cache_hits"
+    )
     rows = []
     for c in cfg.sweep_concurrencies:
         level = [rec for tag, rec in recs.items() if tag.startswith(f"sweep{c}/")]
@@ -377,22 +410,40 @@ def _speed(root, doc, cfg, model):
     return m, None
 
 
-RECOMPUTE = {"greedy": _greedy, "logprobs": _logprobs, "tools": _tools, "needles": _needles,
-             "gsm8k": _gsm8k, "spec_acceptance": _spec_acceptance, "stress": _stress, "speed": _speed}
+RECOMPUTE = {
+    "greedy": _greedy,
+    "logprobs": _logprobs,
+    "tools": _tools,
+    "needles": _needles,
+    "gsm8k": _gsm8k,
+    "spec_acceptance": _spec_acceptance,
+    "stress": _stress,
+    "speed": _speed,
+}
 
 # How closely a recomputed figure must match results.json: transcripts keep chunk times to
 # 0.1 ms, so times and rates derived from them differ from the live figures in the last digit.
-TOLERANCE = {"max_decode_gap_s": (1e-3, 0.0), "decode_tok_s_1_stream": (0.05, 0.005),
-             "decode_tok_s_4_streams": (0.05, 0.005), "ttft_s": (1e-3, 0.0)}
+TOLERANCE = {
+    "max_decode_gap_s": (1e-3, 0.0),
+    "decode_tok_s_1_stream": (0.05, 0.005),
+    "decode_tok_s_4_streams": (0.05, 0.005),
+    "ttft_s": (1e-3, 0.0),
+}
 
 
 def _agree(claimed: Any, got: Any, abs_tol: float, rel_tol: float) -> bool:
     if isinstance(got, dict):
-        return isinstance(claimed, dict) and set(claimed) >= set(got) and all(
-            _agree(claimed[k], v, abs_tol, rel_tol) for k, v in got.items())
+        return (
+            isinstance(claimed, dict)
+            and set(claimed) >= set(got)
+            and all(_agree(claimed[k], v, abs_tol, rel_tol) for k, v in got.items())
+        )
     if isinstance(got, list):
-        return isinstance(claimed, list) and len(claimed) == len(got) and all(
-            _agree(a, b, abs_tol, rel_tol) for a, b in zip(claimed, got))
+        return (
+            isinstance(claimed, list)
+            and len(claimed) == len(got)
+            and all(_agree(a, b, abs_tol, rel_tol) for a, b in zip(claimed, got))
+        )
     if isinstance(got, bool) or got is None or isinstance(got, str):
         return claimed == got and type(claimed) is type(got)
     if isinstance(got, (int, float)):
@@ -423,19 +474,24 @@ def check_gates(root: Path, doc: dict, resolved) -> list[str]:
             continue
         for key, value in got.items():
             if key not in claimed:
-                out.append(f"gate {name}: results.json does not record {key}, which the raw evidence gives as "
-                           f"{json.dumps(value)}")
+                out.append(
+                    f"gate {name}: results.json does not record {key}, which the raw evidence gives as "
+                    f"{json.dumps(value)}"
+                )
             else:
                 tol = TOLERANCE.get(key, (0.0, 0.0))
                 if not _agree(claimed[key], value, *tol):
-                    out.append(f"gate {name}: results.json says {key} = {json.dumps(claimed[key])}, "
-                               f"the bundle's raw evidence gives {json.dumps(value)}")
+                    out.append(
+                        f"gate {name}: results.json says {key} = {json.dumps(claimed[key])}, "
+                        f"the bundle's raw evidence gives {json.dumps(value)}"
+                    )
         claimed_items = g.get("items") if isinstance(g.get("items"), list) else []
         module = importlib.import_module(f"cookbook.gates.{name}")
         # The evidence's figures (recomputed ones where the bundle holds the raw data), and, when
         # results.json claims other figures, those too: a 'passed' whose own numbers fail is refused.
-        judged = [("judged again from the raw evidence", {**claimed, **got},
-                   items if items is not None else claimed_items)]
+        judged = [
+            ("judged again from the raw evidence", {**claimed, **got}, items if items is not None else claimed_items)
+        ]
         if {**claimed, **got} != {**got, **claimed}:
             judged.append(("its own recorded figures", {**got, **claimed}, claimed_items))
         for what, measured, its_items in judged:
@@ -444,12 +500,14 @@ def check_gates(root: Path, doc: dict, resolved) -> list[str]:
             except (TypeError, KeyError, ValueError, AttributeError) as e:
                 failures = [f"its measured values cannot be judged ({type(e).__name__}: {e})"]
             if failures:
-                out.append(f"gate {name} says passed, but {what} fail the recipe's thresholds: "
-                           + "; ".join(failures)[:600])
+                out.append(
+                    f"gate {name} says passed, but {what} fail the recipe's thresholds: " + "; ".join(failures)[:600]
+                )
     return out
 
 
 # ---- the whole re-check ------------------------------------------------------------------------
+
 
 def recheck(resolved, bundle: Path) -> list[str]:
     """Every reason `bundle` cannot verify `resolved` (empty: it can)."""
@@ -521,8 +579,9 @@ def _cache_file(root: Path, resolved) -> Path:
 
     from cookbook.recipe import paths
 
-    key = hashlib.sha256("\0".join([sha256_file(root / MANIFEST), resolved.content_hash,
-                                     _code_fingerprint()]).encode()).hexdigest()
+    key = hashlib.sha256(
+        "\0".join([sha256_file(root / MANIFEST), resolved.content_hash, _code_fingerprint()]).encode()
+    ).hexdigest()
     return paths.repo_root() / ".cache" / "evidence" / f"{key}.passed"
 
 
@@ -543,8 +602,10 @@ def block_problem(resolved, cached: bool = False) -> tuple[str, list[str]] | Non
     except (ValueError, UnicodeDecodeError) as e:
         return "bundle refused", [f"{RESULTS} cannot be read ({e})"]
     if not isinstance(doc, dict) or block.environment != environment_of(doc):
-        return "bundle refused", [f"the verified block records environment {block.environment!r}, the bundle "
-                                  f"{environment_of(doc) if isinstance(doc, dict) else None!r}"]
+        return "bundle refused", [
+            f"the verified block records environment {block.environment!r}, the bundle "
+            f"{environment_of(doc) if isinstance(doc, dict) else None!r}"
+        ]
     if cached:
         reasons = check_manifest(path)
         if reasons:

@@ -13,18 +13,28 @@ def score(runs: list[list[str]]) -> list[dict]:
     out = []
     for i, texts in enumerate(runs):
         same = len(texts) >= 2 and all(t == texts[0] for t in texts)
-        out.append({"prompt": i, "identical": same and bool(texts[0].strip()),
-                    "empty": not texts[0].strip() if texts else True,
-                    "distinct_outputs": len(set(texts))})
+        out.append(
+            {
+                "prompt": i,
+                "identical": same and bool(texts[0].strip()),
+                "empty": not texts[0].strip() if texts else True,
+                "distinct_outputs": len(set(texts)),
+            }
+        )
     return out
 
 
 def verdict(measured: dict, items: list[dict], cfg: GreedyGate) -> list[tuple[bool, str]]:
     """The gate's checks as a pure function of what was measured (run() and `gates verify` call it)."""
     ok, n = measured.get("identical_prompts"), measured.get("prompts")
-    return [(n == len(cfg.prompts), f"{n} prompts measured, the gate has {len(cfg.prompts)}"),
-            (ok == n, f"{(n or 0) - (ok or 0)} of {n} prompts differ between runs or are empty: "
-             + ", ".join(str(s.get("prompt")) for s in items if not s.get("identical")))]
+    return [
+        (n == len(cfg.prompts), f"{n} prompts measured, the gate has {len(cfg.prompts)}"),
+        (
+            ok == n,
+            f"{(n or 0) - (ok or 0)} of {n} prompts differ between runs or are empty: "
+            + ", ".join(str(s.get("prompt")) for s in items if not s.get("identical")),
+        ),
+    ]
 
 
 async def run(ctx: Context, cfg: GreedyGate) -> None:
@@ -34,10 +44,16 @@ async def run(ctx: Context, cfg: GreedyGate) -> None:
     for i, prompt in enumerate(cfg.prompts):
         texts = []
         for k in range(cfg.repeats):
-            body = await ctx.server.post("/v1/chat/completions", {
-                "messages": [{"role": "user", "content": prompt}],
-                "temperature": 0.0, "max_tokens": cfg.max_tokens, "seed": cfg.seed,
-            }, tag=f"prompt{i}/run{k}")
+            body = await ctx.server.post(
+                "/v1/chat/completions",
+                {
+                    "messages": [{"role": "user", "content": prompt}],
+                    "temperature": 0.0,
+                    "max_tokens": cfg.max_tokens,
+                    "seed": cfg.seed,
+                },
+                tag=f"prompt{i}/run{k}",
+            )
             texts.append(body["choices"][0]["message"].get("content") or "")
         runs.append(texts)
         r.items.append({"prompt": prompt, "outputs": texts})

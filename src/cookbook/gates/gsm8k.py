@@ -55,9 +55,13 @@ def score_item(content: str | None, gold_answer: str) -> dict:
     text = content or ""
     strict, flexible = extract_strict(text), extract_flexible(text)
     g = gold(gold_answer)
-    return {"gold": g, "strict": strict, "flexible": flexible,
-            "strict_correct": strict is not None and strict == g,
-            "flexible_correct": flexible is not None and flexible == g}
+    return {
+        "gold": g,
+        "strict": strict,
+        "flexible": flexible,
+        "strict_correct": strict is not None and strict == g,
+        "flexible_correct": flexible is not None and flexible == g,
+    }
 
 
 def completion_prompt(shots: list[dict], question: str) -> str:
@@ -68,10 +72,16 @@ def completion_prompt(shots: list[dict], question: str) -> str:
 def chat_messages(shots: list[dict], question: str) -> list[dict]:
     msgs = []
     for s in shots:
-        msgs += [{"role": "user", "content": f"Question: {s['question']}"},
-                 {"role": "assistant", "content": s["answer"]}]
-    msgs.append({"role": "user", "content": f"Question: {question}\nEnd with '#### <number>'."
-                 if not shots else f"Question: {question}"})
+        msgs += [
+            {"role": "user", "content": f"Question: {s['question']}"},
+            {"role": "assistant", "content": s["answer"]},
+        ]
+    msgs.append(
+        {
+            "role": "user",
+            "content": f"Question: {question}\nEnd with '#### <number>'." if not shots else f"Question: {question}",
+        }
+    )
     return msgs
 
 
@@ -93,37 +103,52 @@ def verdict(measured: dict, items: list[dict], cfg: Gsm8kGate) -> list[tuple[boo
     trunc = measured.get("truncated_fraction")
     if not isinstance(acc, (int, float)) or not isinstance(trunc, (int, float)):
         return [(False, f"accuracy_{cfg.extraction} {acc!r} / truncated_fraction {trunc!r} are not numbers")]
-    checks = [(n == cfg.n, f"{n} problems measured, the gate asks {cfg.n}"),
-              (acc >= cfg.min_correct_fraction, f"accuracy_{cfg.extraction} {acc:.3f} < {cfg.min_correct_fraction}")]
+    checks = [
+        (n == cfg.n, f"{n} problems measured, the gate asks {cfg.n}"),
+        (acc >= cfg.min_correct_fraction, f"accuracy_{cfg.extraction} {acc:.3f} < {cfg.min_correct_fraction}"),
+    ]
     if cfg.max_truncated_fraction is not None:
-        checks.append((trunc <= cfg.max_truncated_fraction,
-                       f"truncated_fraction {trunc:.3f} > {cfg.max_truncated_fraction} (finish_reason 'length')"))
+        checks.append(
+            (
+                trunc <= cfg.max_truncated_fraction,
+                f"truncated_fraction {trunc:.3f} > {cfg.max_truncated_fraction} (finish_reason 'length')",
+            )
+        )
     return checks
 
 
 async def run(ctx: Context, cfg: Gsm8kGate) -> None:
     r = ctx.result
     r.formulas = FORMULAS
-    r.thresholds = {f"accuracy_{cfg.extraction}": cfg.min_correct_fraction,
-                    "max_truncated_fraction": cfg.max_truncated_fraction}
+    r.thresholds = {
+        f"accuracy_{cfg.extraction}": cfg.min_correct_fraction,
+        "max_truncated_fraction": cfg.max_truncated_fraction,
+    }
     shots = gate_data.gsm8k(ctx.data, "train", cfg.shots) if cfg.shots else []
     problems = gate_data.gsm8k(ctx.data, "test", cfg.n)
 
     async def one(i: int, p: dict):
         common = {"temperature": 0.0, "max_tokens": cfg.max_tokens, "seed": cfg.seed, "stop": cfg.stop}
         if cfg.mode == "chat":
-            body = await ctx.server.post("/v1/chat/completions",
-                                         {"messages": chat_messages(shots, p["question"]), **common}, tag=f"q{i}")
+            body = await ctx.server.post(
+                "/v1/chat/completions", {"messages": chat_messages(shots, p["question"]), **common}, tag=f"q{i}"
+            )
             choice = body["choices"][0]
             content, reasoning = read_message(choice, cfg.reasoning_field)
         else:
-            body = await ctx.server.post("/v1/completions",
-                                         {"prompt": completion_prompt(shots, p["question"]), **common}, tag=f"q{i}")
+            body = await ctx.server.post(
+                "/v1/completions", {"prompt": completion_prompt(shots, p["question"]), **common}, tag=f"q{i}"
+            )
             choice = body["choices"][0]
             content, reasoning = choice.get("text"), None
-        item = {"index": i, **score_item(content, p["answer"]), "finish_reason": choice.get("finish_reason"),
-                "content": content, "reasoning_chars": len(reasoning or ""),
-                "completion_tokens": (body.get("usage") or {}).get("completion_tokens")}
+        item = {
+            "index": i,
+            **score_item(content, p["answer"]),
+            "finish_reason": choice.get("finish_reason"),
+            "content": content,
+            "reasoning_chars": len(reasoning or ""),
+            "completion_tokens": (body.get("usage") or {}).get("completion_tokens"),
+        }
         r.items.append(item)
         return item
 
@@ -132,8 +157,12 @@ async def run(ctx: Context, cfg: Gsm8kGate) -> None:
     acc_s = sum(i["strict_correct"] for i in items) / n
     acc_f = sum(i["flexible_correct"] for i in items) / n
     trunc = sum(i["finish_reason"] == "length" for i in items) / n
-    r.measured = {"n": n, "accuracy_strict": round(acc_s, 4), "accuracy_flexible": round(acc_f, 4),
-                  "truncated_fraction": round(trunc, 4),
-                  "null_content": sum(i["content"] is None for i in items),
-                  "with_reasoning": sum(i["reasoning_chars"] > 0 for i in items)}
+    r.measured = {
+        "n": n,
+        "accuracy_strict": round(acc_s, 4),
+        "accuracy_flexible": round(acc_f, 4),
+        "truncated_fraction": round(trunc, 4),
+        "null_content": sum(i["content"] is None for i in items),
+        "with_reasoning": sum(i["reasoning_chars"] > 0 for i in items),
+    }
     r.judge(verdict(r.measured, r.items, cfg))

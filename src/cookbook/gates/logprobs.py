@@ -9,8 +9,8 @@ from cookbook.recipe.gates_spec import LogprobsGate
 
 FORMULAS = {
     "bad_tokens": "generated tokens whose logprob or any of its top-K is missing, non-finite, > 0, "
-                  "<= clamp_sentinel, or whose top-K count != K, or whose alternatives after the sampled token "
-                  "are not sorted descending, or where the sampled token's two logprobs disagree",
+    "<= clamp_sentinel, or whose top-K count != K, or whose alternatives after the sampled token "
+    "are not sorted descending, or where the sampled token's two logprobs disagree",
     "tokens_checked": "sum over requests of len(choices[0].logprobs.content)",
 }
 _EPS = 1e-4
@@ -80,32 +80,51 @@ def score_response(body: dict, k: int, sentinel: float) -> dict:
 def verdict(measured: dict, items: list[dict], cfg: LogprobsGate) -> list[tuple[bool, str]]:
     """The gate's checks as a pure function of what was measured (run() and `gates verify` call it)."""
     n, ok, bad = measured.get("requests"), measured.get("requests_ok"), measured.get("bad_tokens")
-    return [(n == cfg.requests, f"{n} requests measured, the gate sends {cfg.requests}"),
-            (ok == n and bad == 0 and (measured.get("tokens_checked") or 0) > 0,
-             f"{ok} of {n} requests sound, {bad} bad tokens: " + "; ".join(
-                 f"request {s.get('request')}: {p}" for s in items for p in (s.get("problems") or [])[:3]))]
+    return [
+        (n == cfg.requests, f"{n} requests measured, the gate sends {cfg.requests}"),
+        (
+            ok == n and bad == 0 and (measured.get("tokens_checked") or 0) > 0,
+            f"{ok} of {n} requests sound, {bad} bad tokens: "
+            + "; ".join(f"request {s.get('request')}: {p}" for s in items for p in (s.get("problems") or [])[:3]),
+        ),
+    ]
 
 
 async def run(ctx: Context, cfg: LogprobsGate) -> None:
     r = ctx.result
     r.formulas = FORMULAS
     r.thresholds = {"bad_tokens": 0, "top_logprobs": cfg.top_logprobs, "clamp_sentinel": cfg.clamp_sentinel}
-    prompts = ["Tell me a short story about a lighthouse keeper.", "Name some colours and describe them.",
-               "What do cats dream about?", "Describe the sea at night."]
+    prompts = [
+        "Tell me a short story about a lighthouse keeper.",
+        "Name some colours and describe them.",
+        "What do cats dream about?",
+        "Describe the sea at night.",
+    ]
     from cookbook.gates.client import bounded_gather
 
     async def one(i):
-        body = await ctx.server.post("/v1/chat/completions", {
-            "messages": [{"role": "user", "content": prompts[i % len(prompts)]}],
-            "temperature": cfg.temperature, "max_tokens": cfg.max_tokens, "seed": cfg.seed + i,
-            "logprobs": True, "top_logprobs": cfg.top_logprobs,
-        }, tag=f"request{i}")
+        body = await ctx.server.post(
+            "/v1/chat/completions",
+            {
+                "messages": [{"role": "user", "content": prompts[i % len(prompts)]}],
+                "temperature": cfg.temperature,
+                "max_tokens": cfg.max_tokens,
+                "seed": cfg.seed + i,
+                "logprobs": True,
+                "top_logprobs": cfg.top_logprobs,
+            },
+            tag=f"request{i}",
+        )
         s = score_response(body, cfg.top_logprobs, cfg.clamp_sentinel)
         r.items.append({"request": i, **s})
         return s
 
     scores = await bounded_gather(cfg.max_concurrent_requests, [one(i) for i in range(cfg.requests)])
     bad = sum(s["bad_tokens"] for s in scores)
-    r.measured = {"tokens_checked": sum(s["tokens"] for s in scores), "bad_tokens": bad,
-                  "requests_ok": sum(s["ok"] for s in scores), "requests": len(scores)}
+    r.measured = {
+        "tokens_checked": sum(s["tokens"] for s in scores),
+        "bad_tokens": bad,
+        "requests_ok": sum(s["ok"] for s in scores),
+        "requests": len(scores),
+    }
     r.judge(verdict(r.measured, r.items, cfg))

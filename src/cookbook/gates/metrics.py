@@ -6,8 +6,11 @@ from __future__ import annotations
 def _samples(text: str) -> list[tuple[str, dict[str, str], float]]:
     from prometheus_client.parser import text_string_to_metric_families
 
-    return [(s.name, dict(s.labels), float(s.value))
-            for family in text_string_to_metric_families(text) for s in family.samples]
+    return [
+        (s.name, dict(s.labels), float(s.value))
+        for family in text_string_to_metric_families(text)
+        for s in family.samples
+    ]
 
 
 def parse(text: str) -> list[tuple[str, dict[str, str], float]]:
@@ -72,8 +75,9 @@ def spec_decode_stats(before: str, after: str) -> dict:
         raise ValueError("the server exposes no vllm:spec_decode_* counters: speculative decoding is not configured")
     if draft_tokens <= 0 or drafts <= 0:
         raise ValueError("vllm:spec_decode_num_draft_tokens did not increase: no tokens were drafted during the gate")
-    positions = sorted({int(l["position"]) for n, l, _ in parse(after)
-                        if n.startswith(SPEC_PER_POS) and "position" in l})
+    positions = sorted(
+        {int(l["position"]) for n, l, _ in parse(after) if n.startswith(SPEC_PER_POS) and "position" in l}
+    )
     per_pos = []
     for p in positions:
         d = delta(before, after, SPEC_PER_POS, position=str(p))

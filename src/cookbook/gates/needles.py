@@ -16,15 +16,30 @@ from cookbook.gates.context import Context
 from cookbook.gates.result import GateFailure
 from cookbook.recipe.gates_spec import NeedlesGate
 
-KEYS = ["amber harbour", "silent orchard", "copper lantern", "northern meadow", "velvet compass",
-        "hidden ladder", "marble window", "distant thunder", "silver pocket", "quiet anchor",
-        "timber saddle", "scarlet pebble", "frozen garden", "golden whistle", "ancient market", "pale candle"]
+KEYS = [
+    "amber harbour",
+    "silent orchard",
+    "copper lantern",
+    "northern meadow",
+    "velvet compass",
+    "hidden ladder",
+    "marble window",
+    "distant thunder",
+    "silver pocket",
+    "quiet anchor",
+    "timber saddle",
+    "scarlet pebble",
+    "frozen garden",
+    "golden whistle",
+    "ancient market",
+    "pale candle",
+]
 
 FORMULAS = {
     "found_fraction": "codes found / codes hidden over all prompts; found = the code appears as a "
-                      "substring of the response content (case-insensitive)",
+    "substring of the response content (case-insensitive)",
     "prompt_tokens": "len(/tokenize(messages, add_generation_prompt=True)) of the final prompt "
-                     "(completion mode: len(/tokenize(prompt)))",
+    "(completion mode: len(/tokenize(prompt)))",
     "echoed": "the response repeats 8+ consecutive words of the haystack; such a response finds no code",
 }
 
@@ -35,10 +50,15 @@ def needle_sentence(key: str, code: str) -> str:
 
 def question(keys: list[str]) -> str:
     if len(keys) == 1:
-        return (f"What is the special magic number for the {keys[0]} mentioned in the text above? "
-                "Answer with the number only.")
-    return ("What are the special magic numbers for " + ", ".join(f"the {k}" for k in keys)
-            + " mentioned in the text above? Answer with each key and its number.")
+        return (
+            f"What is the special magic number for the {keys[0]} mentioned in the text above? "
+            "Answer with the number only."
+        )
+    return (
+        "What are the special magic numbers for "
+        + ", ".join(f"the {k}" for k in keys)
+        + " mentioned in the text above? Answer with each key and its number."
+    )
 
 
 def needle_positions(n_sentences: int, depth_pct: float, count: int) -> list[int]:
@@ -59,7 +79,7 @@ ECHO_WORDS = 8
 
 def _ngrams(text: str, n: int = ECHO_WORDS) -> set[tuple[str, ...]]:
     words = re.findall(r"\w+", text.lower())
-    return {tuple(words[i:i + n]) for i in range(len(words) - n + 1)}
+    return {tuple(words[i : i + n]) for i in range(len(words) - n + 1)}
 
 
 def echoes(content: str, haystack_without_needles: str) -> bool:
@@ -92,8 +112,17 @@ def request_for(mode: str, context: str, keys: list[str]) -> dict:
     return {"messages": messages_for(context, keys)}
 
 
-async def _fit(ctx: Context, sents: list[str], start: int, needles: list[str], keys: list[str],
-               depth: float, target: int, ratio: float, mode: str = "chat") -> tuple[dict, int, list[str]]:
+async def _fit(
+    ctx: Context,
+    sents: list[str],
+    start: int,
+    needles: list[str],
+    keys: list[str],
+    depth: float,
+    target: int,
+    ratio: float,
+    mode: str = "chat",
+) -> tuple[dict, int, list[str]]:
     """Grow or shrink the sentence window until the templated prompt is within [0.9, 1.0] x target.
 
     Sentences differ a lot in length, so when no count fits at one start (a count one
@@ -101,7 +130,7 @@ async def _fit(ctx: Context, sents: list[str], start: int, needles: list[str], k
     """
     count, tried, last = max(1, int(target * ratio)), set(), 0
     for _ in range(24):
-        window = sents[start:start + count]
+        window = sents[start : start + count]
         if len(window) < count:
             raise GateFailure(f"haystack too short for {target} tokens; use a longer text")
         req = request_for(mode, build_haystack(window, needles, depth), keys)
@@ -126,9 +155,13 @@ def verdict(measured: dict, items: list[dict], cfg: NeedlesGate) -> list[tuple[b
     if not isinstance(found, int) or not isinstance(hidden, int) or hidden <= 0:
         return [(False, f"codes_found {found!r} / codes_hidden {hidden!r} are not counts")]
     frac = found / hidden
-    return [(hidden == want, f"{hidden} codes hidden, the gate hides {want}"),
-            (frac >= cfg.min_found_fraction, f"found_fraction {frac:.3f} < {cfg.min_found_fraction} "
-             f"({found}/{hidden} codes)")]
+    return [
+        (hidden == want, f"{hidden} codes hidden, the gate hides {want}"),
+        (
+            frac >= cfg.min_found_fraction,
+            f"found_fraction {frac:.3f} < {cfg.min_found_fraction} ({found}/{hidden} codes)",
+        ),
+    ]
 
 
 async def run(ctx: Context, cfg: NeedlesGate) -> None:
@@ -165,8 +198,15 @@ async def run(ctx: Context, cfg: NeedlesGate) -> None:
         body = await ctx.server.post(path, body, tag=f"{filler}/{L}/{depth}")
         choice = body["choices"][0]
         content = choice.get("text") if cfg.mode == "completion" else (choice.get("message") or {}).get("content")
-        item = {"filler": filler, "length_tokens": L, "depth_pct": depth, "prompt_tokens": n_tok,
-                **score(content, codes, " ".join(window)), "content": content, "finish_reason": choice.get("finish_reason")}
+        item = {
+            "filler": filler,
+            "length_tokens": L,
+            "depth_pct": depth,
+            "prompt_tokens": n_tok,
+            **score(content, codes, " ".join(window)),
+            "content": content,
+            "finish_reason": choice.get("finish_reason"),
+        }
         r.items.append(item)
         return item
 
@@ -179,9 +219,13 @@ async def run(ctx: Context, cfg: NeedlesGate) -> None:
         d = by_len.setdefault(str(i["length_tokens"]), [0, 0])
         d[0] += i["found_count"]
         d[1] += len(i["codes"])
-    r.measured = {"found_fraction": round(frac, 4), "codes_found": found, "codes_hidden": hidden,
-                  "echoed_responses": sum(i["echoed"] for i in items),
-                  "found_by_length": {k: f"{a}/{b}" for k, (a, b) in by_len.items()}}
+    r.measured = {
+        "found_fraction": round(frac, 4),
+        "codes_found": found,
+        "codes_hidden": hidden,
+        "echoed_responses": sum(i["echoed"] for i in items),
+        "found_by_length": {k: f"{a}/{b}" for k, (a, b) in by_len.items()},
+    }
     if builtin:
         r.measured["builtin_sha256"] = builtin
     r.judge(verdict(r.measured, r.items, cfg))

@@ -25,7 +25,7 @@ class GateResult:
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
-    def judge(self, checks: list[tuple[bool, str]]) -> "GateResult":
+    def judge(self, checks: list[tuple[bool, str]]) -> GateResult:
         """Pass only when every (ok, what-failed) check holds; the reason lists the failures."""
         failures = [msg for ok, msg in checks if not ok]
         if not checks:

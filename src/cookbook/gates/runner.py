@@ -6,9 +6,10 @@ import asyncio
 import importlib
 import time
 import traceback
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from cookbook.gates.bundle import Bundle
 from cookbook.gates.client import RequestTimeout, Server, ServerDown, ServerError, Transcript
@@ -26,7 +27,7 @@ class SuiteConfig:
     out_dir: Path
     data: DataPaths = field(default_factory=DataPaths)
     only: list[str] | None = None
-    header: dict[str, Any] = field(default_factory=dict)   # recipe slug, hash, resolved data...
+    header: dict[str, Any] = field(default_factory=dict)  # recipe slug, hash, resolved data...
     env_lock_text: str | None = None
     env_lock_source: str | None = None
     image_digest: str | None = None
@@ -47,8 +48,16 @@ async def _run_gate(name: str, cfg_gate, ctx: Context) -> None:
 
 async def run_suite(cfg: SuiteConfig) -> Bundle:
     declared = cfg.spec.declared()
-    bundle = Bundle(cfg.out_dir, {"base_url": cfg.base_url, "served_model_name": cfg.model,
-                                  "declared_gates": declared, "only": cfg.only, **cfg.header})
+    bundle = Bundle(
+        cfg.out_dir,
+        {
+            "base_url": cfg.base_url,
+            "served_model_name": cfg.model,
+            "declared_gates": declared,
+            "only": cfg.only,
+            **cfg.header,
+        },
+    )
     bundle.set_environment(lock_text=cfg.env_lock_text, source=cfg.env_lock_source, image_digest=cfg.image_digest)
     server = Server(cfg.base_url, cfg.model, cfg.request_timeout_s)
     try:
@@ -82,8 +91,10 @@ async def _run(cfg: SuiteConfig, declared: list[str], bundle: Bundle, server: Se
     bundle.write_json("models.json", models)
     served = [m.get("id") for m in models]
     if cfg.model not in served:
-        reason = (f"server serves {served}, the recipe's served_model_name is {cfg.model!r}; "
-                  "launch with --served-model-name or point --base-url at the right server")
+        reason = (
+            f"server serves {served}, the recipe's served_model_name is {cfg.model!r}; "
+            "launch with --served-model-name or point --base-url at the right server"
+        )
         _not_run(bundle, declared, reason, "wrong_model", echo)
         bundle.finish(fault="wrong_model")
         return bundle
@@ -154,8 +165,9 @@ def summary_table(doc: dict) -> str:
         g = doc["gates"].get(name)
         if not g:
             continue
-        figures = ", ".join(f"{k}={v}" for k, v in g["measured"].items()
-                            if isinstance(v, (int, float, str)) and not isinstance(v, bool))[:90]
+        figures = ", ".join(
+            f"{k}={v}" for k, v in g["measured"].items() if isinstance(v, (int, float, str)) and not isinstance(v, bool)
+        )[:90]
         text = g["reason"] if g["status"] != "passed" else figures
         rows.append((name, g["status"], f"{g['wall_s']:.1f}", text[:110]))
     widths = [max(len(r[i]) for r in rows) for i in range(3)]

@@ -19,10 +19,14 @@ def judge_stats(stats: dict, cfg: SpecAcceptanceGate) -> list[tuple[bool, str]]:
     if not all(isinstance(stats.get(k), (int, float)) for k in ("acceptance_rate", "mean_acceptance_length")):
         return [(False, "acceptance_rate / mean_acceptance_length are not numbers")]
     return [
-        (stats["acceptance_rate"] >= cfg.min_acceptance_rate,
-         f"acceptance_rate {stats['acceptance_rate']:.3f} < {cfg.min_acceptance_rate}"),
-        (stats["mean_acceptance_length"] >= cfg.min_mean_acceptance_length,
-         f"mean_acceptance_length {stats['mean_acceptance_length']:.3f} < {cfg.min_mean_acceptance_length}"),
+        (
+            stats["acceptance_rate"] >= cfg.min_acceptance_rate,
+            f"acceptance_rate {stats['acceptance_rate']:.3f} < {cfg.min_acceptance_rate}",
+        ),
+        (
+            stats["mean_acceptance_length"] >= cfg.min_mean_acceptance_length,
+            f"mean_acceptance_length {stats['mean_acceptance_length']:.3f} < {cfg.min_mean_acceptance_length}",
+        ),
     ]
 
 
@@ -34,11 +38,14 @@ def verdict(measured: dict, items: list[dict], cfg: SpecAcceptanceGate) -> list[
 async def run(ctx: Context, cfg: SpecAcceptanceGate) -> None:
     r = ctx.result
     r.formulas = metrics.SPEC_FORMULAS
-    r.thresholds = {"min_acceptance_rate": cfg.min_acceptance_rate,
-                    "min_mean_acceptance_length": cfg.min_mean_acceptance_length}
+    r.thresholds = {
+        "min_acceptance_rate": cfg.min_acceptance_rate,
+        "min_mean_acceptance_length": cfg.min_mean_acceptance_length,
+    }
     if cfg.prompts in (None, "gsm8k"):
-        prompts = [f"Question: {p['question']}\nExplain step by step."
-                   for p in gate_data.gsm8k(ctx.data, "test", cfg.requests)]
+        prompts = [
+            f"Question: {p['question']}\nExplain step by step." for p in gate_data.gsm8k(ctx.data, "test", cfg.requests)
+        ]
     else:
         from cookbook.gates import gatedata
 
@@ -47,9 +54,16 @@ async def run(ctx: Context, cfg: SpecAcceptanceGate) -> None:
     before = await ctx.server.get_text("/metrics")
 
     async def one(i, p):
-        body = await ctx.server.post("/v1/chat/completions", {
-            "messages": [{"role": "user", "content": p}],
-            "temperature": 0.0, "max_tokens": cfg.max_tokens, "seed": cfg.seed}, tag=f"q{i}")
+        body = await ctx.server.post(
+            "/v1/chat/completions",
+            {
+                "messages": [{"role": "user", "content": p}],
+                "temperature": 0.0,
+                "max_tokens": cfg.max_tokens,
+                "seed": cfg.seed,
+            },
+            tag=f"q{i}",
+        )
         n = (body.get("usage") or {}).get("completion_tokens")
         r.items.append({"index": i, "completion_tokens": n})
         return n or 0

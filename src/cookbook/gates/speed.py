@@ -20,7 +20,7 @@ from cookbook.recipe.gates_spec import SpeedGate
 
 FORMULAS = {
     "decode_tok_s": "(n - n_first) / (t_last - t_first) per stream: n = final usage.completion_tokens, "
-                    "n_first = tokens in the first token-carrying chunk, t = chunk arrival times",
+    "n_first = tokens in the first token-carrying chunk, t = chunk arrival times",
     "decode_tok_s_4_streams": "sum of decode_tok_s over 4 concurrent streams",
     "ttft_s": "client time from sending the request to the first chunk whose usage.completion_tokens > 0",
     "sweep_aggregate_tok_s": "sum of usage.completion_tokens over the level's requests / (last response - first send)",
@@ -44,8 +44,11 @@ def sweep_aggregate(tokens: list[int], t_first_send: float, t_last_done: float) 
 
 
 async def _decode(ctx: Context, cfg: SpeedGate, tag: str) -> Stream:
-    return await ctx.server.stream("/v1/completions", {"prompt": DECODE_PROMPT, "max_tokens": cfg.decode_max_tokens,
-                                                        "temperature": 0.0, "ignore_eos": True}, tag=tag)
+    return await ctx.server.stream(
+        "/v1/completions",
+        {"prompt": DECODE_PROMPT, "max_tokens": cfg.decode_max_tokens, "temperature": 0.0, "ignore_eos": True},
+        tag=tag,
+    )
 
 
 PLOTS_HELP = "install the plots extra: .venv/bin/pip install -e '.[plots]'"
@@ -88,17 +91,31 @@ def verdict(measured: dict, items: list[dict], cfg: SpeedGate) -> list[tuple[boo
     four = dt.get("4_streams") or []
     checks.append(("1_stream" in dt and len(four) == 4, "decode token counts (decode_tokens) not recorded"))
     for what, n in [("1-stream decode", dt.get("1_stream"))] + [("4-stream decode", n) for n in four]:
-        checks.append((n == cfg.decode_max_tokens, f"{what}: {n} tokens, expected {cfg.decode_max_tokens} (ignore_eos)"))
+        checks.append(
+            (n == cfg.decode_max_tokens, f"{what}: {n} tokens, expected {cfg.decode_max_tokens} (ignore_eos)")
+        )
     rate1, rate4 = measured.get("decode_tok_s_1_stream"), measured.get("decode_tok_s_4_streams")
     if cfg.min_decode_tok_s_1_stream is not None:
-        checks.append((_num(rate1) and rate1 >= cfg.min_decode_tok_s_1_stream,
-                       f"decode_tok_s_1_stream {rate1} < {cfg.min_decode_tok_s_1_stream}"))
+        checks.append(
+            (
+                _num(rate1) and rate1 >= cfg.min_decode_tok_s_1_stream,
+                f"decode_tok_s_1_stream {rate1} < {cfg.min_decode_tok_s_1_stream}",
+            )
+        )
     if cfg.min_decode_tok_s_4_streams is not None:
-        checks.append((_num(rate4) and rate4 >= cfg.min_decode_tok_s_4_streams,
-                       f"decode_tok_s_4_streams {rate4} < {cfg.min_decode_tok_s_4_streams}"))
+        checks.append(
+            (
+                _num(rate4) and rate4 >= cfg.min_decode_tok_s_4_streams,
+                f"decode_tok_s_4_streams {rate4} < {cfg.min_decode_tok_s_4_streams}",
+            )
+        )
     ttft = measured.get("ttft_s") or {}
-    checks.append((sorted(ttft) == sorted(str(n) for n in cfg.ttft_prompts_tokens),
-                   f"TTFT measured for {sorted(ttft)} tokens, the gate asks {cfg.ttft_prompts_tokens}"))
+    checks.append(
+        (
+            sorted(ttft) == sorted(str(n) for n in cfg.ttft_prompts_tokens),
+            f"TTFT measured for {sorted(ttft)} tokens, the gate asks {cfg.ttft_prompts_tokens}",
+        )
+    )
     hits = measured.get("prefix_cache_hits_during_ttft")
     checks.append((not hits, f"the prefix cache served {hits} tokens of the TTFT prompts, so TTFT is flattered"))
     for limit, n in ((cfg.max_ttft_2k_s, 2048), (cfg.max_ttft_8k_s, 8192)):
@@ -106,24 +123,38 @@ def verdict(measured: dict, items: list[dict], cfg: SpeedGate) -> list[tuple[boo
             v = ttft.get(str(n))
             checks.append((_num(v) and v <= limit, f"ttft {n} tokens {v} s > {limit} s"))
     rows = measured.get("sweep") or []
-    checks.append(([row.get("concurrency") for row in rows] == list(cfg.sweep_concurrencies),
-                   f"sweep measured at {[row.get('concurrency') for row in rows]}, the gate asks {cfg.sweep_concurrencies}"))
+    checks.append(
+        (
+            [row.get("concurrency") for row in rows] == list(cfg.sweep_concurrencies),
+            f"sweep measured at {[row.get('concurrency') for row in rows]}, the gate asks {cfg.sweep_concurrencies}",
+        )
+    )
     for row in rows:
         c, want = row.get("concurrency"), (row.get("concurrency") or 0) * cfg.sweep_waves
-        checks.append((row.get("requests") == want and row.get("total_tokens") == want * cfg.sweep_max_tokens,
-                       f"sweep at {c}: {row.get('total_tokens')} tokens from {row.get('requests')} requests, "
-                       f"expected {want * cfg.sweep_max_tokens} from {want}"))
+        checks.append(
+            (
+                row.get("requests") == want and row.get("total_tokens") == want * cfg.sweep_max_tokens,
+                f"sweep at {c}: {row.get('total_tokens')} tokens from {row.get('requests')} requests, "
+                f"expected {want * cfg.sweep_max_tokens} from {want}",
+            )
+        )
     return checks
 
 
 async def run(ctx: Context, cfg: SpeedGate) -> None:
     r = ctx.result
     r.formulas = FORMULAS
-    r.thresholds = {k: v for k, v in {
-        "min_decode_tok_s_1_stream": cfg.min_decode_tok_s_1_stream,
-        "min_decode_tok_s_4_streams": cfg.min_decode_tok_s_4_streams,
-        "max_ttft_2k_s": cfg.max_ttft_2k_s, "max_ttft_8k_s": cfg.max_ttft_8k_s,
-        "decode_tokens": cfg.decode_max_tokens}.items() if v is not None}
+    r.thresholds = {
+        k: v
+        for k, v in {
+            "min_decode_tok_s_1_stream": cfg.min_decode_tok_s_1_stream,
+            "min_decode_tok_s_4_streams": cfg.min_decode_tok_s_4_streams,
+            "max_ttft_2k_s": cfg.max_ttft_2k_s,
+            "max_ttft_8k_s": cfg.max_ttft_8k_s,
+            "decode_tokens": cfg.decode_max_tokens,
+        }.items()
+        if v is not None
+    }
     m = r.measured
 
     # Decode speed, one stream then four.
@@ -145,8 +176,9 @@ async def run(ctx: Context, cfg: SpeedGate) -> None:
     ttft = {}
     for n in cfg.ttft_prompts_tokens:
         ids = await ctx.uncached_prompt_ids(n, rng)
-        s = await ctx.server.stream("/v1/completions", {"prompt": ids, "max_tokens": 2, "temperature": 0.0,
-                                                        "ignore_eos": True}, tag=f"ttft{n}")
+        s = await ctx.server.stream(
+            "/v1/completions", {"prompt": ids, "max_tokens": 2, "temperature": 0.0, "ignore_eos": True}, tag=f"ttft{n}"
+        )
         ttft[n] = s.ttft_s
         r.items.append({"ttft_prompt_tokens": n, "ttft_s": s.ttft_s})
     after = await ctx.server.get_text("/metrics")
@@ -160,16 +192,28 @@ async def run(ctx: Context, cfg: SpeedGate) -> None:
         n_req = c * cfg.sweep_waves
 
         async def one(i, c=c):
-            body = await ctx.server.post("/v1/completions", {
-                "prompt": f"{DECODE_PROMPT} (version {i})", "max_tokens": cfg.sweep_max_tokens,
-                "temperature": 0.0, "ignore_eos": True}, tag=f"sweep{c}/{i}")
+            body = await ctx.server.post(
+                "/v1/completions",
+                {
+                    "prompt": f"{DECODE_PROMPT} (version {i})",
+                    "max_tokens": cfg.sweep_max_tokens,
+                    "temperature": 0.0,
+                    "ignore_eos": True,
+                },
+                tag=f"sweep{c}/{i}",
+            )
             return (body.get("usage") or {}).get("completion_tokens") or 0
 
         t0 = time.perf_counter()
         tokens = await bounded_gather(c, [one(i) for i in range(n_req)])
         t1 = time.perf_counter()
-        row = {"concurrency": c, "requests": n_req, "total_tokens": sum(tokens),
-               "drain_s": round(t1 - t0, 3), "aggregate_tok_s": round(sweep_aggregate(tokens, t0, t1), 2)}
+        row = {
+            "concurrency": c,
+            "requests": n_req,
+            "total_tokens": sum(tokens),
+            "drain_s": round(t1 - t0, 3),
+            "aggregate_tok_s": round(sweep_aggregate(tokens, t0, t1), 2),
+        }
         rows.append(row)
         r.items.append({"sweep": row})
     m["sweep"] = rows
@@ -186,6 +230,8 @@ async def run(ctx: Context, cfg: SpeedGate) -> None:
 
 def sweep_table(rows: list[dict]) -> str:
     lines = ["| concurrency | requests | total tokens | drain s | aggregate tok/s |", "|---|---|---|---|---|"]
-    lines += [f"| {x['concurrency']} | {x['requests']} | {x['total_tokens']} | {x['drain_s']} | {x['aggregate_tok_s']} |"
-              for x in rows]
+    lines += [
+        f"| {x['concurrency']} | {x['requests']} | {x['total_tokens']} | {x['drain_s']} | {x['aggregate_tok_s']} |"
+        for x in rows
+    ]
     return "\n".join(lines)

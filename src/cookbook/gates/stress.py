@@ -17,7 +17,7 @@ from cookbook.recipe.gates_spec import StressGate
 
 FORMULAS = {
     "max_decode_gap_s": "max over decodes of the largest difference between arrival times of consecutive "
-                        "chunks whose usage.completion_tokens increased (first token excluded)",
+    "chunks whose usage.completion_tokens increased (first token excluded)",
     "decode_tokens": "final usage.completion_tokens of each decode (must equal decode_max_tokens)",
 }
 
@@ -32,17 +32,26 @@ def verdict(measured: dict, items: list[dict], cfg: StressGate) -> list[tuple[bo
     """The gate's checks as a pure function of what was measured (run() and `gates verify` call it)."""
     decodes = [i for i in items if "decode" in i]
     prefills = [i for i in items if "prefill" in i]
-    problems = [f"decode {i['decode']} produced {i.get('tokens')} tokens, expected {cfg.decode_max_tokens}"
-                for i in decodes if i.get("tokens") != cfg.decode_max_tokens]
+    problems = [
+        f"decode {i['decode']} produced {i.get('tokens')} tokens, expected {cfg.decode_max_tokens}"
+        for i in decodes
+        if i.get("tokens") != cfg.decode_max_tokens
+    ]
     max_gap = measured.get("max_decode_gap_s")
     gap_ok = isinstance(max_gap, (int, float)) and not isinstance(max_gap, bool) and max_gap <= cfg.max_decode_gap_s
-    return [(len(decodes) == cfg.decodes and len(prefills) == len(cfg.prefill_tokens),
-             f"{len(decodes)} decodes and {len(prefills)} prefills measured, the gate runs "
-             f"{cfg.decodes} and {len(cfg.prefill_tokens)}"),
-            (gap_ok, f"max_decode_gap_s {max_gap} > {cfg.max_decode_gap_s}"),
-            (not problems, "; ".join(problems)),
-            (measured.get("prefill_overlapped_decodes") is True,
-             "decodes finished before the long prompts were sent (raise decode_max_tokens)")]
+    return [
+        (
+            len(decodes) == cfg.decodes and len(prefills) == len(cfg.prefill_tokens),
+            f"{len(decodes)} decodes and {len(prefills)} prefills measured, the gate runs "
+            f"{cfg.decodes} and {len(cfg.prefill_tokens)}",
+        ),
+        (gap_ok, f"max_decode_gap_s {max_gap} > {cfg.max_decode_gap_s}"),
+        (not problems, "; ".join(problems)),
+        (
+            measured.get("prefill_overlapped_decodes") is True,
+            "decodes finished before the long prompts were sent (raise decode_max_tokens)",
+        ),
+    ]
 
 
 async def run(ctx: Context, cfg: StressGate) -> None:
@@ -59,18 +68,32 @@ async def run(ctx: Context, cfg: StressGate) -> None:
         def on_chunk(_t, chunk):
             if ((chunk.get("usage") or {}).get("completion_tokens") or 0) >= 2:
                 flowing[i].set()
+
         return on_chunk
 
     t0 = time.perf_counter()
-    decodes = [asyncio.ensure_future(ctx.server.stream(
-        "/v1/completions", {"prompt": f"Story {i}: Once upon a time", "max_tokens": cfg.decode_max_tokens,
-                            "temperature": 0.0, "ignore_eos": True}, tag=f"decode{i}", on_chunk=watch(i)))
-        for i in range(cfg.decodes)]
+    decodes = [
+        asyncio.ensure_future(
+            ctx.server.stream(
+                "/v1/completions",
+                {
+                    "prompt": f"Story {i}: Once upon a time",
+                    "max_tokens": cfg.decode_max_tokens,
+                    "temperature": 0.0,
+                    "ignore_eos": True,
+                },
+                tag=f"decode{i}",
+                on_chunk=watch(i),
+            )
+        )
+        for i in range(cfg.decodes)
+    ]
     try:
         # Send the long prompts once every decode is streaming (or one has already ended).
         waits = [asyncio.ensure_future(e.wait()) for e in flowing]
-        await asyncio.wait([asyncio.ensure_future(asyncio.gather(*waits)), *decodes],
-                           return_when=asyncio.FIRST_COMPLETED)
+        await asyncio.wait(
+            [asyncio.ensure_future(asyncio.gather(*waits)), *decodes], return_when=asyncio.FIRST_COMPLETED
+        )
         for w in waits:
             w.cancel()
         for d in decodes:
@@ -80,10 +103,14 @@ async def run(ctx: Context, cfg: StressGate) -> None:
 
         async def prefill(j, ids):
             s = time.perf_counter()
-            body = await ctx.server.post("/v1/completions", {"prompt": ids, "max_tokens": 1, "temperature": 0.0},
-                                         tag=f"prefill{j}")
-            return {"prefill": j, "prompt_tokens": (body.get("usage") or {}).get("prompt_tokens"),
-                    "latency_s": round(time.perf_counter() - s, 3)}
+            body = await ctx.server.post(
+                "/v1/completions", {"prompt": ids, "max_tokens": 1, "temperature": 0.0}, tag=f"prefill{j}"
+            )
+            return {
+                "prefill": j,
+                "prompt_tokens": (body.get("usage") or {}).get("prompt_tokens"),
+                "latency_s": round(time.perf_counter() - s, 3),
+            }
 
         prefills = await asyncio.gather(*(prefill(j, ids) for j, ids in enumerate(prompts)))
         streams = await asyncio.gather(*decodes)
@@ -95,12 +122,22 @@ async def run(ctx: Context, cfg: StressGate) -> None:
         gaps = decode_gaps(s.token_times())
         gaps_all += gaps
         n = s.completion_tokens
-        r.items.append({"decode": i, "tokens": n, "chunks": len(s.chunks),
-                        "max_gap_s": round(max(gaps), 4) if gaps else None, "done_s": round(s.done_s, 3)})
+        r.items.append(
+            {
+                "decode": i,
+                "tokens": n,
+                "chunks": len(s.chunks),
+                "max_gap_s": round(max(gaps), 4) if gaps else None,
+                "done_s": round(s.done_s, 3),
+            }
+        )
     r.items += prefills
     overlapped = any(s.done_s > prefill_start for s in streams)
     max_gap = max(gaps_all) if gaps_all else float("inf")
-    r.measured = {"max_decode_gap_s": round(max_gap, 4), "prefill_sent_at_s": round(prefill_start, 3),
-                  "prefill_overlapped_decodes": overlapped,
-                  "prefill_latency_s": [p["latency_s"] for p in prefills]}
+    r.measured = {
+        "max_decode_gap_s": round(max_gap, 4),
+        "prefill_sent_at_s": round(prefill_start, 3),
+        "prefill_overlapped_decodes": overlapped,
+        "prefill_latency_s": [p["latency_s"] for p in prefills],
+    }
     r.judge(verdict(r.measured, r.items, cfg))

@@ -18,17 +18,29 @@ from cookbook.recipe.gates_spec import ToolsGate
 
 WEATHER_PARAMS = {
     "type": "object",
-    "properties": {"city": {"type": "string", "description": "City name, e.g. Paris"},
-                   "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]}},
+    "properties": {
+        "city": {"type": "string", "description": "City name, e.g. Paris"},
+        "unit": {"type": "string", "enum": ["celsius", "fahrenheit"]},
+    },
     "required": ["city", "unit"],
 }
 TOOLS = [
-    {"type": "function", "function": {"name": "get_weather", "description": "Get the current weather in a city.",
-                                      "parameters": WEATHER_PARAMS}},
-    {"type": "function", "function": {"name": "get_time", "description": "Get the current time in a timezone.",
-                                      "parameters": {"type": "object",
-                                                     "properties": {"timezone": {"type": "string"}},
-                                                     "required": ["timezone"]}}},
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Get the current weather in a city.",
+            "parameters": WEATHER_PARAMS,
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "get_time",
+            "description": "Get the current time in a timezone.",
+            "parameters": {"type": "object", "properties": {"timezone": {"type": "string"}}, "required": ["timezone"]},
+        },
+    },
 ]
 TOOL_PROMPT = "What is the weather like in Paris right now? Use celsius."
 EXPECTED_CALL = {"name": "get_weather", "arguments": {"city": "Paris", "unit": "celsius"}}
@@ -39,15 +51,16 @@ EXTRACT_SCHEMA = {
     "required": ["city", "unit"],
     "additionalProperties": False,
 }
-EXTRACT_PROMPT = ("Extract the city and the temperature unit from this sentence as JSON: "
-                  "'How warm is it in Paris today, in celsius?'")
+EXTRACT_PROMPT = (
+    "Extract the city and the temperature unit from this sentence as JSON: 'How warm is it in Paris today, in celsius?'"
+)
 EXPECTED_JSON = {"city": "Paris", "unit": "celsius"}
 
 FORMULAS = {
     "passed_fraction": "passed checks / checks; a check is one (case, streamed?, greedy|sampled) request",
     "argument_match": "json.loads(arguments) == expected, string values compared stripped and case-folded",
     "stream_equals_non_stream": "tool calls assembled from streamed deltas (name once, argument fragments "
-                                "concatenated) == non-streamed calls, as parsed JSON (greedy only)",
+    "concatenated) == non-streamed calls, as parsed JSON (greedy only)",
 }
 
 
@@ -108,9 +121,12 @@ def assemble_stream(chunks: list[dict]) -> dict:
                     slot["function"]["name"] = fn["name"]
                 if fn.get("arguments"):
                     slot["function"]["arguments"] += fn["arguments"]
-    return {"content": "".join(content) if content else None,
-            "tool_calls": [calls[i] for i in sorted(calls)] or None,
-            "finish_reasons": finishes, "name_events": name_events}
+    return {
+        "content": "".join(content) if content else None,
+        "tool_calls": [calls[i] for i in sorted(calls)] or None,
+        "finish_reasons": finishes,
+        "name_events": name_events,
+    }
 
 
 def check_message(case: str, msg: dict, finish_reason: str | None, greedy: bool) -> tuple[list[str], Any]:
@@ -149,19 +165,32 @@ def check_message(case: str, msg: dict, finish_reason: str | None, greedy: bool)
     if greedy and not problems:
         if len(calls) != 1:
             problems.append(f"{len(calls)} tool calls, expected 1")
-        elif canon(calls[0]["arguments"]) != canon(EXPECTED_CALL["arguments"]) or calls[0]["name"] != EXPECTED_CALL["name"]:
-            problems.append(f"call {calls[0]['name']}({calls[0]['arguments']}) != expected "
-                            f"{EXPECTED_CALL['name']}({EXPECTED_CALL['arguments']})")
+        elif (
+            canon(calls[0]["arguments"]) != canon(EXPECTED_CALL["arguments"])
+            or calls[0]["name"] != EXPECTED_CALL["name"]
+        ):
+            problems.append(
+                f"call {calls[0]['name']}({calls[0]['arguments']}) != expected "
+                f"{EXPECTED_CALL['name']}({EXPECTED_CALL['arguments']})"
+            )
     return problems, [{"name": c["name"], "arguments": c["arguments"]} for c in calls]
 
 
 def request_for(case: str) -> dict:
     if case == "json_schema":
-        return {"messages": [{"role": "user", "content": EXTRACT_PROMPT}],
-                "response_format": {"type": "json_schema",
-                                    "json_schema": {"name": "city_unit", "schema": EXTRACT_SCHEMA, "strict": True}}}
-    choice: Any = {"required": "required", "auto": "auto", "none": "none",
-                   "named": {"type": "function", "function": {"name": EXPECTED_CALL["name"]}}}[case]
+        return {
+            "messages": [{"role": "user", "content": EXTRACT_PROMPT}],
+            "response_format": {
+                "type": "json_schema",
+                "json_schema": {"name": "city_unit", "schema": EXTRACT_SCHEMA, "strict": True},
+            },
+        }
+    choice: Any = {
+        "required": "required",
+        "auto": "auto",
+        "none": "none",
+        "named": {"type": "function", "function": {"name": EXPECTED_CALL["name"]}},
+    }[case]
     return {"messages": [{"role": "user", "content": TOOL_PROMPT}], "tools": TOOLS, "tool_choice": choice}
 
 
@@ -203,10 +232,14 @@ def verdict(measured: dict, items: list[dict], cfg: ToolsGate) -> list[tuple[boo
     if not isinstance(n, int) or not isinstance(passed, int) or n <= 0:
         return [(False, f"checks {n!r} / passed {passed!r} are not counts")]
     frac = passed / n
-    return [(n == want, f"{n} checks measured, the gate makes {want}"),
-            (frac >= cfg.min_passed_fraction,
-             f"passed_fraction {frac:.3f} < {cfg.min_passed_fraction}: " + "; ".join(
-                 f"{label(i)}: {(i.get('problems') or ['?'])[0]}" for i in items if not i.get("passed"))[:1500])]
+    return [
+        (n == want, f"{n} checks measured, the gate makes {want}"),
+        (
+            frac >= cfg.min_passed_fraction,
+            f"passed_fraction {frac:.3f} < {cfg.min_passed_fraction}: "
+            + "; ".join(f"{label(i)}: {(i.get('problems') or ['?'])[0]}" for i in items if not i.get("passed"))[:1500],
+        ),
+    ]
 
 
 async def run(ctx: Context, cfg: ToolsGate) -> None:
@@ -217,8 +250,12 @@ async def run(ctx: Context, cfg: ToolsGate) -> None:
     samplings = SAMPLINGS[cfg.sampling]
 
     async def one(case: str, greedy: bool) -> list[dict]:
-        base = {**request_for(case), "max_tokens": cfg.max_tokens, "seed": cfg.seed,
-                "temperature": 0.0 if greedy else cfg.sampled_temperature}
+        base = {
+            **request_for(case),
+            "max_tokens": cfg.max_tokens,
+            "seed": cfg.seed,
+            "temperature": 0.0 if greedy else cfg.sampled_temperature,
+        }
         mode = "greedy" if greedy else "sampled"
         out, values = [], {}
         for stream in streams:
@@ -247,7 +284,12 @@ async def run(ctx: Context, cfg: ToolsGate) -> None:
     results = [i for group in await bounded_gather(cfg.max_concurrent_requests, jobs) for i in group]
     passed = sum(i["passed"] for i in results)
     frac = passed / len(results)
-    r.measured = {"checks": len(results), "passed": passed, "passed_fraction": round(frac, 4),
-                  "failed_checks": [f"{i['case']}/{i['sampling']}/{'stream' if i['stream'] else 'plain'}"
-                                    for i in results if not i["passed"]]}
+    r.measured = {
+        "checks": len(results),
+        "passed": passed,
+        "passed_fraction": round(frac, 4),
+        "failed_checks": [
+            f"{i['case']}/{i['sampling']}/{'stream' if i['stream'] else 'plain'}" for i in results if not i["passed"]
+        ],
+    }
     r.judge(verdict(r.measured, results, cfg))

@@ -25,8 +25,10 @@ def refusals(resolved, doc: dict) -> list[str]:
     if not doc.get("complete"):
         out.append("the bundle is incomplete (the run was interrupted); run the gates again")
     if doc.get("recipe_hash") != resolved.content_hash:
-        out.append(f"the bundle ran on recipe {doc.get('recipe_hash')} but the recipe is now "
-                   f"{resolved.content_hash}; run the gates again on the current recipe")
+        out.append(
+            f"the bundle ran on recipe {doc.get('recipe_hash')} but the recipe is now "
+            f"{resolved.content_hash}; run the gates again on the current recipe"
+        )
     if doc.get("recipe") not in (None, resolved.slug):
         out.append(f"the bundle is for recipe {doc.get('recipe')!r}, not {resolved.slug!r}")
     if doc.get("only"):
@@ -40,8 +42,10 @@ def refusals(resolved, doc: dict) -> list[str]:
             out.append(f"gate {name} {g.get('status')}: {g.get('reason', '')[:200]}")
     env = doc.get("environment") or {}
     if env.get("kind") not in ("env-lock", "image"):
-        out.append("the bundle records neither an environment lock nor an image digest "
-                   "(pass --env-lock, --env-lock-cmd or --image-digest to `gates run`)")
+        out.append(
+            "the bundle records neither an environment lock nor an image digest "
+            "(pass --env-lock, --env-lock-cmd or --image-digest to `gates run`)"
+        )
     return out
 
 
@@ -51,8 +55,7 @@ def _key_figures(measured: dict) -> dict:
 
 def block_for(resolved, doc: dict, bundle: Path) -> dict[str, Any]:
     env = doc["environment"]
-    environment = (f"image {env['digest']}" if env["kind"] == "image"
-                   else f"env-lock sha256:{env['sha256']}")
+    environment = f"image {env['digest']}" if env["kind"] == "image" else f"env-lock sha256:{env['sha256']}"
     try:
         from cookbook.recipe.paths import repo_root
 
@@ -65,9 +68,11 @@ def block_for(resolved, doc: dict, bundle: Path) -> dict[str, Any]:
         "environment": environment,
         "bundle": bundle_ref,
         "server": doc.get("base_url"),
-        "gates": {name: {"status": doc["gates"][name]["status"],
-                         "measured": _key_figures(doc["gates"][name]["measured"])}
-                  for name in GATE_NAMES if name in doc["gates"]},
+        "gates": {
+            name: {"status": doc["gates"][name]["status"], "measured": _key_figures(doc["gates"][name]["measured"])}
+            for name in GATE_NAMES
+            if name in doc["gates"]
+        },
     }
 
 

@@ -9,8 +9,9 @@ from cookbook.untrusted import printable
 class GGUFError(CookbookError):
     """A problem with a GGUF file: what, where (path, byte offset, field) and how to fix it."""
 
-    def __init__(self, reason: str, *, path=None, offset: int | None = None, field: str | None = None,
-                 help: str | None = None):
+    def __init__(
+        self, reason: str, *, path=None, offset: int | None = None, field: str | None = None, help: str | None = None
+    ):
         self.reason = reason
         self.path = str(path) if path is not None else None
         self.offset = offset

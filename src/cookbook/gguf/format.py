@@ -31,22 +31,42 @@ class ValueType(enum.IntEnum):
 
 # struct format (little-endian) of each fixed-size value type
 SCALAR_FORMAT = {
-    ValueType.UINT8: "<B", ValueType.INT8: "<b", ValueType.UINT16: "<H", ValueType.INT16: "<h",
-    ValueType.UINT32: "<I", ValueType.INT32: "<i", ValueType.FLOAT32: "<f", ValueType.BOOL: "<B",
-    ValueType.UINT64: "<Q", ValueType.INT64: "<q", ValueType.FLOAT64: "<d",
+    ValueType.UINT8: "<B",
+    ValueType.INT8: "<b",
+    ValueType.UINT16: "<H",
+    ValueType.INT16: "<h",
+    ValueType.UINT32: "<I",
+    ValueType.INT32: "<i",
+    ValueType.FLOAT32: "<f",
+    ValueType.BOOL: "<B",
+    ValueType.UINT64: "<Q",
+    ValueType.INT64: "<q",
+    ValueType.FLOAT64: "<d",
 }
 SCALAR_SIZE = {t: struct.calcsize(f) for t, f in SCALAR_FORMAT.items()}
 # numpy dtype string of each fixed-size value type (for arrays)
 SCALAR_NUMPY = {
-    ValueType.UINT8: "<u1", ValueType.INT8: "<i1", ValueType.UINT16: "<u2", ValueType.INT16: "<i2",
-    ValueType.UINT32: "<u4", ValueType.INT32: "<i4", ValueType.FLOAT32: "<f4", ValueType.BOOL: "<u1",
-    ValueType.UINT64: "<u8", ValueType.INT64: "<i8", ValueType.FLOAT64: "<f8",
+    ValueType.UINT8: "<u1",
+    ValueType.INT8: "<i1",
+    ValueType.UINT16: "<u2",
+    ValueType.INT16: "<i2",
+    ValueType.UINT32: "<u4",
+    ValueType.INT32: "<i4",
+    ValueType.FLOAT32: "<f4",
+    ValueType.BOOL: "<u1",
+    ValueType.UINT64: "<u8",
+    ValueType.INT64: "<i8",
+    ValueType.FLOAT64: "<f8",
 }
 INTEGER_RANGE = {
-    ValueType.UINT8: (0, 2**8 - 1), ValueType.INT8: (-(2**7), 2**7 - 1),
-    ValueType.UINT16: (0, 2**16 - 1), ValueType.INT16: (-(2**15), 2**15 - 1),
-    ValueType.UINT32: (0, 2**32 - 1), ValueType.INT32: (-(2**31), 2**31 - 1),
-    ValueType.UINT64: (0, 2**64 - 1), ValueType.INT64: (-(2**63), 2**63 - 1),
+    ValueType.UINT8: (0, 2**8 - 1),
+    ValueType.INT8: (-(2**7), 2**7 - 1),
+    ValueType.UINT16: (0, 2**16 - 1),
+    ValueType.INT16: (-(2**15), 2**15 - 1),
+    ValueType.UINT32: (0, 2**32 - 1),
+    ValueType.INT32: (-(2**31), 2**31 - 1),
+    ValueType.UINT64: (0, 2**64 - 1),
+    ValueType.INT64: (-(2**63), 2**63 - 1),
 }
 
 
@@ -88,16 +108,39 @@ class GGMLType(enum.IntEnum):
 
 # ggml type -> (elements per block, bytes per block)
 BLOCK_LAYOUT: dict[GGMLType, tuple[int, int]] = {
-    GGMLType.F32: (1, 4), GGMLType.F16: (1, 2), GGMLType.Q4_0: (32, 18), GGMLType.Q4_1: (32, 20),
-    GGMLType.Q5_0: (32, 22), GGMLType.Q5_1: (32, 24), GGMLType.Q8_0: (32, 34), GGMLType.Q8_1: (32, 40),
-    GGMLType.Q2_K: (256, 84), GGMLType.Q3_K: (256, 110), GGMLType.Q4_K: (256, 144),
-    GGMLType.Q5_K: (256, 176), GGMLType.Q6_K: (256, 210), GGMLType.Q8_K: (256, 292),
-    GGMLType.IQ2_XXS: (256, 66), GGMLType.IQ2_XS: (256, 74), GGMLType.IQ3_XXS: (256, 98),
-    GGMLType.IQ1_S: (256, 50), GGMLType.IQ4_NL: (32, 18), GGMLType.IQ3_S: (256, 110),
-    GGMLType.IQ2_S: (256, 82), GGMLType.IQ4_XS: (256, 136), GGMLType.I8: (1, 1), GGMLType.I16: (1, 2),
-    GGMLType.I32: (1, 4), GGMLType.I64: (1, 8), GGMLType.F64: (1, 8), GGMLType.IQ1_M: (256, 56),
-    GGMLType.BF16: (1, 2), GGMLType.TQ1_0: (256, 54), GGMLType.TQ2_0: (256, 66),
-    GGMLType.MXFP4: (32, 17), GGMLType.NVFP4: (64, 36),
+    GGMLType.F32: (1, 4),
+    GGMLType.F16: (1, 2),
+    GGMLType.Q4_0: (32, 18),
+    GGMLType.Q4_1: (32, 20),
+    GGMLType.Q5_0: (32, 22),
+    GGMLType.Q5_1: (32, 24),
+    GGMLType.Q8_0: (32, 34),
+    GGMLType.Q8_1: (32, 40),
+    GGMLType.Q2_K: (256, 84),
+    GGMLType.Q3_K: (256, 110),
+    GGMLType.Q4_K: (256, 144),
+    GGMLType.Q5_K: (256, 176),
+    GGMLType.Q6_K: (256, 210),
+    GGMLType.Q8_K: (256, 292),
+    GGMLType.IQ2_XXS: (256, 66),
+    GGMLType.IQ2_XS: (256, 74),
+    GGMLType.IQ3_XXS: (256, 98),
+    GGMLType.IQ1_S: (256, 50),
+    GGMLType.IQ4_NL: (32, 18),
+    GGMLType.IQ3_S: (256, 110),
+    GGMLType.IQ2_S: (256, 82),
+    GGMLType.IQ4_XS: (256, 136),
+    GGMLType.I8: (1, 1),
+    GGMLType.I16: (1, 2),
+    GGMLType.I32: (1, 4),
+    GGMLType.I64: (1, 8),
+    GGMLType.F64: (1, 8),
+    GGMLType.IQ1_M: (256, 56),
+    GGMLType.BF16: (1, 2),
+    GGMLType.TQ1_0: (256, 54),
+    GGMLType.TQ2_0: (256, 66),
+    GGMLType.MXFP4: (32, 17),
+    GGMLType.NVFP4: (64, 36),
 }
 
 

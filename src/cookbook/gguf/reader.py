@@ -18,8 +18,19 @@ from typing import Any
 
 from cookbook.gguf.errors import GGUFError
 from cookbook.gguf.format import (
-    ALIGNMENT_KEY, BLOCK_LAYOUT, DEFAULT_ALIGNMENT, MAGIC, MAX_DIMS, MAX_NAME_BYTES, SCALAR_FORMAT,
-    SCALAR_NUMPY, SCALAR_SIZE, SUPPORTED_VERSIONS, GGMLType, ValueType, pad,
+    ALIGNMENT_KEY,
+    BLOCK_LAYOUT,
+    DEFAULT_ALIGNMENT,
+    MAGIC,
+    MAX_DIMS,
+    MAX_NAME_BYTES,
+    SCALAR_FORMAT,
+    SCALAR_NUMPY,
+    SCALAR_SIZE,
+    SUPPORTED_VERSIONS,
+    GGMLType,
+    ValueType,
+    pad,
 )
 from cookbook.untrusted import NotRegularFile, open_regular
 
@@ -138,28 +149,40 @@ class _Cursor:
     def spend(self, count: int, nested: bool, what: str, offset: int) -> None:
         self.array_elems += count
         if self.array_elems > self.limits.max_total_array_elems:
-            self.fail(f"arrays hold more than {self.limits.max_total_array_elems:,} elements in all "
-                      f"(Limits.max_total_array_elems; {self.array_elems:,} so far)", field=what, offset=offset,
-                      help="real vocabularies need far fewer; raise the limit only for a file you trust")
+            self.fail(
+                f"arrays hold more than {self.limits.max_total_array_elems:,} elements in all "
+                f"(Limits.max_total_array_elems; {self.array_elems:,} so far)",
+                field=what,
+                offset=offset,
+                help="real vocabularies need far fewer; raise the limit only for a file you trust",
+            )
         if nested:
             self.nested += count
             if self.nested > self.limits.max_nested_arrays:
-                self.fail(f"more than {self.limits.max_nested_arrays:,} arrays nested in arrays in all "
-                          f"(Limits.max_nested_arrays; {self.nested:,} so far)", field=what, offset=offset,
-                          help="raise the limit only for a file you trust")
+                self.fail(
+                    f"more than {self.limits.max_nested_arrays:,} arrays nested in arrays in all "
+                    f"(Limits.max_nested_arrays; {self.nested:,} so far)",
+                    field=what,
+                    offset=offset,
+                    help="raise the limit only for a file you trust",
+                )
 
     def fail(self, reason: str, *, field: str | None = None, offset: int | None = None, help=None):
-        raise GGUFError(reason, path=self.path, offset=self.pos if offset is None else offset,
-                        field=field, help=help)
+        raise GGUFError(reason, path=self.path, offset=self.pos if offset is None else offset, field=field, help=help)
 
     def need(self, n: int, what: str) -> None:
         if n > self.size - self.pos:
-            self.fail(f"needs {n} bytes but only {self.size - self.pos} are left in the file "
-                      f"({self.size} bytes)", field=what,
-                      help="the file is truncated or corrupt; re-download it, or join all of its parts")
+            self.fail(
+                f"needs {n} bytes but only {self.size - self.pos} are left in the file ({self.size} bytes)",
+                field=what,
+                help="the file is truncated or corrupt; re-download it, or join all of its parts",
+            )
         if self.pos + n > self.limits.max_header_bytes:
-            self.fail(f"header would exceed {self.limits.max_header_bytes} bytes", field=what,
-                      help="raise Limits.max_header_bytes only for a file you trust")
+            self.fail(
+                f"header would exceed {self.limits.max_header_bytes} bytes",
+                field=what,
+                help="raise Limits.max_header_bytes only for a file you trust",
+            )
 
     def scalar(self, vtype: ValueType, what: str):
         n = SCALAR_SIZE[vtype]
@@ -184,7 +207,7 @@ class _Cursor:
         if n > limit:
             self.fail(f"string length {n} exceeds the limit of {limit} bytes", field=what, offset=start)
         self.need(n, what)
-        b = bytes(self.buf[self.pos:self.pos + n])
+        b = bytes(self.buf[self.pos : self.pos + n])
         self.pos += n
         return b
 
@@ -243,10 +266,11 @@ def _read_value(cur: _Cursor, vtype: ValueType, what: str, depth: int, decode: b
             items = np.frombuffer(cur.buf, dtype=SCALAR_NUMPY[etype], count=count, offset=cur.pos).copy()
             if etype == ValueType.BOOL and count and int(items.max()) > 1:
                 bad = int((items > 1).argmax())
-                cur.fail(f"bool array element {bad} is {int(items[bad])}, must be 0 or 1", field=what,
-                         offset=cur.pos + bad)
+                cur.fail(
+                    f"bool array element {bad} is {int(items[bad])}, must be 0 or 1", field=what, offset=cur.pos + bad
+                )
         elif etype == ValueType.BOOL and count:
-            raw = bytes(cur.buf[cur.pos:cur.pos + count])
+            raw = bytes(cur.buf[cur.pos : cur.pos + count])
             if raw.translate(None, b"\0\1"):  # the same check without numpy, so no mode accepts what inspect refuses
                 bad = next(i for i, b in enumerate(raw) if b > 1)
                 cur.fail(f"bool array element {bad} is {raw[bad]}, must be 0 or 1", field=what, offset=cur.pos + bad)
@@ -258,15 +282,20 @@ def _read_value(cur: _Cursor, vtype: ValueType, what: str, depth: int, decode: b
         if not decode:
             _skip_strings(cur, count, what)
             return GGUFArray(etype, count, None)
-        items = [cur.string_bytes(what, lim.max_string_bytes).decode("utf-8", "surrogateescape")
-                 for _ in range(count)]
+        items = [cur.string_bytes(what, lim.max_string_bytes).decode("utf-8", "surrogateescape") for _ in range(count)]
         return GGUFArray(etype, count, items)
     items = [_read_value(cur, ValueType.ARRAY, f"{what}[{i}]", depth + 1, decode) for i in range(count)]
     return GGUFArray(etype, count, items)
 
 
-def read_gguf(path, *, limits: Limits | None = None, decode_arrays: bool = True,
-              check_data: bool = True, stop_at_key: str | None = None) -> GGUFFile:
+def read_gguf(
+    path,
+    *,
+    limits: Limits | None = None,
+    decode_arrays: bool = True,
+    check_data: bool = True,
+    stop_at_key: str | None = None,
+) -> GGUFFile:
     """Parse and validate the header of a GGUF file. Tensor data is not read.
 
     decode_arrays=False skips array contents (fast; Field.value.items is None).
@@ -281,37 +310,52 @@ def read_gguf(path, *, limits: Limits | None = None, decode_arrays: bool = True,
     except NotRegularFile as e:
         raise GGUFError(e.strerror, path=path, help="give the GGUF file itself") from None
     except OSError as e:
-        raise GGUFError(f"cannot open: {e.strerror}", path=path,
-                        help="check the path and its permissions") from None
+        raise GGUFError(f"cannot open: {e.strerror}", path=path, help="check the path and its permissions") from None
     try:
         size = os.fstat(fd).st_size
         if size < 24:
-            raise GGUFError(f"file has {size} bytes, smaller than the 24-byte GGUF header", path=path,
-                            offset=0, field="header", help="the file is empty or truncated")
+            raise GGUFError(
+                f"file has {size} bytes, smaller than the 24-byte GGUF header",
+                path=path,
+                offset=0,
+                field="header",
+                help="the file is empty or truncated",
+            )
         with mmap.mmap(fd, 0, access=mmap.ACCESS_READ) as mm:
             return _parse(mm, size, path, limits, decode_arrays, check_data, stop_at_key)
     finally:
         os.close(fd)
 
 
-def _parse(mm, size: int, path: Path, limits: Limits, decode: bool, check_data: bool,
-           stop_at_key: str | None = None) -> GGUFFile:
+def _parse(
+    mm, size: int, path: Path, limits: Limits, decode: bool, check_data: bool, stop_at_key: str | None = None
+) -> GGUFFile:
     cur = _Cursor(mm, size, path, limits)
     if mm[0:4] != MAGIC:
-        cur.fail(f"magic is {bytes(mm[0:4])!r}, not b'GGUF'", field="magic", offset=0,
-                 help="not a GGUF file; if it is a later raw part (*.part01, -split-b), join the parts first")
+        cur.fail(
+            f"magic is {bytes(mm[0:4])!r}, not b'GGUF'",
+            field="magic",
+            offset=0,
+            help="not a GGUF file; if it is a later raw part (*.part01, -split-b), join the parts first",
+        )
     cur.pos = 4
     version = cur.u32("version")
     if version not in SUPPORTED_VERSIONS:
         cur.fail(f"version {version} is not supported (supported: 2, 3)", field="version", offset=4)
     n_tensors = cur.u64("tensor_count")
     if n_tensors > limits.max_tensors or n_tensors * 24 > size:
-        cur.fail(f"tensor_count {n_tensors} is larger than the limit {limits.max_tensors} "
-                 f"or than the file can hold", field="tensor_count", offset=8)
+        cur.fail(
+            f"tensor_count {n_tensors} is larger than the limit {limits.max_tensors} or than the file can hold",
+            field="tensor_count",
+            offset=8,
+        )
     n_kv = cur.u64("kv_count")
     if n_kv > limits.max_kv or n_kv * 13 > size:
-        cur.fail(f"kv_count {n_kv} is larger than the limit {limits.max_kv} or than the file can hold",
-                 field="kv_count", offset=16)
+        cur.fail(
+            f"kv_count {n_kv} is larger than the limit {limits.max_kv} or than the file can hold",
+            field="kv_count",
+            offset=16,
+        )
     kv_start = cur.pos
 
     fields: dict[str, Field] = {}
@@ -332,17 +376,35 @@ def _parse(mm, size: int, path: Path, limits: Limits, decode: bool, check_data: 
         if key == stop_at_key:
             break
     if stop_at_key is not None:
-        return GGUFFile(path, version, fields, [], DEFAULT_ALIGNMENT, kv_start, -1, -1, -1, size,
-                        extra={"partial": True, "n_kv": n_kv, "n_tensors": n_tensors})
+        return GGUFFile(
+            path,
+            version,
+            fields,
+            [],
+            DEFAULT_ALIGNMENT,
+            kv_start,
+            -1,
+            -1,
+            -1,
+            size,
+            extra={"partial": True, "n_kv": n_kv, "n_tensors": n_tensors},
+        )
 
     alignment = DEFAULT_ALIGNMENT
     if ALIGNMENT_KEY in fields:
         af = fields[ALIGNMENT_KEY]
         alignment = af.value
-        if af.type != ValueType.UINT32 or alignment <= 0 or alignment & (alignment - 1) or \
-                alignment > limits.max_alignment:
-            cur.fail(f"must be a u32 power of two up to {limits.max_alignment}, found "
-                     f"{af.type.name} {alignment!r}", field=ALIGNMENT_KEY, offset=af.value_offset)
+        if (
+            af.type != ValueType.UINT32
+            or alignment <= 0
+            or alignment & (alignment - 1)
+            or alignment > limits.max_alignment
+        ):
+            cur.fail(
+                f"must be a u32 power of two up to {limits.max_alignment}, found {af.type.name} {alignment!r}",
+                field=ALIGNMENT_KEY,
+                offset=af.value_offset,
+            )
 
     infos_start = cur.pos
     tensors: list[TensorInfo] = []
@@ -376,12 +438,17 @@ def _parse(mm, size: int, path: Path, limits: Limits, decode: bool, check_data: 
         try:
             gtype = GGMLType(raw_type)
         except ValueError:
-            cur.fail(f"unknown ggml type {raw_type}", field=what, offset=t_at,
-                     help="the file may need a newer reader, or it is corrupt")
+            cur.fail(
+                f"unknown ggml type {raw_type}",
+                field=what,
+                offset=t_at,
+                help="the file may need a newer reader, or it is corrupt",
+            )
         blck, bsize = BLOCK_LAYOUT[gtype]
         if dims[0] % blck:
-            cur.fail(f"ne[0]={dims[0]} is not a multiple of the {gtype.name} block size {blck}",
-                     field=what, offset=nd_at + 4)
+            cur.fail(
+                f"ne[0]={dims[0]} is not a multiple of the {gtype.name} block size {blck}", field=what, offset=nd_at + 4
+            )
         nbytes = n_el // blck * bsize
         offset = cur.u64(what + " offset")
         tensors.append(TensorInfo(name, dims, gtype, offset, nbytes, at))
@@ -392,16 +459,24 @@ def _parse(mm, size: int, path: Path, limits: Limits, decode: bool, check_data: 
     expected = 0
     for t in tensors:
         if t.offset != expected:
-            raise GGUFError(f"has offset {t.offset}, expected {expected} (tensor data must be dense and in "
-                            f"order, each tensor padded to {alignment})", path=path, offset=t.info_offset,
-                            field=f"tensor {t.name!r}")
+            raise GGUFError(
+                f"has offset {t.offset}, expected {expected} (tensor data must be dense and in "
+                f"order, each tensor padded to {alignment})",
+                path=path,
+                offset=t.info_offset,
+                field=f"tensor {t.name!r}",
+            )
         expected += pad(t.nbytes, alignment)
     data_end = data_offset + (tensors[-1].offset + tensors[-1].nbytes if tensors else 0)
     if check_data and tensors and data_end > size:
         last = tensors[-1]
-        raise GGUFError(f"tensor data ends at byte {data_end} but the file has {size} bytes "
-                        f"({data_end - size} missing)", path=path, offset=last.info_offset,
-                        field=f"tensor {last.name!r}",
-                        help="the file is truncated: re-download it or join all of its parts")
-    return GGUFFile(path, version, fields, tensors, alignment, kv_start, infos_start, header_end,
-                    data_offset, size, data_end)
+        raise GGUFError(
+            f"tensor data ends at byte {data_end} but the file has {size} bytes ({data_end - size} missing)",
+            path=path,
+            offset=last.info_offset,
+            field=f"tensor {last.name!r}",
+            help="the file is truncated: re-download it or join all of its parts",
+        )
+    return GGUFFile(
+        path, version, fields, tensors, alignment, kv_start, infos_start, header_end, data_offset, size, data_end
+    )

@@ -9,14 +9,21 @@ from __future__ import annotations
 
 import os
 import struct
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Sequence
 
 from cookbook.filecopy import copy_range
 from cookbook.gguf.errors import GGUFError
 from cookbook.gguf.format import (
-    INTEGER_RANGE, MAGIC, SCALAR_FORMAT, SCALAR_NUMPY, SCALAR_SIZE, GGMLType, ValueType, pad,
+    INTEGER_RANGE,
+    MAGIC,
+    SCALAR_FORMAT,
+    SCALAR_NUMPY,
+    SCALAR_SIZE,
+    GGMLType,
+    ValueType,
+    pad,
 )
 from cookbook.gguf.reader import GGUFArray, GGUFFile
 
@@ -65,7 +72,7 @@ def raw_kvs(src: GGUFFile, keys: Iterable[str]) -> list[bytes]:
     out = []
     for k in keys:
         f = src.fields[k]
-        out.append(blob[f.key_offset - src.kv_start:f.end - src.kv_start])
+        out.append(blob[f.key_offset - src.kv_start : f.end - src.kv_start])
     return out
 
 
@@ -82,22 +89,28 @@ class TensorSpec:
     data: bytes | None = None  # ... or write these bytes
 
 
-def encode_header(kvs: Sequence[bytes], tensors: Sequence[TensorSpec], alignment: int,
-                  version: int = 3) -> tuple[bytes, list[int]]:
+def encode_header(
+    kvs: Sequence[bytes], tensors: Sequence[TensorSpec], alignment: int, version: int = 3
+) -> tuple[bytes, list[int]]:
     """Header bytes padded to the data section, and each tensor's relative offset."""
     parts = [MAGIC, struct.pack("<IQQ", version, len(tensors), len(kvs)), *kvs]
     offsets, off = [], 0
     for t in tensors:
         offsets.append(off)
-        parts.append(encode_string(t.name) + struct.pack("<I", len(t.dims))
-                     + struct.pack(f"<{len(t.dims)}Q", *t.dims) + struct.pack("<IQ", t.type, off))
+        parts.append(
+            encode_string(t.name)
+            + struct.pack("<I", len(t.dims))
+            + struct.pack(f"<{len(t.dims)}Q", *t.dims)
+            + struct.pack("<IQ", t.type, off)
+        )
         off += pad(t.nbytes, alignment)
     header = b"".join(parts)
     return header + b"\0" * (pad(len(header), alignment) - len(header)), offsets
 
 
-def write_gguf(out_path, kvs: Sequence[bytes], tensors: Sequence[TensorSpec], alignment: int,
-               *, version: int = 3, progress=None) -> None:
+def write_gguf(
+    out_path, kvs: Sequence[bytes], tensors: Sequence[TensorSpec], alignment: int, *, version: int = 3, progress=None
+) -> None:
     """Write a complete GGUF to out_path (the caller makes it atomic). Tensor padding is zeros."""
     header, _ = encode_header(kvs, tensors, alignment, version)
     fds: dict[Path, int] = {}
@@ -138,8 +151,11 @@ def _runs(tensors: Sequence[TensorSpec], alignment: int):
         if t.data is None:
             while j < len(tensors):
                 prev, nxt = tensors[j - 1], tensors[j]
-                if nxt.data is not None or nxt.src_path != t.src_path or \
-                        nxt.src_offset != prev.src_offset + pad(prev.nbytes, alignment):
+                if (
+                    nxt.data is not None
+                    or nxt.src_path != t.src_path
+                    or nxt.src_offset != prev.src_offset + pad(prev.nbytes, alignment)
+                ):
                     break
                 end = nxt.src_offset + nxt.nbytes
                 j += 1

@@ -37,11 +37,20 @@ MISSING = _Missing()
 _CMP = {
     ast.Eq: lambda a, b: (a is MISSING and b is None) or (b is MISSING and a is None) or a == b,
     ast.NotEq: None,  # defined below as the negation of Eq
-    ast.Lt: operator.lt, ast.LtE: operator.le, ast.Gt: operator.gt, ast.GtE: operator.ge,
-    ast.In: lambda a, b: a in b, ast.NotIn: lambda a, b: a not in b,
+    ast.Lt: operator.lt,
+    ast.LtE: operator.le,
+    ast.Gt: operator.gt,
+    ast.GtE: operator.ge,
+    ast.In: lambda a, b: a in b,
+    ast.NotIn: lambda a, b: a not in b,
 }
-_ARITH = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-          ast.Div: operator.truediv, ast.Mod: operator.mod}
+_ARITH = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.Mod: operator.mod,
+}
 _NAMES = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
 _FUNCS = {"defined", "len", "lower"}
 MAX_EXPR_CHARS = 2000
@@ -57,9 +66,26 @@ def parse(text: str) -> ast.Expression:
     except SyntaxError as exc:
         raise ExprError(f"cannot parse {text!r}: {exc.msg}") from None
     for node in ast.walk(tree):
-        allowed = (ast.Expression, ast.BoolOp, ast.And, ast.Or, ast.UnaryOp, ast.Not, ast.USub,
-                   ast.Compare, ast.BinOp, ast.Name, ast.Attribute, ast.Constant, ast.Load,
-                   ast.Call, ast.List, ast.Tuple, *_CMP, *_ARITH)
+        allowed = (
+            ast.Expression,
+            ast.BoolOp,
+            ast.And,
+            ast.Or,
+            ast.UnaryOp,
+            ast.Not,
+            ast.USub,
+            ast.Compare,
+            ast.BinOp,
+            ast.Name,
+            ast.Attribute,
+            ast.Constant,
+            ast.Load,
+            ast.Call,
+            ast.List,
+            ast.Tuple,
+            *_CMP,
+            *_ARITH,
+        )
         if not isinstance(node, allowed):
             raise ExprError(f"{type(node).__name__} is not allowed in a rule expression ({text!r})")
         if isinstance(node, ast.Call):
@@ -174,8 +200,10 @@ def _check_size(node: ast.BinOp, left: Any, right: Any) -> None:
         return
     size = _size(left) * _size(right) if isinstance(node.op, ast.Mult) else _size(left) + _size(right)
     if size > MAX_VALUE_LEN:
-        raise ExprError(f"{ast.unparse(node)} would build a value of {size} items; "
-                        f"a rule expression's values are at most {MAX_VALUE_LEN}")
+        raise ExprError(
+            f"{ast.unparse(node)} would build a value of {size} items; "
+            f"a rule expression's values are at most {MAX_VALUE_LEN}"
+        )
 
 
 def _compare(op: ast.cmpop, left: Any, right: Any) -> bool:

@@ -21,15 +21,14 @@ Only pydantic is imported here: the recipe model imports this module on every co
 from __future__ import annotations
 
 import typing
-from typing import Any, Literal, Optional
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
-
 
 # Gate data that ships inside the package (cookbook.gates.gatedata; a test checks these
 # names against it). Kept here as names only: this module imports nothing but pydantic.
 BUILTIN_HAYSTACKS: tuple[str, ...] = ("builtin:cookbook-prose",)
-BUILTIN_PROMPTS: dict[str, int] = {"builtin:cookbook-tasks": 24}   # name -> how many prompts it holds
+BUILTIN_PROMPTS: dict[str, int] = {"builtin:cookbook-tasks": 24}  # name -> how many prompts it holds
 
 
 def _calibrated_on_not_required(schema: dict, cls) -> None:
@@ -59,11 +58,13 @@ class GateBase(BaseModel):
     max_concurrent_requests: int = Field(
         4, ge=1, le=256, description="Bound on requests this gate has in flight at once."
     )
-    seed: int = Field(1234, description="Seed for the gate's random choices (codes, depths, prefixes) and sampled requests.")
+    seed: int = Field(
+        1234, description="Seed for the gate's random choices (codes, depths, prefixes) and sampled requests."
+    )
     request_extra: dict[str, Any] = Field(
         default_factory=dict,
         description="Fields merged into every request body of this gate, e.g. {chat_template_kwargs: "
-                    "{enable_thinking: false}} or {reasoning_effort: low}; recorded in the transcripts.",
+        "{enable_thinking: false}} or {reasoning_effort: low}; recorded in the transcripts.",
     )
 
 
@@ -78,14 +79,17 @@ class NeedlesGate(GateBase):
         description="Where each needle goes in the haystack, in percent of its length (0 = start, 100 = end); inserted at a sentence boundary.",
     )
     codes_per_prompt: int = Field(
-        1, ge=1, le=16, description="Random 7-digit codes hidden per prompt; the first at the depth, the rest spaced evenly after it."
+        1,
+        ge=1,
+        le=16,
+        description="Random 7-digit codes hidden per prompt; the first at the depth, the rest spaced evenly after it.",
     )
     fillers: list[str] = Field(
         default_factory=lambda: ["moby-dick.txt"],
         min_length=1,
         description="Haystack texts (natural prose), one prompt set per filler: 'builtin:cookbook-prose' is the "
-                    "prose that ships with the cookbook (needs no data path; about 16K Gemma 3 tokens); any other "
-                    "name is a file under the data path's haystack/ folder, e.g. moby-dick.txt.",
+        "prose that ships with the cookbook (needs no data path; about 16K Gemma 3 tokens); any other "
+        "name is a file under the data path's haystack/ folder, e.g. moby-dick.txt.",
     )
     max_tokens: int = Field(48, ge=8, description="Completion budget for the answer (the codes and little else).")
     mode: Literal["chat", "completion"] = Field(
@@ -97,9 +101,11 @@ class NeedlesGate(GateBase):
         ),
     )
     min_found_fraction: float = Field(
-        1.0, ge=0.0, le=1.0,
+        1.0,
+        ge=0.0,
+        le=1.0,
         description="Pass when found codes / hidden codes over all prompts is at least this (case-insensitive substring "
-                    "match; a response that echoes 8+ consecutive words of the haystack finds none).",
+        "match; a response that echoes 8+ consecutive words of the haystack finds none).",
     )
 
     @model_validator(mode="after")
@@ -127,25 +133,34 @@ class NeedlesGate(GateBase):
 
 class Gsm8kGate(GateBase):
     n: int = Field(50, ge=1, le=1319, description="Number of test problems: the first N of GSM8K test.jsonl.")
-    shots: int = Field(5, ge=0, le=20, description="Few-shot examples: the first K of GSM8K train.jsonl, as 'Question:/Answer:' pairs.")
+    shots: int = Field(
+        5, ge=0, le=20, description="Few-shot examples: the first K of GSM8K train.jsonl, as 'Question:/Answer:' pairs."
+    )
     mode: Literal["chat", "completion"] = Field(
-        "chat", description="chat: /v1/chat/completions with the shots as prior turns; completion: /v1/completions with one text prompt."
+        "chat",
+        description="chat: /v1/chat/completions with the shots as prior turns; completion: /v1/completions with one text prompt.",
     )
     extraction: Literal["strict", "flexible"] = Field(
         "flexible",
         description="Which extraction the threshold applies to; both are measured. strict: first '#### N'; flexible: last number in the answer.",
     )
-    max_tokens: int = Field(256, ge=16, description="Completion budget per problem; answers ending with finish_reason 'length' are counted and scored as they are.")
+    max_tokens: int = Field(
+        256,
+        ge=16,
+        description="Completion budget per problem; answers ending with finish_reason 'length' are counted and scored as they are.",
+    )
     stop: list[str] = Field(default_factory=lambda: ["Question:"], description="Stop strings sent with each request.")
     min_correct_fraction: float = Field(
         ge=0.0, le=1.0, description="Pass when correct / n (with the chosen extraction) is at least this."
     )
-    reasoning_field: Optional[str] = Field(
+    reasoning_field: str | None = Field(
         "reasoning",
         description="Message field holding separate reasoning (vLLM >= 0.11: 'reasoning'; older: 'reasoning_content'). Only content is scored; reasoning is recorded. null: the model does not reason.",
     )
-    max_truncated_fraction: Optional[float] = Field(
-        None, ge=0.0, le=1.0,
+    max_truncated_fraction: float | None = Field(
+        None,
+        ge=0.0,
+        le=1.0,
         description="If set, fail when answers with finish_reason 'length' / n exceed this (catches reasoning that eats the budget).",
     )
 
@@ -160,10 +175,12 @@ class ToolsGate(GateBase):
         description="tool_choice modes to test (required, named, auto, none) and a response_format json_schema case.",
     )
     stream: Literal["off", "on", "both"] = Field(
-        "both", description="Run each case non-streamed, streamed, or both; with both, streamed arguments must equal non-streamed ones as parsed JSON (greedy only)."
+        "both",
+        description="Run each case non-streamed, streamed, or both; with both, streamed arguments must equal non-streamed ones as parsed JSON (greedy only).",
     )
     sampling: Literal["greedy", "sampled", "both"] = Field(
-        "both", description="greedy: temperature 0; sampled: temperature `sampled_temperature` (validity is checked, not equality)."
+        "both",
+        description="greedy: temperature 0; sampled: temperature `sampled_temperature` (validity is checked, not equality).",
     )
     sampled_temperature: float = Field(0.7, gt=0.0, le=2.0, description="Temperature of sampled runs.")
     max_tokens: int = Field(256, ge=16, description="Completion budget per request.")
@@ -174,19 +191,22 @@ class ToolsGate(GateBase):
 
 class SpecAcceptanceGate(GateBase):
     min_acceptance_rate: float = Field(
-        ge=0.0, le=1.0,
+        ge=0.0,
+        le=1.0,
         description="Minimum of Δaccepted_tokens / Δdraft_tokens from vllm:spec_decode_* counters over the gate's requests.",
     )
     min_mean_acceptance_length: float = Field(
         1.0, ge=1.0, description="Minimum of 1 + Δaccepted_tokens / Δdrafts, in tokens per target forward pass."
     )
-    prompts: Optional[Literal["gsm8k", "builtin:cookbook-tasks"]] = Field(
+    prompts: Literal["gsm8k", "builtin:cookbook-tasks"] | None = Field(
         None,
         description="Where the natural-text prompts come from: 'gsm8k' (also when absent), the first `requests` GSM8K "
-                    "test questions under the data path (each with 'Explain step by step.'); 'builtin:cookbook-tasks', "
-                    "the 24 writing tasks that ship with the cookbook (descriptions, stories, explanations; no data path).",
+        "test questions under the data path (each with 'Explain step by step.'); 'builtin:cookbook-tasks', "
+        "the 24 writing tasks that ship with the cookbook (descriptions, stories, explanations; no data path).",
     )
-    requests: int = Field(8, ge=1, description="Natural-text requests sent greedily to drive drafting: the first N of `prompts`.")
+    requests: int = Field(
+        8, ge=1, description="Natural-text requests sent greedily to drive drafting: the first N of `prompts`."
+    )
     max_tokens: int = Field(128, ge=8, description="Completion budget per request.")
 
     @model_validator(mode="after")
@@ -199,23 +219,32 @@ class SpecAcceptanceGate(GateBase):
 
 class LogprobsGate(GateBase):
     requests: int = Field(4, ge=1, description="Sampled chat requests with logprobs.")
-    top_logprobs: int = Field(5, ge=1, le=20, description="top_logprobs asked for; every generated token must return exactly this many.")
+    top_logprobs: int = Field(
+        5, ge=1, le=20, description="top_logprobs asked for; every generated token must return exactly this many."
+    )
     max_tokens: int = Field(16, ge=1, description="Tokens generated per request.")
-    temperature: float = Field(1.0, gt=0.0, le=2.0, description="Sampling temperature (sampled, so rare tokens appear).")
+    temperature: float = Field(
+        1.0, gt=0.0, le=2.0, description="Sampling temperature (sampled, so rare tokens appear)."
+    )
     clamp_sentinel: float = Field(
-        -9999.0, description="Value vLLM clamps -inf logprobs to; a logprob at or below it counts as clamped (a failure)."
+        -9999.0,
+        description="Value vLLM clamps -inf logprobs to; a logprob at or below it counts as clamped (a failure).",
     )
 
 
 class StressGate(GateBase):
     decodes: int = Field(4, ge=1, description="Streaming decodes kept running while the long prompts prefill.")
-    decode_max_tokens: int = Field(128, ge=8, description="Tokens each decode generates (ignore_eos, so the count is fixed).")
+    decode_max_tokens: int = Field(
+        128, ge=8, description="Tokens each decode generates (ignore_eos, so the count is fixed)."
+    )
     prefill_tokens: list[int] = Field(
-        default_factory=lambda: [2048], min_length=1,
+        default_factory=lambda: [2048],
+        min_length=1,
         description="Lengths of the long prompts sent once the decodes are streaming, in tokens; one request per entry.",
     )
     max_decode_gap_s: float = Field(
-        gt=0, description="Pass when the largest gap between token-carrying chunks of any decode (usage deltas > 0) is at most this."
+        gt=0,
+        description="Pass when the largest gap between token-carrying chunks of any decode (usage deltas > 0) is at most this.",
     )
 
 
@@ -234,16 +263,20 @@ class GreedyGate(GateBase):
 
 
 class SpeedGate(GateBase):
-    min_decode_tok_s_1_stream: Optional[float] = Field(
-        None, gt=0, description="Minimum decode tokens/s of one stream: (n-1)/(t_last_token - t_first_token), n from usage."
+    min_decode_tok_s_1_stream: float | None = Field(
+        None,
+        gt=0,
+        description="Minimum decode tokens/s of one stream: (n-1)/(t_last_token - t_first_token), n from usage.",
     )
-    min_decode_tok_s_4_streams: Optional[float] = Field(
+    min_decode_tok_s_4_streams: float | None = Field(
         None, gt=0, description="Minimum aggregate decode tokens/s of 4 concurrent streams: sum of per-stream rates."
     )
-    max_ttft_2k_s: Optional[float] = Field(
-        None, gt=0, description="Maximum time to first token, client side, of an uncached 2048-token prompt (random prefix defeats the prefix cache)."
+    max_ttft_2k_s: float | None = Field(
+        None,
+        gt=0,
+        description="Maximum time to first token, client side, of an uncached 2048-token prompt (random prefix defeats the prefix cache).",
     )
-    max_ttft_8k_s: Optional[float] = Field(
+    max_ttft_8k_s: float | None = Field(
         None, gt=0, description="Maximum time to first token of an uncached 8192-token prompt."
     )
     ttft_prompts_tokens: list[int] = Field(
@@ -274,22 +307,34 @@ class GatesSpec(BaseModel):
     # The gate fields below, in order, are the registry of gates (see the module docstring).
     model_config = ConfigDict(extra="forbid")
 
-    calibrated_on: Optional[str] = Field(
-        None, min_length=1, exclude=True,
+    calibrated_on: str | None = Field(
+        None,
+        min_length=1,
+        exclude=True,
         description="calibrated_on of every gate here that does not set its own (resolved into "
-                    "each gate, so it is not kept beside them).",
+        "each gate, so it is not kept beside them).",
     )
 
-    greedy: Optional[GreedyGate] = Field(None, description="Determinism: fixed prompts at temperature 0 give identical text.")
-    logprobs: Optional[LogprobsGate] = Field(None, description="Logprobs: top-K present for every token, finite, not clamped.")
-    tools: Optional[ToolsGate] = Field(None, description="Tool calling and JSON-schema output, streamed and not, greedy and sampled.")
-    needles: Optional[NeedlesGate] = Field(None, description="Long-context retrieval of random codes hidden in natural prose.")
-    gsm8k: Optional[Gsm8kGate] = Field(None, description="Arithmetic reasoning accuracy on the first N GSM8K test problems.")
-    spec_acceptance: Optional[SpecAcceptanceGate] = Field(
+    greedy: GreedyGate | None = Field(
+        None, description="Determinism: fixed prompts at temperature 0 give identical text."
+    )
+    logprobs: LogprobsGate | None = Field(
+        None, description="Logprobs: top-K present for every token, finite, not clamped."
+    )
+    tools: ToolsGate | None = Field(
+        None, description="Tool calling and JSON-schema output, streamed and not, greedy and sampled."
+    )
+    needles: NeedlesGate | None = Field(
+        None, description="Long-context retrieval of random codes hidden in natural prose."
+    )
+    gsm8k: Gsm8kGate | None = Field(
+        None, description="Arithmetic reasoning accuracy on the first N GSM8K test problems."
+    )
+    spec_acceptance: SpecAcceptanceGate | None = Field(
         None, description="Speculative decoding acceptance from /metrics counter deltas."
     )
-    stress: Optional[StressGate] = Field(None, description="Decodes keep flowing while long prompts prefill.")
-    speed: Optional[SpeedGate] = Field(None, description="Decode speed, uncached TTFT, and a concurrency sweep.")
+    stress: StressGate | None = Field(None, description="Decodes keep flowing while long prompts prefill.")
+    speed: SpeedGate | None = Field(None, description="Decode speed, uncached TTFT, and a concurrency sweep.")
 
     @model_validator(mode="before")
     @classmethod
@@ -297,9 +342,14 @@ class GatesSpec(BaseModel):
         default = data.get("calibrated_on") if isinstance(data, dict) else None
         if not isinstance(default, str) or not default:
             return data
-        return {k: ({"calibrated_on": default, **v} if k in GATE_NAMES and isinstance(v, dict)
-                    and "calibrated_on" not in v else v)
-                for k, v in data.items()}
+        return {
+            k: (
+                {"calibrated_on": default, **v}
+                if k in GATE_NAMES and isinstance(v, dict) and "calibrated_on" not in v
+                else v
+            )
+            for k, v in data.items()
+        }
 
     def declared(self) -> list[str]:
         """Names of declared gates, in run order."""
@@ -312,4 +362,5 @@ def _is_gate(annotation: Any) -> bool:
 
 # The gates, in run order: GatesSpec's gate fields (the one list to edit is GatesSpec).
 GATE_NAMES: tuple[str, ...] = tuple(
-    name for name, field in GatesSpec.model_fields.items() if _is_gate(field.annotation))
+    name for name, field in GatesSpec.model_fields.items() if _is_gate(field.annotation)
+)

@@ -32,8 +32,9 @@ def _quote(text: str) -> str:
 
 def _unsafe(resolved: ResolvedRecipe, key: str, exc: shell.UnsafeText) -> E.RecipeError:
     file, line, col = resolved.where(key)
-    return E.RecipeError([E.Diagnostic(E.SHELL_CONTROL_CHAR, key, f"the value {exc}", shell.CONTROL_HELP,
-                                       file, line, col)])
+    return E.RecipeError(
+        [E.Diagnostic(E.SHELL_CONTROL_CHAR, key, f"the value {exc}", shell.CONTROL_HELP, file, line, col)]
+    )
 
 
 def flag_tokens(key: str, value: Any) -> list[str]:
@@ -83,8 +84,7 @@ def fixes_line(resolved: ResolvedRecipe) -> str | None:
     except shell.UnsafeText as exc:
         raise _unsafe(resolved, "image.fixes.launch_script", exc) from None
     opt = " ".join(_quote(f.name) for f in fixes.opt_in)
-    return (f"python3 {script} --profile {_quote(fixes.profile)}"
-            + (f" \\\n    {opt}" if opt else "") + " || exit 1")
+    return f"python3 {script} --profile {_quote(fixes.profile)}" + (f" \\\n    {opt}" if opt else "") + " || exit 1"
 
 
 def export_lines(resolved: ResolvedRecipe) -> list[str]:
@@ -128,8 +128,9 @@ def render(resolved: ResolvedRecipe, comments: bool = True) -> str:
     if fix:
         if comments:
             lines.append("")
-            lines.append(f"# Fixes: the {r.image.fixes.profile} profile plus this recipe's opt-in fixes, "
-                         "in the pack's order.")
+            lines.append(
+                f"# Fixes: the {r.image.fixes.profile} profile plus this recipe's opt-in fixes, in the pack's order."
+            )
             lines.append("# Stops with a non-zero exit code if the image does not match.")
         lines.append(fix)
     if lines and comments:

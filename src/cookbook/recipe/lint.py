@@ -5,11 +5,18 @@ from __future__ import annotations
 from pathlib import Path
 
 from cookbook import platforms
-from cookbook.recipe import checks_paths
+from cookbook.recipe import checks_paths, expr
 from cookbook.recipe import errors as E
-from cookbook.recipe import expr
 from cookbook.recipe.resolve import (
-    WHY_REF, apply_quant, check_rules, load_chain, locator, merge_chain, resolved_from, validate)
+    WHY_REF,
+    apply_quant,
+    check_rules,
+    load_chain,
+    locator,
+    merge_chain,
+    resolved_from,
+    validate,
+)
 from cookbook.recipe.status import BundleCheck, status_and_reasons
 
 
@@ -35,8 +42,14 @@ def lint_file(path: Path, bundle_check: BundleCheck | None = None) -> list[E.Dia
     name = data.get("name")
     folder = leaf.path.parent.name
     if isinstance(name, str) and name != folder:
-        out.append(diag(E.NAME_MISMATCH, "name", f"name {name!r} but the folder is {folder!r}",
-                        f"set `name: {folder}` or move the file to recipes/{name}/recipe.yaml"))
+        out.append(
+            diag(
+                E.NAME_MISMATCH,
+                "name",
+                f"name {name!r} but the folder is {folder!r}",
+                f"set `name: {folder}` or move the file to recipes/{name}/recipe.yaml",
+            )
+        )
     recipe, val = validate(data, locate)
     out += val
     out += _raw_checks(data, diag)
@@ -59,17 +72,29 @@ def lint_file(path: Path, bundle_check: BundleCheck | None = None) -> list[E.Dia
         # validated on their own only when it has some).
         applied = recipe if resolved_data is data else validate(resolved_data, locate)[0]
         check = bundle_check or (lambda resolved: None)
-        status, reasons = (status_and_reasons(resolved_from(chain, resolved_data, applied, quant), check)
-                           if applied else ("unverified", []))
+        status, reasons = (
+            status_and_reasons(resolved_from(chain, resolved_data, applied, quant), check)
+            if applied
+            else ("unverified", [])
+        )
         if status == "stale":
-            out.append(diag(E.STALE_VERIFIED, "verified",
-                            "the recipe changed after it was verified (recipe_hash differs)",
-                            f"run gates/run.sh {folder} and `cookbook gates verify {folder} BUNDLE`"))
+            out.append(
+                diag(
+                    E.STALE_VERIFIED,
+                    "verified",
+                    "the recipe changed after it was verified (recipe_hash differs)",
+                    f"run gates/run.sh {folder} and `cookbook gates verify {folder} BUNDLE`",
+                )
+            )
         elif status.startswith("unverified ("):
-            out.append(diag(E.UNEARNED_VERIFIED, "verified",
-                            f"status {status}: " + "; ".join(reasons[:3])[:400],
-                            f"run gates/run.sh {folder} and `cookbook gates verify {folder} BUNDLE` "
-                            "(it lists every reason)"))
+            out.append(
+                diag(
+                    E.UNEARNED_VERIFIED,
+                    "verified",
+                    f"status {status}: " + "; ".join(reasons[:3])[:400],
+                    f"run gates/run.sh {folder} and `cookbook gates verify {folder} BUNDLE` (it lists every reason)",
+                )
+            )
     return _in_file_order(out)
 
 
@@ -78,23 +103,39 @@ def _raw_checks(data: dict, diag) -> list[E.Diagnostic]:
     out = []
     platform = (data.get("hardware") or {}).get("platform") if isinstance(data.get("hardware"), dict) else None
     if isinstance(platform, str) and platform not in platforms.CATALOGUE:
-        out.append(diag(E.UNKNOWN_PLATFORM, "hardware.platform", f"unknown platform {platform!r}",
-                        f"platforms: {', '.join(platforms.CATALOGUE)}"))
+        out.append(
+            diag(
+                E.UNKNOWN_PLATFORM,
+                "hardware.platform",
+                f"unknown platform {platform!r}",
+                f"platforms: {', '.join(platforms.CATALOGUE)}",
+            )
+        )
     quants = data.get("quants")
     if isinstance(quants, dict) and quants:
         defaults = [q for q, s in quants.items() if isinstance(s, dict) and s.get("default")]
         if len(defaults) != 1:
-            out.append(diag(E.QUANT_DEFAULTS, "quants",
-                            f"{len(defaults)} quants are marked default ({', '.join(defaults) or 'none'})",
-                            "mark exactly one quant `default: true`"))
+            out.append(
+                diag(
+                    E.QUANT_DEFAULTS,
+                    "quants",
+                    f"{len(defaults)} quants are marked default ({', '.join(defaults) or 'none'})",
+                    "mark exactly one quant `default: true`",
+                )
+            )
     rules = data.get("rules")
     for i, rule in enumerate(rules if isinstance(rules, list) else []):
         for field in ("message", "help"):  # a `{KEY.why}` merge_chain could not fill
             text = rule.get(field) if isinstance(rule, dict) else None
             for key in WHY_REF.findall(text) if isinstance(text, str) else []:
-                out.append(diag(E.BAD_VALUE, f"rules.{i}.{field}",
-                                f"cites {{{key}.why}} but {key} is not a setting with a why",
-                                "cite a {value, why} setting of this recipe, e.g. {serve.args.block_size.why}"))
+                out.append(
+                    diag(
+                        E.BAD_VALUE,
+                        f"rules.{i}.{field}",
+                        f"cites {{{key}.why}} but {key} is not a setting with a why",
+                        "cite a {value, why} setting of this recipe, e.g. {serve.args.block_size.why}",
+                    )
+                )
         for field in ("when", "require"):
             text = rule.get(field) if isinstance(rule, dict) else None
             if not isinstance(text, str):
@@ -102,8 +143,9 @@ def _raw_checks(data: dict, diag) -> list[E.Diagnostic]:
             try:
                 expr.parse(text)
             except expr.ExprError as exc:
-                out.append(diag(E.BAD_EXPRESSION, f"rules.{i}.{field}", str(exc),
-                                "see docs/rules.md for the rule language"))
+                out.append(
+                    diag(E.BAD_EXPRESSION, f"rules.{i}.{field}", str(exc), "see docs/rules.md for the rule language")
+                )
     return out
 
 
@@ -118,8 +160,11 @@ def _fix_diagnostics(recipe, diag) -> list[E.Diagnostic]:
     try:
         pack.resolve(fixes.profile, [f.name for f in fixes.opt_in])
     except pack.FixError as exc:
-        return [diag(E.UNKNOWN_FIX, "image.fixes", str(exc).splitlines()[0],
-                     f"profiles: {', '.join(pack.known_profiles())}")]
+        return [
+            diag(
+                E.UNKNOWN_FIX, "image.fixes", str(exc).splitlines()[0], f"profiles: {', '.join(pack.known_profiles())}"
+            )
+        ]
     return []
 
 

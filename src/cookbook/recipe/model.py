@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Annotated, Any, Literal, Union
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator, model_validator
 from pydantic_core import PydanticCustomError
@@ -20,8 +20,8 @@ from cookbook.recipe.gates_spec import GatesSpec
 
 SCHEMA_VERSION = 1
 
-Scalar = Union[bool, int, float, str]
-JsonValue = Union[Scalar, dict[str, Any], list[Any], None]
+Scalar = bool | int | float | str
+JsonValue = Scalar | dict[str, Any] | list[Any] | None
 
 # Names rendered into the launch block as they are (see docs/errors.md, R021), and the
 # no-control-character rule of every other rendered text (R022). Each pattern lands in the
@@ -55,8 +55,9 @@ class Setting(Strict):
     May be written bare (`port: 8000`) or with its reason (`{value: 8000, why: ...}`).
     """
 
-    value: JsonValue = Field(description="The value. Booleans render as --flag / --no-flag; "
-                             "mappings render as quoted JSON.")
+    value: JsonValue = Field(
+        description="The value. Booleans render as --flag / --no-flag; mappings render as quoted JSON."
+    )
     why: str | None = Field(None, description="The reason for this value, quoted from its source.")
     source: str | None = Field(None, description="Where the value and reason come from.")
 
@@ -78,8 +79,9 @@ class Setting(Strict):
 class Source(Strict):
     repo: str = Field(description="Hub repository id (org/name) or a URL.")
     revision: str | None = Field(None, description="Branch, tag or commit to pin.")
-    include: list[str] = Field(default_factory=list,
-                               description="Download patterns; every shard of a split quant is needed.")
+    include: list[str] = Field(
+        default_factory=list, description="Download patterns; every shard of a split quant is needed."
+    )
     size_gib: float | None = Field(None, description="On-disk size of what the patterns fetch.")
     why: str | None = None
 
@@ -103,11 +105,12 @@ class Model(Strict):
     name: str = Field(description="Human name of the model.")
     source: Source
     format: Literal["gguf", "safetensors", "hf"] = Field(
-        description="What the source ships: GGUF files, a safetensors checkpoint, or an HF dir.")
+        description="What the source ships: GGUF files, a safetensors checkpoint, or an HF dir."
+    )
     architecture: Architecture = Field(default_factory=Architecture)
     extras: dict[str, Source] = Field(
-        default_factory=dict,
-        description="Other downloads the model needs (vision projector, chat template, drafter).")
+        default_factory=dict, description="Other downloads the model needs (vision projector, chat template, drafter)."
+    )
     license: str | None = None
 
 
@@ -115,7 +118,8 @@ class Hardware(Strict):
     platform: str = Field(description="A platform id from the catalogue (cookbook/platforms.py).")
     gpus: int = Field(ge=0, description="Accelerators the recipe uses (0 for cpu).")
     min_host_memory_gib: float | None = Field(
-        None, description="Host RAM the recipe needs (the cpu platform's only memory).")
+        None, description="Host RAM the recipe needs (the cpu platform's only memory)."
+    )
     notes: list[str] = Field(default_factory=list)
 
 
@@ -126,8 +130,10 @@ class Engine(Strict):
     branch: str | None = None
     commit: str | None = None
     dockerfile: str | None = Field(
-        None, description="A Dockerfile in the engine's own repository (repo), relative to its root; "
-        "not a file of this repository.")
+        None,
+        description="A Dockerfile in the engine's own repository (repo), relative to its root; "
+        "not a file of this repository.",
+    )
     why: str | None = None
 
 
@@ -139,19 +145,22 @@ class FixRef(Strict):
 class Fixes(Strict):
     profile: ItemName | None = Field(None, description="Fix profile in fixes/profiles/ for the pinned vLLM.")
     opt_in: list[FixRef] = Field(default_factory=list, description="Opt-in fixes, named explicitly.")
-    check_at_launch: bool = Field(
-        False, description="Render the pack's apply/check line into the launch block.")
+    check_at_launch: bool = Field(False, description="Render the pack's apply/check line into the launch block.")
     launch_script: Text = Field(
         '"$COOKBOOK/fixes/apply_all.py"',
         description="How the launch block calls the pack inside the image: a path that may use "
-                    "$VARS, optionally in double quotes; anything else is quoted as text.")
+        "$VARS, optionally in double quotes; anything else is quoted as text.",
+    )
     provided_by_port: list[FixRef] = Field(
-        default_factory=list, description="Patches that exist only inside the port image.")
+        default_factory=list, description="Patches that exist only inside the port image."
+    )
 
 
 class KernelRef(Strict):
-    name: str = Field(description="A folder under kernels/ (cookbook.kernel_catalogue); the recipe's "
-                      "hardware.platform picks its backend.")
+    name: str = Field(
+        description="A folder under kernels/ (cookbook.kernel_catalogue); the recipe's "
+        "hardware.platform picks its backend."
+    )
     variant: str
     why: str | None = None
 
@@ -161,14 +170,16 @@ class Image(Strict):
     engine: Engine
     port: str | None = Field(None, description="ports/<port>/ holding Dockerfile, patches, install steps.")
     dockerfile: str | None = Field(
-        None, description="A Dockerfile in this repository, relative to its root (lint checks that it exists). "
-        "One in the engine's own repository goes under engine.dockerfile.")
+        None,
+        description="A Dockerfile in this repository, relative to its root (lint checks that it exists). "
+        "One in the engine's own repository goes under engine.dockerfile.",
+    )
     build: str | Setting | None = Field(
-        None, description="The documented build command, with its reason when it does not run as written.")
+        None, description="The documented build command, with its reason when it does not run as written."
+    )
     fixes: Fixes = Field(default_factory=Fixes)
     kernels: list[KernelRef] = Field(default_factory=list)
-    extra: dict[str, Setting] = Field(default_factory=dict,
-                                      description="Other pinned facts (SDK versions, commits).")
+    extra: dict[str, Setting] = Field(default_factory=dict, description="Other pinned facts (SDK versions, commits).")
 
 
 class Quant(Strict):
@@ -179,30 +190,37 @@ class Quant(Strict):
     default: bool = False
     use_when: str | None = Field(None, description="When to choose it, from the source.")
     overrides: dict[str, Any] = Field(
-        default_factory=dict, description="Partial recipe merged in when this quant is chosen.")
+        default_factory=dict, description="Partial recipe merged in when this quant is chosen."
+    )
 
 
 class ConvertStep(Strict):
-    tool: str = Field(pattern=TOOL_NAME,
-                      description="A converter: gguf-join, gguf-set, gguf-to-hf, quark-mxfp4-fuse, ...")
-    args: list[Text] = Field(default_factory=list, description="Arguments, each one argv item (no shell); "
-                             "plain $VAR / ${VAR} / ${VAR:-default} come from env and "
-                             "$SOURCE_FILE / $SOURCE_DIR from the fetched model.")
-    creates: Text | None = Field(None, description="Path the step produces; the step is skipped "
-                                "when it exists (a second run reuses it).")
+    tool: str = Field(
+        pattern=TOOL_NAME, description="A converter: gguf-join, gguf-set, gguf-to-hf, quark-mxfp4-fuse, ..."
+    )
+    args: list[Text] = Field(
+        default_factory=list,
+        description="Arguments, each one argv item (no shell); "
+        "plain $VAR / ${VAR} / ${VAR:-default} come from env and "
+        "$SOURCE_FILE / $SOURCE_DIR from the fetched model.",
+    )
+    creates: Text | None = Field(
+        None, description="Path the step produces; the step is skipped when it exists (a second run reuses it)."
+    )
     why: str | None = None
 
 
 class Serve(Strict):
     command: Literal["vllm-serve", "api-server"] = Field(
-        "vllm-serve",
-        description="`vllm serve MODEL` or `python -m vllm.entrypoints.openai.api_server --model MODEL`.")
+        "vllm-serve", description="`vllm serve MODEL` or `python -m vllm.entrypoints.openai.api_server --model MODEL`."
+    )
     python: str = Field("python", pattern=INTERPRETER, description="Interpreter for the api-server form.")
     model: Text = Field(description="Model path or repo as the launch block names it (may use $VARS).")
     args: dict[FlagKey, Setting] = Field(
         default_factory=dict,
         description="vLLM flags as snake_case keys (block_size -> --block-size), each a value or "
-                    "{value, why}. Rendered one flag per line in this order.")
+        "{value, why}. Rendered one flag per line in this order.",
+    )
 
     def arg(self, key: str, default: Any = None) -> Any:
         s = self.args.get(key)
@@ -212,12 +230,15 @@ class Serve(Strict):
 class Rule(Strict):
     id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$", description="Stable kebab-case id of the rule.")
     kind: Literal["conflict", "requires"] = Field(
-        "conflict", description="conflict: refuse when `when` holds. requires: refuse when `when` "
-        "holds and `require` does not.")
+        "conflict",
+        description="conflict: refuse when `when` holds. requires: refuse when `when` holds and `require` does not.",
+    )
     when: str = Field("true", description="Expression over the resolved recipe (see docs/rules.md).")
     require: str | None = Field(None, description="For kind=requires: what must hold.")
-    message: str = Field(description="The refusal, quoting the source's reason; {dotted.keys} are filled in, "
-                         "and {dotted.key.why} quotes that setting's why.")
+    message: str = Field(
+        description="The refusal, quoting the source's reason; {dotted.keys} are filled in, "
+        "and {dotted.key.why} quotes that setting's why."
+    )
     help: str | None = Field(None, description="What would work instead.")
     source: str | None = Field(None, description="The document and section stating the rule.")
 
@@ -258,8 +279,9 @@ class Recipe(Strict):
 
     schema_version: Literal[1] = Field(description="Recipe format version; 1 is the only one.")
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9-]*$", description="Equals the recipe's folder name.")
-    extends: str | None = Field(None, pattern=SLUG,
-                                description="Slug of the recipe this one builds on (a folder under recipes/).")
+    extends: str | None = Field(
+        None, pattern=SLUG, description="Slug of the recipe this one builds on (a folder under recipes/)."
+    )
     abstract: bool = Field(False, description="A base for variants; never launched itself.")
     summary: Text = Field(description="One line: what this recipe serves, where.")
     model: Model
@@ -267,15 +289,15 @@ class Recipe(Strict):
     image: Image
     quants: dict[ItemName, Quant] = Field(default_factory=dict)
     convert: list[ConvertStep] = Field(default_factory=list)
-    env: dict[EnvName, Setting] = Field(default_factory=dict,
-                                       description="Environment exported before launch, in order.")
+    env: dict[EnvName, Setting] = Field(
+        default_factory=dict, description="Environment exported before launch, in order."
+    )
     serve: Serve
     rules: list[Rule] = Field(default_factory=list)
     gates: GatesSpec = Field(default_factory=GatesSpec)
     reported: list[Reported] = Field(default_factory=list)
     known_issues: list[str] = Field(default_factory=list)
-    docs: dict[str, str] = Field(default_factory=dict,
-                                 description="Extra prose sections for the generated page.")
+    docs: dict[str, str] = Field(default_factory=dict, description="Extra prose sections for the generated page.")
     verified: Verified | None = Field(None, description="Written only by the gate tool.")
 
 

@@ -109,21 +109,28 @@ def all_slugs() -> list[str]:
     return sorted(p.parent.name for p in root.glob("*/recipe.yaml"))
 
 
-def _unknown_recipe(slug: str, key: str = "", src: SourceFile | None = None,
-                    kind: E.ErrorKind = E.UNKNOWN_RECIPE) -> E.Diagnostic:
+def _unknown_recipe(
+    slug: str, key: str = "", src: SourceFile | None = None, kind: E.ErrorKind = E.UNKNOWN_RECIPE
+) -> E.Diagnostic:
     close = difflib.get_close_matches(slug, all_slugs(), n=3, cutoff=0.5)
-    help = (f"did you mean {', '.join(close)}?" if close else "run `cookbook list` to see every recipe")
+    help = f"did you mean {', '.join(close)}?" if close else "run `cookbook list` to see every recipe"
     line, col = src.where(key) if src else (None, None)
-    return E.Diagnostic(kind, key, f"no recipe named {slug!r} (no recipes/{slug}/recipe.yaml)", help,
-                        src.path if src else None, line, col)
+    return E.Diagnostic(
+        kind,
+        key,
+        f"no recipe named {slug!r} (no recipes/{slug}/recipe.yaml)",
+        help,
+        src.path if src else None,
+        line,
+        col,
+    )
 
 
 def load_chain(slug_or_path: str | Path) -> list[SourceFile]:
     path = Path(slug_or_path)
     if path.suffix not in (".yaml", ".yml"):
         path = paths.recipe_file(str(slug_or_path))
-        if (not re.fullmatch(SLUG, str(slug_or_path)) or not path.is_file()
-                or not _inside(path, paths.recipes_dir())):
+        if not re.fullmatch(SLUG, str(slug_or_path)) or not path.is_file() or not _inside(path, paths.recipes_dir()):
             raise E.RecipeError([_unknown_recipe(str(slug_or_path))])
     chain: list[SourceFile] = []
     seen: list[str] = []
@@ -136,18 +143,37 @@ def load_chain(slug_or_path: str | Path) -> list[SourceFile]:
             return chain
         if not isinstance(parent, str) or not re.fullmatch(SLUG, parent):
             line, col = src.where("extends")
-            raise E.RecipeError([E.Diagnostic(
-                E.EXTENDS_UNKNOWN, "extends", f"must be a recipe slug (got {parent!r})",
-                "name a folder under recipes/: lowercase letters, digits and -, no / or ..",
-                src.path, line, col)])
+            raise E.RecipeError(
+                [
+                    E.Diagnostic(
+                        E.EXTENDS_UNKNOWN,
+                        "extends",
+                        f"must be a recipe slug (got {parent!r})",
+                        "name a folder under recipes/: lowercase letters, digits and -, no / or ..",
+                        src.path,
+                        line,
+                        col,
+                    )
+                ]
+            )
         parent_path = paths.recipes_dir() / parent / "recipe.yaml"
         if not parent_path.is_file() or not _inside(parent_path, paths.recipes_dir()):
             raise E.RecipeError([_unknown_recipe(parent, "extends", src, E.EXTENDS_UNKNOWN)])
         if str(parent_path.resolve()) in seen:
             line, col = src.where("extends")
-            raise E.RecipeError([E.Diagnostic(E.EXTENDS_CYCLE, "extends",
-                                              f"{parent!r} extends back to this recipe",
-                                              "remove one `extends` of the loop", src.path, line, col)])
+            raise E.RecipeError(
+                [
+                    E.Diagnostic(
+                        E.EXTENDS_CYCLE,
+                        "extends",
+                        f"{parent!r} extends back to this recipe",
+                        "remove one `extends` of the loop",
+                        src.path,
+                        line,
+                        col,
+                    )
+                ]
+            )
         path = parent_path
 
 
@@ -194,14 +220,20 @@ def cite_whys(rules: list, data: dict[str, Any]) -> list:
     out = []
     for rule in rules:
         if isinstance(rule, dict):
-            rule = {k: (WHY_REF.sub(lambda m: why_of(data, m.group(1)) or m.group(0), v)
-                        if k in ("message", "help") and isinstance(v, str) else v)
-                    for k, v in rule.items()}
+            rule = {
+                k: (
+                    WHY_REF.sub(lambda m: why_of(data, m.group(1)) or m.group(0), v)
+                    if k in ("message", "help") and isinstance(v, str)
+                    else v
+                )
+                for k, v in rule.items()
+            }
         out.append(rule)
     return out
 
 
 # ---- validation -> diagnostics --------------------------------------------------------
+
 
 def _schema_node(loc: tuple, schema: dict) -> dict:
     """The JSON-schema node at `loc` (for listing legal keys in a help line)."""
@@ -269,32 +301,78 @@ def validation_diagnostics(exc: ValidationError, locate, data: Any = None) -> li
         pattern = (err.get("ctx") or {}).get("pattern")
         if err["type"] == "control_character" or pattern == shell.NO_CONTROL:
             ch = shell.control_char(str(err.get("input", ""))) or "?"
-            out.append(E.Diagnostic(E.SHELL_CONTROL_CHAR, dotted, f"the value holds the control character '{ch}'",
-                                    shell.CONTROL_HELP, file, line, col))
+            out.append(
+                E.Diagnostic(
+                    E.SHELL_CONTROL_CHAR,
+                    dotted,
+                    f"the value holds the control character '{ch}'",
+                    shell.CONTROL_HELP,
+                    file,
+                    line,
+                    col,
+                )
+            )
         elif err["type"] == "string_pattern_mismatch" and pattern in NAME_FORMS:
             what, form = NAME_FORMS[pattern]
-            out.append(E.Diagnostic(E.BAD_NAME, dotted, f"{err.get('input')!r} is not {what} "
-                                    "(names go into the launch block as they are)",
-                                    f"write it as {form}", file, line, col))
+            out.append(
+                E.Diagnostic(
+                    E.BAD_NAME,
+                    dotted,
+                    f"{err.get('input')!r} is not {what} (names go into the launch block as they are)",
+                    f"write it as {form}",
+                    file,
+                    line,
+                    col,
+                )
+            )
         elif err["type"] == "extra_forbidden":
             legal = sorted(_schema_node(loc[:-1], schema).get("properties", {}))
             close = difflib.get_close_matches(str(loc[-1]), legal, n=1)
             hint = f"did you mean {close[0]!r}? " if close else ""
-            out.append(E.Diagnostic(E.UNKNOWN_KEY, dotted, f"unknown key {loc[-1]!r}",
-                                    f"{hint}legal keys here: {', '.join(legal)}", file, line, col))
+            out.append(
+                E.Diagnostic(
+                    E.UNKNOWN_KEY,
+                    dotted,
+                    f"unknown key {loc[-1]!r}",
+                    f"{hint}legal keys here: {', '.join(legal)}",
+                    file,
+                    line,
+                    col,
+                )
+            )
         elif err["type"] == "missing":
-            out.append(E.Diagnostic(E.MISSING_KEY, dotted, "required key is missing",
-                                    _schema_node(loc, schema).get("description"), file, line, col))
+            out.append(
+                E.Diagnostic(
+                    E.MISSING_KEY,
+                    dotted,
+                    "required key is missing",
+                    _schema_node(loc, schema).get("description"),
+                    file,
+                    line,
+                    col,
+                )
+            )
         elif loc[:1] == ("schema_version",):
-            out.append(E.Diagnostic(E.SCHEMA_VERSION, dotted,
-                                    f"unsupported schema_version {err.get('input')!r}",
-                                    "write `schema_version: 1`", file, line, col))
+            out.append(
+                E.Diagnostic(
+                    E.SCHEMA_VERSION,
+                    dotted,
+                    f"unsupported schema_version {err.get('input')!r}",
+                    "write `schema_version: 1`",
+                    file,
+                    line,
+                    col,
+                )
+            )
         else:
             msg = err["msg"].removeprefix("Value error, ")
             got = err.get("input")
             got = "" if isinstance(got, (dict, list)) else f" (got {got!r})"
-            out.append(E.Diagnostic(E.BAD_VALUE, dotted, f"{msg}{got}",
-                                    _schema_node(loc, schema).get("description"), file, line, col))
+            out.append(
+                E.Diagnostic(
+                    E.BAD_VALUE, dotted, f"{msg}{got}", _schema_node(loc, schema).get("description"), file, line, col
+                )
+            )
     # Report in file order.
     out.sort(key=lambda d: (str(d.file), d.line or 0, d.col or 0))
     return out
@@ -303,8 +381,17 @@ def validation_diagnostics(exc: ValidationError, locate, data: Any = None) -> li
 def validate(data: dict[str, Any], locate) -> tuple[Recipe | None, list[E.Diagnostic]]:
     if "schema_version" not in data:
         file, line, col = locate("")
-        return None, [E.Diagnostic(E.SCHEMA_VERSION, "schema_version", "schema_version is missing",
-                                   "add `schema_version: 1` as the first key", file, line, col)]
+        return None, [
+            E.Diagnostic(
+                E.SCHEMA_VERSION,
+                "schema_version",
+                "schema_version is missing",
+                "add `schema_version: 1` as the first key",
+                file,
+                line,
+                col,
+            )
+        ]
     try:
         return Recipe.model_validate(data), []
     except ValidationError as exc:
@@ -312,6 +399,7 @@ def validate(data: dict[str, Any], locate) -> tuple[Recipe | None, list[E.Diagno
 
 
 # ---- quant, --set, rules ----------------------------------------------------------------
+
 
 def _recipes_offering(quant: str, family: str, min_gpus: int) -> list[str]:
     out = []
@@ -322,8 +410,11 @@ def _recipes_offering(quant: str, family: str, min_gpus: int) -> list[str]:
             continue
         if data.get("abstract"):
             continue
-        if (data.get("model", {}).get("family") == family and quant in data.get("quants", {})
-                and data.get("hardware", {}).get("gpus", 0) >= min_gpus):
+        if (
+            data.get("model", {}).get("family") == family
+            and quant in data.get("quants", {})
+            and data.get("hardware", {}).get("gpus", 0) >= min_gpus
+        ):
             hw = data["hardware"]
             out.append(f"{slug} ({hw['gpus']}x {hw['platform']})")
     return out
@@ -333,16 +424,29 @@ def apply_quant(data: dict, quant: str | None, slug: str) -> tuple[dict, str | N
     quants = data.get("quants") or {}
     if not quants:
         if quant:
-            return data, None, [E.Diagnostic(E.UNKNOWN_QUANT, "quants", f"{slug} has no quant options",
-                                             "leave out --quant")]
+            return (
+                data,
+                None,
+                [E.Diagnostic(E.UNKNOWN_QUANT, "quants", f"{slug} has no quant options", "leave out --quant")],
+            )
         return data, None, []
     if quant is None:
         quant = next((q for q, spec in quants.items() if isinstance(spec, dict) and spec.get("default")), None)
         if quant is None:
             return data, None, []
     if quant not in quants:
-        return data, None, [E.Diagnostic(E.UNKNOWN_QUANT, "quants", f"{slug} offers no quant {quant!r}",
-                                         f"{slug} offers: {', '.join(quants)}")]
+        return (
+            data,
+            None,
+            [
+                E.Diagnostic(
+                    E.UNKNOWN_QUANT,
+                    "quants",
+                    f"{slug} offers no quant {quant!r}",
+                    f"{slug} offers: {', '.join(quants)}",
+                )
+            ],
+        )
     spec = quants[quant]
     diags = []
     gpus = data.get("hardware", {}).get("gpus", 0)
@@ -351,8 +455,14 @@ def apply_quant(data: dict, quant: str | None, slug: str) -> tuple[dict, str | N
         why = f" ({spec['min_gpus_why']})" if spec.get("min_gpus_why") else ""
         others = _recipes_offering(quant, data.get("model", {}).get("family"), min_gpus)
         help = f"use {' or '.join(others)}" if others else f"choose one of: {', '.join(quants)}"
-        diags.append(E.Diagnostic(E.QUANT_TOO_FEW_GPUS, f"quants.{quant}.min_gpus",
-                                  f"{quant} needs {min_gpus}+ GPUs; {slug} has {gpus}{why}", help))
+        diags.append(
+            E.Diagnostic(
+                E.QUANT_TOO_FEW_GPUS,
+                f"quants.{quant}.min_gpus",
+                f"{quant} needs {min_gpus}+ GPUs; {slug} has {gpus}{why}",
+                help,
+            )
+        )
     if spec.get("overrides"):
         data = deep_merge(data, spec["overrides"])
     return data, quant, diags
@@ -362,8 +472,13 @@ def parse_set(item: str) -> tuple[str, Any]:
     key, eq, raw = item.partition("=")
     key = key.strip()
     if not eq or not key:
-        raise E.RecipeError([E.Diagnostic(E.BAD_SET, "", f"--set {item!r} is not key=value",
-                                          "write e.g. --set serve.args.max_model_len=8192")])
+        raise E.RecipeError(
+            [
+                E.Diagnostic(
+                    E.BAD_SET, "", f"--set {item!r} is not key=value", "write e.g. --set serve.args.max_model_len=8192"
+                )
+            ]
+        )
     try:
         value = yaml.safe_load(raw) if raw.strip() else ""
     except yaml.YAMLError:
@@ -393,13 +508,19 @@ def apply_sets(data: dict, sets: list[str]) -> tuple[dict, list[E.Diagnostic]]:
         parent, _, leaf = key.rpartition(".")
         container = _raw(data, parent)
         open_map = parent in OPEN_MAPS and not shorthand
-        if not isinstance(container, dict) or (leaf not in container and not open_map
-                                               and not _schema_allows(parent, leaf)):
+        if not isinstance(container, dict) or (
+            leaf not in container and not open_map and not _schema_allows(parent, leaf)
+        ):
             known = sorted(_leaf_keys(data))
             close = difflib.get_close_matches(key, known, n=3, cutoff=0.6)
-            diags.append(E.Diagnostic(E.UNKNOWN_SET_KEY, key, f"--set {item!r}: the recipe has no key {key!r}",
-                                      f"did you mean {', '.join(close)}?" if close else
-                                      "`cookbook show SLUG` lists every key"))
+            diags.append(
+                E.Diagnostic(
+                    E.UNKNOWN_SET_KEY,
+                    key,
+                    f"--set {item!r}: the recipe has no key {key!r}",
+                    f"did you mean {', '.join(close)}?" if close else "`cookbook show SLUG` lists every key",
+                )
+            )
             continue
         current = container.get(leaf)
         if isinstance(current, dict) and "value" in current:
@@ -428,8 +549,9 @@ def _unsafe_set(item: str, key: str, value: Any) -> E.Diagnostic | None:
     for text in (key, *_strings(value)):
         ch = shell.control_char(text)
         if ch is not None:
-            return E.Diagnostic(E.BAD_SET, key, f"--set {item!r}: holds the control character '{ch}'",
-                                shell.CONTROL_HELP)
+            return E.Diagnostic(
+                E.BAD_SET, key, f"--set {item!r}: holds the control character '{ch}'", shell.CONTROL_HELP
+            )
     parent, _, leaf = key.rpartition(".")
     if "." not in key and key not in Recipe.model_fields:  # shorthand: UPPER is env, else a flag
         parent = "env" if key.isupper() else "serve.args"
@@ -466,9 +588,12 @@ def rule_context(recipe: Recipe, data: dict, quant: str | None) -> dict[str, Any
     q["name"] = quant
     ctx["quant"] = q
     plat = platforms.get(recipe.hardware.platform)
-    ctx["platform"] = {"id": recipe.hardware.platform, "arch": plat.arch if plat else None,
-                       "memory_gib": plat.memory_gib if plat else None,
-                       "vendor": plat.vendor if plat else None}
+    ctx["platform"] = {
+        "id": recipe.hardware.platform,
+        "arch": plat.arch if plat else None,
+        "memory_gib": plat.memory_gib if plat else None,
+        "vendor": plat.vendor if plat else None,
+    }
     return ctx
 
 
@@ -479,6 +604,7 @@ def fill(message: str, ctx: dict[str, Any]) -> str:
     def sub(m):
         value = expr.lookup(ctx, m.group(1))
         return m.group(0) if value is expr.MISSING else str(value)
+
     return _PLACEHOLDER.sub(sub, message)
 
 
@@ -492,20 +618,33 @@ def check_rules(recipe: Recipe, data: dict, quant: str | None, locate) -> list[E
             if fired and rule.kind == "requires":
                 fired = not bool(expr.evaluate(rule.require, ctx))
         except expr.ExprError as exc:
-            out.append(E.Diagnostic(E.BAD_EXPRESSION, f"rules.{i}", str(exc),
-                                    "see docs/rules.md for the rule language", file, line, col))
+            out.append(
+                E.Diagnostic(
+                    E.BAD_EXPRESSION, f"rules.{i}", str(exc), "see docs/rules.md for the rule language", file, line, col
+                )
+            )
             continue
         if fired:
             text = fill(rule.message, ctx)
             if rule.source:
                 text += f" [{rule.source}]"
-            out.append(E.Diagnostic(E.RULE_REFUSED, f"rules.{rule.id}", text,
-                                    fill(rule.help, ctx) if rule.help else None, file, line, col))
+            out.append(
+                E.Diagnostic(
+                    E.RULE_REFUSED,
+                    f"rules.{rule.id}",
+                    text,
+                    fill(rule.help, ctx) if rule.help else None,
+                    file,
+                    line,
+                    col,
+                )
+            )
     return out
 
 
-def resolve(slug: str | Path, quant: str | None = None, sets: list[str] | tuple = (),
-            check: bool = True) -> ResolvedRecipe:
+def resolve(
+    slug: str | Path, quant: str | None = None, sets: list[str] | tuple = (), check: bool = True
+) -> ResolvedRecipe:
     """The fully resolved recipe. Raises RecipeError with every problem found."""
     chain = load_chain(slug)
     leaf = chain[-1]
@@ -524,17 +663,23 @@ def resolve(slug: str | Path, quant: str | None = None, sets: list[str] | tuple 
     assert recipe is not None
     if check:
         if recipe.abstract:
-            diags.append(E.Diagnostic(E.ABSTRACT_RECIPE, "abstract", f"{name} is a base for variants",
-                                      "use a recipe that extends it: "
-                                      + ", ".join(s for s in all_slugs() if _extends(s, name)) or None))
+            diags.append(
+                E.Diagnostic(
+                    E.ABSTRACT_RECIPE,
+                    "abstract",
+                    f"{name} is a base for variants",
+                    "use a recipe that extends it: " + ", ".join(s for s in all_slugs() if _extends(s, name)) or None,
+                )
+            )
         diags += check_rules(recipe, data, chosen, locate)
         if diags:
             raise E.RecipeError(diags)
     return resolved_from(chain, data, recipe, chosen, sets)
 
 
-def resolved_from(chain: list[SourceFile], data: dict, recipe: Recipe, quant: str | None,
-                  sets: list[str] | tuple = ()) -> ResolvedRecipe:
+def resolved_from(
+    chain: list[SourceFile], data: dict, recipe: Recipe, quant: str | None, sets: list[str] | tuple = ()
+) -> ResolvedRecipe:
     """The ResolvedRecipe of a chain already merged, quant-applied and validated (resolve's
     last step; lint calls it too, so it need not load and validate the file again)."""
     # Keep the resolved data normalized the way the model sees it (settings as {value, why}).

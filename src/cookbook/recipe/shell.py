@@ -113,8 +113,11 @@ def quote(text: str) -> str:
 
 def is_bare(text: str) -> bool:
     """True when quote(text) == text: only plain references and unquoted-safe characters."""
-    return bool(text) and control_char(text) is None and all(
-        ref or all(c in _SAFE for c in seg) for ref, seg in segments(text))
+    return (
+        bool(text)
+        and control_char(text) is None
+        and all(ref or all(c in _SAFE for c in seg) for ref, seg in segments(text))
+    )
 
 
 def quote_word(text: str) -> str:

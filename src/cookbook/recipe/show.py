@@ -16,12 +16,17 @@ WIDTH = 88
 def kernel_lines(k, platform: str) -> list[str]:
     """A recipe's kernel step: the build command of the platform's backend, or why there is none here."""
     from cookbook import kernel_catalogue as catalogue
+
     kernel = catalogue.get(k.name)
     backend = kernel.backend_for(platform) if kernel else None
     out = [f"  kernel {k.name} --variant {k.variant}" + (f" --backend {backend.id}" if backend else "")]
     if backend and backend.missing:
-        out += textwrap.wrap(f"backend {backend.id} is not in this repository: {backend.missing}",
-                             WIDTH, initial_indent="    ", subsequent_indent="      ")
+        out += textwrap.wrap(
+            f"backend {backend.id} is not in this repository: {backend.missing}",
+            WIDTH,
+            initial_indent="    ",
+            subsequent_indent="      ",
+        )
     elif backend:
         out.append(f"    build: {kernel.build_command(k.variant, backend)}")
     out += _why(k.why, 4)
@@ -31,8 +36,7 @@ def kernel_lines(k, platform: str) -> list[str]:
 def _why(text: str | None, indent: int = 6) -> list[str]:
     if not text:
         return []
-    return textwrap.wrap(f"why: {text}", WIDTH, initial_indent=" " * indent,
-                         subsequent_indent=" " * (indent + 5))
+    return textwrap.wrap(f"why: {text}", WIDTH, initial_indent=" " * indent, subsequent_indent=" " * (indent + 5))
 
 
 def _setting_lines(label: str, s: Setting, indent: int = 2) -> list[str]:
@@ -61,14 +65,19 @@ def fix_lines(resolved: ResolvedRecipe) -> list[str]:
         for i, fix in enumerate(infos, 1):
             tag = " [opt-in]" if fix.opt_in else ""
             origin = "" if fix.provided_by == "pack" else f" [provided by {fix.provided_by}]"
-            lines += textwrap.wrap(f"{i}. {fix.name}{tag}{origin}: {fix.summary}", WIDTH,
-                                   initial_indent="    ", subsequent_indent="       ")
+            lines += textwrap.wrap(
+                f"{i}. {fix.name}{tag}{origin}: {fix.summary}",
+                WIDTH,
+                initial_indent="    ",
+                subsequent_indent="       ",
+            )
     else:
         for f in fixes.opt_in:
             lines.append(f"    opt-in {f.name}")
     for f in fixes.provided_by_port:
-        lines += textwrap.wrap(f"- {f.name} [in the port image]: {f.why or ''}", WIDTH,
-                               initial_indent="    ", subsequent_indent="      ")
+        lines += textwrap.wrap(
+            f"- {f.name} [in the port image]: {f.why or ''}", WIDTH, initial_indent="    ", subsequent_indent="      "
+        )
     return lines
 
 
@@ -96,8 +105,10 @@ def render_show(resolved: ResolvedRecipe, status: str) -> str:
         out.append(f"--set    {' '.join(resolved.sets)}")
     out.append("")
     m = r.model
-    out.append(f"model    {m.name} ({m.family}), {m.format} from {m.source.repo}"
-               + (f"@{m.source.revision}" if m.source.revision else ""))
+    out.append(
+        f"model    {m.name} ({m.family}), {m.format} from {m.source.repo}"
+        + (f"@{m.source.revision}" if m.source.revision else "")
+    )
     if resolved.quant:
         q = r.quants[resolved.quant]
         size = f"{q.size_gib:g} GiB, " if q.size_gib else ""
@@ -116,16 +127,27 @@ def render_show(resolved: ResolvedRecipe, status: str) -> str:
         out.append(f"  {name}: {extra.repo} {' '.join(extra.include)}{size}")
         out += _why(extra.why, 4)
     hw = r.hardware
-    desc = f"{plat.name}, {plat.arch}" + (f", {plat.memory_gib:g} GiB" if plat and plat.memory_gib else "") \
-        if plat else "unknown platform"
+    desc = (
+        f"{plat.name}, {plat.arch}" + (f", {plat.memory_gib:g} GiB" if plat and plat.memory_gib else "")
+        if plat
+        else "unknown platform"
+    )
     out.append(f"hardware {hw.gpus}x {hw.platform} ({desc})" if hw.gpus else f"hardware {hw.platform} ({desc})")
     for note in hw.notes:
         out += textwrap.wrap(note, WIDTH, initial_indent="  ", subsequent_indent="  ")
     out.append("")
     img = r.image
     eng = img.engine
-    pin = " ".join(x for x in (eng.version and f"=={eng.version}", eng.repo, eng.branch and f"branch {eng.branch}",
-                               eng.commit and f"commit {eng.commit}") if x)
+    pin = " ".join(
+        x
+        for x in (
+            eng.version and f"=={eng.version}",
+            eng.repo,
+            eng.branch and f"branch {eng.branch}",
+            eng.commit and f"commit {eng.commit}",
+        )
+        if x
+    )
     out.append(f"image    engine {eng.package} {pin}".rstrip())
     out += _why(eng.why, 4)
     if img.base:
@@ -157,8 +179,11 @@ def render_show(resolved: ResolvedRecipe, status: str) -> str:
         out.append("")
         out.append("rules (each refuses with the source's reason)")
         for rule in r.rules:
-            cond = rule.when if rule.kind == "conflict" else (
-                f"not ({rule.require})" if rule.when == "true" else f"{rule.when} and not ({rule.require})")
+            cond = (
+                rule.when
+                if rule.kind == "conflict"
+                else (f"not ({rule.require})" if rule.when == "true" else f"{rule.when} and not ({rule.require})")
+            )
             out.append(f"  {rule.id}: refuses when {cond}")
             out += textwrap.wrap(rule.message, WIDTH, initial_indent="      ", subsequent_indent="      ")
     gates = {k: v for k, v in r.gates.model_dump(exclude_none=True).items()}
@@ -166,8 +191,9 @@ def render_show(resolved: ResolvedRecipe, status: str) -> str:
         out.append("")
         out.append("gates")
         for name, spec in gates.items():
-            out += textwrap.wrap(f"{name}: {json.dumps(spec, sort_keys=True)}", WIDTH,
-                                 initial_indent="  ", subsequent_indent="      ")
+            out += textwrap.wrap(
+                f"{name}: {json.dumps(spec, sort_keys=True)}", WIDTH, initial_indent="  ", subsequent_indent="      "
+            )
     for rep in r.reported:
         out.append("")
         out.append(f"reported (not verified here) — {rep.what}")

@@ -20,10 +20,10 @@ a re-check a current block is never called verified.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable, Optional
 
-BundleCheck = Callable[[object], Optional[tuple[str, list[str]]]]
+BundleCheck = Callable[[object], tuple[str, list[str]] | None]
 
 VERIFIED, STALE, UNVERIFIED = "verified", "stale", "unverified"
 BUNDLE_MISSING, BUNDLE_REFUSED = "unverified (bundle missing)", "unverified (bundle refused)"

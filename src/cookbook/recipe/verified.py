@@ -27,12 +27,14 @@ def with_block(recipe_text: str, block: dict) -> str:
     """recipe.yaml text with its verified block replaced (from `verified:` to EOF) or appended."""
     m = _VERIFIED_LINE.search(recipe_text)
     if m:
-        rest = recipe_text[m.end():]
+        rest = recipe_text[m.end() :]
         later = re.search(r"^[A-Za-z_][\w-]*:", rest, re.MULTILINE)
         if later:
-            raise ValueError(f"`verified:` must be the last top-level key, but {later.group(0)!r} follows it; "
-                             "move that key above `verified:`")
-    head = recipe_text[:m.start()] if m else recipe_text
+            raise ValueError(
+                f"`verified:` must be the last top-level key, but {later.group(0)!r} follows it; "
+                "move that key above `verified:`"
+            )
+    head = recipe_text[: m.start()] if m else recipe_text
     head = re.sub(r"# written by `cookbook gates verify`[^\n]*\n\Z", "", head)
     if head and not head.endswith("\n"):
         head += "\n"

@@ -52,10 +52,19 @@ class _Budget:
     def take(self, node: yaml.Node) -> None:
         self.left -= 1
         if self.left < 0:
-            raise E.RecipeError([E.Diagnostic(
-                E.YAML_SYNTAX, "", f"the file expands to more than {MAX_RECIPE_VALUES} values",
-                "YAML aliases (*name) of lists or mappings nest here; write the values out or use `extends`",
-                self.path, node.start_mark.line + 1, node.start_mark.column + 1)])
+            raise E.RecipeError(
+                [
+                    E.Diagnostic(
+                        E.YAML_SYNTAX,
+                        "",
+                        f"the file expands to more than {MAX_RECIPE_VALUES} values",
+                        "YAML aliases (*name) of lists or mappings nest here; write the values out or use `extends`",
+                        self.path,
+                        node.start_mark.line + 1,
+                        node.start_mark.column + 1,
+                    )
+                ]
+            )
 
 
 def _construct(node: yaml.Node, prefix: str, positions: dict, path: Path, budget: _Budget | None = None) -> Any:
@@ -67,10 +76,19 @@ def _construct(node: yaml.Node, prefix: str, positions: dict, path: Path, budget
             key = key_node.value if isinstance(key_node, yaml.ScalarNode) else str(key_node.value)
             dotted = f"{prefix}.{key}" if prefix else key
             if key in out:
-                raise E.RecipeError([E.Diagnostic(
-                    E.YAML_SYNTAX, dotted, f"duplicate key {key!r}",
-                    "remove one of the two; YAML would silently keep only the last",
-                    path, key_node.start_mark.line + 1, key_node.start_mark.column + 1)])
+                raise E.RecipeError(
+                    [
+                        E.Diagnostic(
+                            E.YAML_SYNTAX,
+                            dotted,
+                            f"duplicate key {key!r}",
+                            "remove one of the two; YAML would silently keep only the last",
+                            path,
+                            key_node.start_mark.line + 1,
+                            key_node.start_mark.column + 1,
+                        )
+                    ]
+                )
             positions[dotted] = (key_node.start_mark.line + 1, key_node.start_mark.column + 1)
             out[key] = _construct(value_node, dotted, positions, path, budget)
         return out
@@ -99,8 +117,9 @@ def load(path: Path) -> SourceFile:
     try:
         st = path.stat()
     except OSError as exc:
-        raise E.RecipeError([E.Diagnostic(E.UNKNOWN_RECIPE, "", f"cannot read {path}: {exc.strerror}",
-                                          None, path)]) from None
+        raise E.RecipeError(
+            [E.Diagnostic(E.UNKNOWN_RECIPE, "", f"cannot read {path}: {exc.strerror}", None, path)]
+        ) from None
     src = _load_cached(path.resolve(), st.st_size, st.st_mtime_ns)
     return SourceFile(path, copy.deepcopy(src.data), src.positions)
 
@@ -110,15 +129,30 @@ def _load_cached(path: Path, size: int, mtime_ns: int) -> SourceFile:
     try:
         size = path.stat().st_size
     except OSError as exc:
-        raise E.RecipeError([E.Diagnostic(E.UNKNOWN_RECIPE, "", f"cannot read {path}: {exc.strerror}",
-                                          None, path)]) from None
+        raise E.RecipeError(
+            [E.Diagnostic(E.UNKNOWN_RECIPE, "", f"cannot read {path}: {exc.strerror}", None, path)]
+        ) from None
     if not stat.S_ISREG(path.stat().st_mode):
         # A FIFO or device would block or never end; a recipe is a plain file.
-        raise E.RecipeError([E.Diagnostic(E.UNKNOWN_RECIPE, "", f"{path} is not a regular file",
-                                          "point at a recipes/<slug>/recipe.yaml file", path)])
+        raise E.RecipeError(
+            [
+                E.Diagnostic(
+                    E.UNKNOWN_RECIPE,
+                    "",
+                    f"{path} is not a regular file",
+                    "point at a recipes/<slug>/recipe.yaml file",
+                    path,
+                )
+            ]
+        )
     if size > MAX_RECIPE_BYTES:
-        raise E.RecipeError([E.Diagnostic(E.YAML_SYNTAX, "", f"file is {size} bytes; a recipe is at "
-                                          f"most {MAX_RECIPE_BYTES}", None, path)])
+        raise E.RecipeError(
+            [
+                E.Diagnostic(
+                    E.YAML_SYNTAX, "", f"file is {size} bytes; a recipe is at most {MAX_RECIPE_BYTES}", None, path
+                )
+            ]
+        )
     text = path.read_text(encoding="utf-8")
     try:
         node = yaml.compose(text, Loader=LOADER)
@@ -126,11 +160,21 @@ def _load_cached(path: Path, size: int, mtime_ns: int) -> SourceFile:
         mark = exc.problem_mark or exc.context_mark
         line, col = (mark.line + 1, mark.column + 1) if mark else (1, 1)
         problem = " ".join(p for p in (exc.context, exc.problem) if p)
-        raise E.RecipeError([E.Diagnostic(E.YAML_SYNTAX, "", problem,
-                                          "fix the YAML syntax at this position", path, line, col)]) from None
+        raise E.RecipeError(
+            [E.Diagnostic(E.YAML_SYNTAX, "", problem, "fix the YAML syntax at this position", path, line, col)]
+        ) from None
     if not isinstance(node, yaml.MappingNode):
-        raise E.RecipeError([E.Diagnostic(E.NOT_A_MAPPING, "", "the file does not hold a mapping",
-                                          "start from an existing recipes/<slug>/recipe.yaml", path)])
+        raise E.RecipeError(
+            [
+                E.Diagnostic(
+                    E.NOT_A_MAPPING,
+                    "",
+                    "the file does not hold a mapping",
+                    "start from an existing recipes/<slug>/recipe.yaml",
+                    path,
+                )
+            ]
+        )
     positions: dict[str, tuple[int, int]] = {}
     data = _construct(node, "", positions, path)
     return SourceFile(path, data, positions)

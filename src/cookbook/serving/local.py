@@ -56,8 +56,10 @@ def fetch(resolved: ResolvedRecipe) -> Path:
     repo = resolved.recipe.model.source.repo
     if repo not in FETCHERS:
         include = " ".join(shlex.quote(p) for p in resolved.recipe.model.source.include)
-        raise ServeError(f"{resolved.slug}: {repo} is not fetched automatically here",
-                         help=f"hf download {shlex.quote(repo)} --include {include} --local-dir $MODELS/...")
+        raise ServeError(
+            f"{resolved.slug}: {repo} is not fetched automatically here",
+            help=f"hf download {shlex.quote(repo)} --include {include} --local-dir $MODELS/...",
+        )
     step(f"fetch {repo}")
     t0 = time.monotonic()
     path = FETCHERS[repo]()
@@ -86,8 +88,7 @@ _DUMP_ENV = "import json, os, sys; sys.stdout.write(json.dumps(dict(os.environ))
 def exported_env(resolved: ResolvedRecipe, env: dict[str, str]) -> dict[str, str]:
     """`env` after the launch block's own export lines, run by bash as the block runs them."""
     script = "\n".join(export_lines(resolved) + ['exec "$0" -c "$1"']) + "\n"
-    p = subprocess.run(["bash", "-c", script, sys.executable, _DUMP_ENV], env=env, capture_output=True,
-                       text=True)
+    p = subprocess.run(["bash", "-c", script, sys.executable, _DUMP_ENV], env=env, capture_output=True, text=True)
     if p.returncode != 0:
         raise ServeError(f"the launch block's exports failed (exit {p.returncode}): {p.stderr.strip()}")
     out = json.loads(p.stdout)
@@ -112,8 +113,10 @@ def convert_steps(resolved: ResolvedRecipe, env: dict[str, str]) -> list[Convert
             args = [shell.expand(a, env) for a in conv.args]
             creates = Path(shell.expand(conv.creates, env)) if conv.creates else None
         except shell.UnsetVariable as exc:
-            raise ServeError(f"{label}: ${exc.args[0]} is not set\n"
-                             f"  help: export {exc.args[0]}, or give it a value in the recipe's env") from None
+            raise ServeError(
+                f"{label}: ${exc.args[0]} is not set\n"
+                f"  help: export {exc.args[0]}, or give it a value in the recipe's env"
+            ) from None
         steps.append(ConvertStep(label, convert_command() + [conv.tool, *args], creates))
     return steps
 
@@ -205,13 +208,15 @@ def launch(resolved: ResolvedRecipe, env: dict[str, str], workdir: Path) -> Serv
     port = serve.arg("port", 8000)
     base_url = f"http://{'127.0.0.1' if host in ('0.0.0.0', '::') else host}:{port}"
     if _get(base_url + "/health", 2) is not None:
-        raise ServeError(f"something already answers on {base_url}",
-                         help="stop it, or pick another port with --set port=8001")
+        raise ServeError(
+            f"something already answers on {base_url}", help="stop it, or pick another port with --set port=8001"
+        )
     step(f"launch: bash {block}  (log: {log})")
     for line in render(resolved, comments=False).splitlines():
         note(line)
-    process = subprocess.Popen(["bash", str(block)], env=env, stdout=log.open("w"), stderr=subprocess.STDOUT,
-                               start_new_session=True)
+    process = subprocess.Popen(
+        ["bash", str(block)], env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True
+    )
     return Server(process, log, base_url)
 
 
@@ -232,8 +237,10 @@ def wait_ready(server: Server, timeout_s: float) -> float:
     last = 0.0
     while time.monotonic() - t0 < timeout_s:
         if not server.alive():
-            raise ServeError(f"the server exited with code {server.process.returncode} before it was ready; "
-                             f"last lines of {server.log}:\n{server.tail()}")
+            raise ServeError(
+                f"the server exited with code {server.process.returncode} before it was ready; "
+                f"last lines of {server.log}:\n{server.tail()}"
+            )
         if _get(server.base_url + "/health", 2) is not None:
             models = _get(server.base_url + "/v1/models", 5)
             if models:
@@ -247,14 +254,17 @@ def wait_ready(server: Server, timeout_s: float) -> float:
             lines = server.tail(1).strip()
             note(f"waiting for the server ({elapsed:.0f} s): {lines[-120:]}")
         time.sleep(1)
-    raise ServeError(f"the server was not ready after {timeout_s:.0f} s; last lines of {server.log}:\n"
-                     f"{server.tail()}", help="raise --ready-timeout-s, or read the log")
+    raise ServeError(
+        f"the server was not ready after {timeout_s:.0f} s; last lines of {server.log}:\n{server.tail()}",
+        help="raise --ready-timeout-s, or read the log",
+    )
 
 
 def env_lock(env: dict[str, str]) -> str:
     """pip freeze of the interpreter that runs the server (the venv on PATH)."""
-    p = subprocess.run([str(Path(sys.executable)), "-m", "pip", "freeze", "--all"], capture_output=True,
-                       text=True, env=env)
+    p = subprocess.run(
+        [str(Path(sys.executable)), "-m", "pip", "freeze", "--all"], capture_output=True, text=True, env=env
+    )
     return p.stdout
 
 

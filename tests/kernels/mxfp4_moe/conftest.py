@@ -24,5 +24,7 @@ if _NEED_INTERPRETER:
 @pytest.fixture(autouse=True)
 def _interpreter_ready():
     if _NEED_INTERPRETER and _TRITON_WAS_LOADED:
-        pytest.fail("triton was imported before TRITON_INTERPRET=1 was set; run with "
-                    "TRITON_INTERPRET=1 in the environment (as CI does)")
+        pytest.fail(
+            "triton was imported before TRITON_INTERPRET=1 was set; run with "
+            "TRITON_INTERPRET=1 in the environment (as CI does)"
+        )

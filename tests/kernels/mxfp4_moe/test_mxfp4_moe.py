@@ -19,13 +19,21 @@ import pytest
 torch = pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[dev]')")
 pytest.importorskip("triton", reason="triton is not installed (pip install -e '.[dev]')")
 
+from mxfp4_moe_helpers import all_codes_all_scales, frag_codes_all_scales, same_bits  # noqa: E402
+
 from cookbook import mxfp4  # noqa: E402
 from cookbook.kernels.mxfp4_moe import (  # noqa: E402
-    VARIANTS, ConfigError, LaunchConfig, dequantize_mxfp4, fused_moe_mxfp4, load_table, pick)
+    VARIANTS,
+    ConfigError,
+    LaunchConfig,
+    dequantize_mxfp4,
+    fused_moe_mxfp4,
+    load_table,
+    pick,
+)
 from cookbook.kernels.mxfp4_moe.config import _parse_table  # noqa: E402
 from cookbook.kernels.mxfp4_moe.moe import MoEInputError, _interpret  # noqa: E402
 from cookbook.kernels.mxfp4_moe.reference import dequant_torch, moe_reference, rel_error  # noqa: E402
-from mxfp4_moe_helpers import all_codes_all_scales, frag_codes_all_scales, same_bits  # noqa: E402
 
 TOL = 1e-2
 DEV = "cuda" if torch.cuda.is_available() else "cpu"
@@ -48,8 +56,7 @@ def test_dequant_matches_library_bit_for_bit(wide):
 def test_dequant_bf16_is_the_library_value_rounded():
     rng = np.random.default_rng(2)
     packed, scales = all_codes_all_scales(rng, list(range(255)))
-    out = dequantize_mxfp4(torch.from_numpy(packed).to(DEV), torch.from_numpy(scales).to(DEV),
-                           out_dtype=torch.bfloat16)
+    out = dequantize_mxfp4(torch.from_numpy(packed).to(DEV), torch.from_numpy(scales).to(DEV), out_dtype=torch.bfloat16)
     ref_bits = mxfp4.float32_to_bf16_bits(mxfp4.dequantize(packed, scales, np.float32))
     got_bits = out.cpu().view(torch.int16).numpy().view(np.uint16)
     assert (got_bits == ref_bits).all()
@@ -76,8 +83,7 @@ def _routing(rng, t, e, k):
 
 def _run(x, experts, wts, ids, config=SMALL):
     tens = [torch.from_numpy(np.ascontiguousarray(a)).to(DEV) for a in experts]
-    out = fused_moe_mxfp4(x.to(DEV), *tens, torch.from_numpy(wts).to(DEV), torch.from_numpy(ids).to(DEV),
-                          config=config)
+    out = fused_moe_mxfp4(x.to(DEV), *tens, torch.from_numpy(wts).to(DEV), torch.from_numpy(ids).to(DEV), config=config)
     assert out.dtype == torch.bfloat16 and out.shape == x.shape
     return out.float().cpu().numpy()
 
@@ -165,8 +171,15 @@ def test_bad_inputs_get_one_clear_message():
     with pytest.raises(MoEInputError, match=r"topk_ids must lie in \[0, 4\)"):
         fused_moe_mxfp4(x, w13p, w13s, w2p, w2s, wts, ids + 1, config=SMALL)
     with pytest.raises(MoEInputError, match="1..256 tokens"):
-        fused_moe_mxfp4(torch.zeros(300, 128).bfloat16(), w13p, w13s, w2p, w2s,
-                        torch.ones(300, 2), torch.zeros(300, 2, dtype=torch.int32))
+        fused_moe_mxfp4(
+            torch.zeros(300, 128).bfloat16(),
+            w13p,
+            w13s,
+            w2p,
+            w2s,
+            torch.ones(300, 2),
+            torch.zeros(300, 2, dtype=torch.int32),
+        )
 
 
 @pytest.mark.parametrize("variant", sorted(VARIANTS))
@@ -200,8 +213,7 @@ def test_config_errors_name_the_file_and_key(tmp_path):
 
 SPLITS = {
     "split": LaunchConfig(block_t=16, block_n1=32, block_k1=64, block_n2=32, block_k2=32, split1=2, split2=2),
-    "split-clamped": LaunchConfig(block_t=16, block_n1=32, block_k1=64, block_n2=32, block_k2=32, split1=4,
-                                  split2=4),
+    "split-clamped": LaunchConfig(block_t=16, block_n1=32, block_k1=64, block_n2=32, block_k2=32, split1=4, split2=4),
 }
 
 
@@ -214,7 +226,7 @@ def test_split_k_matches_reference(name):
     rng = np.random.default_rng(30)
     e, h, i, t, k = 8, 192, 64, 7, 3
     w13p, w13s, w2p, w2s = _experts(rng, e, h, i)
-    ids, wts = _routing(rng, t, 6, k)   # experts 6, 7 get no tokens
+    ids, wts = _routing(rng, t, 6, k)  # experts 6, 7 get no tokens
     for s in (w13s, w2s):
         s[6:] = mxfp4.SCALE_NAN
     x = torch.randn(t, h, generator=torch.Generator().manual_seed(5)).bfloat16()
@@ -231,6 +243,7 @@ def test_split_out_of_range_is_refused():
 
 def test_frag_layout_is_a_permutation_and_round_trips():
     from cookbook.kernels.mxfp4_moe import frag_layout as F
+
     bits = sorted(F.storage_bit(p, k0, b) for p in range(4) for k0 in range(2) for b in range(4))
     assert bits == list(range(32))
     rng = np.random.default_rng(5)
@@ -249,6 +262,7 @@ def test_frag_layout_decodes_to_the_library_values_bit_for_bit(wide):
     """The frag layout decoded by the kernel's decoder gives exactly what cookbook.mxfp4 gives
     for the converter's bytes: all 16 codes under every scale byte (<= 128 when not wide)."""
     from cookbook.kernels.mxfp4_moe import frag_layout as F
+
     rng = np.random.default_rng(6)
     packed, scales = frag_codes_all_scales(rng, list(range(256)) if wide else list(range(113, 129)))
     fp, fs = F.prepare(torch.from_numpy(packed), torch.from_numpy(scales))
@@ -259,6 +273,7 @@ def test_frag_layout_decodes_to_the_library_values_bit_for_bit(wide):
 
 def _frag_experts(experts):
     from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
+
     return prepare_experts(*(torch.from_numpy(a) for a in experts))
 
 
@@ -275,8 +290,14 @@ def test_frag_layout_moe_matches_the_reference_and_the_converter_layout(t, k, sp
     plain = _run(x, experts, wts, ids)
     cfg = replace(FRAG_SMALL, split1=split, split2=split)
     tens = [a.to(DEV) for a in _frag_experts(experts)]
-    out = fused_moe_mxfp4(x.to(DEV), *tens, torch.from_numpy(wts).to(DEV), torch.from_numpy(ids).to(DEV),
-                          config=cfg, layout="frag").float().cpu().numpy()
+    out = (
+        fused_moe_mxfp4(
+            x.to(DEV), *tens, torch.from_numpy(wts).to(DEV), torch.from_numpy(ids).to(DEV), config=cfg, layout="frag"
+        )
+        .float()
+        .cpu()
+        .numpy()
+    )
     ref = moe_reference(x.float().numpy(), *experts, wts, ids)
     err = rel_error(out, ref)
     assert 0 < err <= TOL and rel_error(out, plain) <= TOL
@@ -290,7 +311,7 @@ def test_fused_epilogues_give_the_same_bits_as_the_reduce_and_top_k_launches(t, 
     e, h, i = 6, 256, 256
     experts = _experts(rng, e, h, i)
     ids, wts = _routing(rng, t, e, k)
-    ids[0, 0] = ids[-1, -1] = 2                     # an expert with tokens from both ends of the batch
+    ids[0, 0] = ids[-1, -1] = 2  # an expert with tokens from both ends of the batch
     x = torch.randn(t, h, generator=torch.Generator().manual_seed(8)).bfloat16().to(DEV)
     tens = [a.to(DEV) for a in _frag_experts(experts)]
     args = (x, *tens, torch.from_numpy(wts).to(DEV), torch.from_numpy(ids).to(DEV))
@@ -313,11 +334,10 @@ def test_config_flags_must_be_booleans_and_modes_known():
     with pytest.raises(ConfigError, match="taper, direct need kernel gluon, got 'triton'"):
         LaunchConfig(taper=True, direct=True).check("test")
     gluon = dict(kernel="gluon", decoder="asm", block_t=8, prefetch=1)
-    LaunchConfig(**gluon, streams=3).check("test")      # used by direct, fused calls; others run on one stream
+    LaunchConfig(**gluon, streams=3).check("test")  # used by direct, fused calls; others run on one stream
     for bad in (dict(**gluon, streams=5), dict(**gluon, streams=0), dict(streams=2)):
         with pytest.raises(ConfigError, match="streams must be 1, or 2-4 with kernel gluon"):
             LaunchConfig(**bad).check("test")
-
 
 
 def test_gluon_kernels_say_why_they_cannot_run_here():
@@ -326,28 +346,39 @@ def test_gluon_kernels_say_why_they_cannot_run_here():
     one message names the reason and the way out, before anything is launched. The facts are
     passed in: this machine has none of those GPUs."""
     from cookbook.kernels.mxfp4_moe.moe import gluon_unsupported
-    ok = dict(interpret=False, device_type="cuda", hip=False, capability=(9, 0), has_gluon=True,
-              triton_version="3.6.0")
+
+    ok = dict(interpret=False, device_type="cuda", hip=False, capability=(9, 0), has_gluon=True, triton_version="3.6.0")
     assert gluon_unsupported(**ok) is None
     assert gluon_unsupported(**{**ok, "capability": (10, 0)}) is None
-    cases = {"interpret": (True, "CPU interpreter"), "device_type": ("cpu", "on cpu"), "hip": (True, "ROCm"),
-             "capability": ((8, 0), "mul.bf16x2), this GPU has 8.0"), "has_gluon": (False, "found Triton 3.6.0")}
+    cases = {
+        "interpret": (True, "CPU interpreter"),
+        "device_type": ("cpu", "on cpu"),
+        "hip": (True, "ROCm"),
+        "capability": ((8, 0), "mul.bf16x2), this GPU has 8.0"),
+        "has_gluon": (False, "found Triton 3.6.0"),
+    }
     for key, (value, words) in cases.items():
         assert words in gluon_unsupported(**{**ok, key: value})
 
 
-@pytest.mark.skipif(not _interpret(),
-                    reason="the refusal is the CPU interpreter's (on a GPU the Gluon kernels run)")
+@pytest.mark.skipif(not _interpret(), reason="the refusal is the CPU interpreter's (on a GPU the Gluon kernels run)")
 def test_gluon_kernels_refuse_the_interpreter_before_launching():
     rng = np.random.default_rng(34)
     experts = _experts(rng, 4, 128, 128)
     ids, wts = _routing(rng, 2, 4, 2)
     tens = [a.to(DEV) for a in _frag_experts(experts)]
-    cfg = replace(FRAG_SMALL, kernel="gluon", decoder="asm", block_t=8, block_n1=64, warps1=4, block_n2=64,
-                  warps2=4, prefetch=1)
+    cfg = replace(
+        FRAG_SMALL, kernel="gluon", decoder="asm", block_t=8, block_n1=64, warps1=4, block_n2=64, warps2=4, prefetch=1
+    )
     with pytest.raises(MoEInputError, match="kernel 'gluon' needs a GPU .* use a table entry with kernel 'triton'"):
-        fused_moe_mxfp4(torch.randn(2, 128).bfloat16().to(DEV), *tens, torch.from_numpy(wts).to(DEV),
-                        torch.from_numpy(ids).to(DEV), config=cfg, layout="frag")
+        fused_moe_mxfp4(
+            torch.randn(2, 128).bfloat16().to(DEV),
+            *tens,
+            torch.from_numpy(wts).to(DEV),
+            torch.from_numpy(ids).to(DEV),
+            config=cfg,
+            layout="frag",
+        )
 
 
 def test_frag_layout_never_reads_an_unrouted_expert():
@@ -357,11 +388,23 @@ def test_frag_layout_never_reads_an_unrouted_expert():
     ids, wts = _routing(rng, t, e, k)
     ids[ids == 3] = 4
     for s in (w13s, w2s):
-        s[3] = 255                                  # NaN scales: any read of expert 3 poisons the output
+        s[3] = 255  # NaN scales: any read of expert 3 poisons the output
     tens = [a.to(DEV) for a in _frag_experts((w13p, w13s, w2p, w2s))]
     x = torch.randn(t, h, generator=torch.Generator().manual_seed(7)).bfloat16()
-    out = fused_moe_mxfp4(x.to(DEV), *tens, torch.from_numpy(wts).to(DEV), torch.from_numpy(ids).to(DEV),
-                          config=FRAG_SMALL, layout="frag", scale_max=127).float().cpu().numpy()
+    out = (
+        fused_moe_mxfp4(
+            x.to(DEV),
+            *tens,
+            torch.from_numpy(wts).to(DEV),
+            torch.from_numpy(ids).to(DEV),
+            config=FRAG_SMALL,
+            layout="frag",
+            scale_max=127,
+        )
+        .float()
+        .cpu()
+        .numpy()
+    )
     assert np.isfinite(out).all()
     ref = moe_reference(x.float().numpy(), w13p, w13s, w2p, w2s, wts, ids)
     assert rel_error(out, ref) <= TOL
@@ -402,12 +445,15 @@ def test_a_workspace_that_cannot_hold_the_counters_is_refused_with_the_fix():
     naming moe_workspace (the kernels that count on it run on a GPU: tests/kernels/*_gpu.py)."""
     from cookbook.kernels.mxfp4_moe import moe_workspace
     from cookbook.kernels.mxfp4_moe.moe import WORKSPACE_COUNTERS, _workspace_counters, check_workspace
+
     cpu = torch.device("cpu")
     ws = moe_workspace(cpu)
     assert ws.dtype == torch.int32 and ws.numel() == WORKSPACE_COUNTERS and int(ws.count_nonzero()) == 0
     check_workspace(ws, cpu)
     assert _workspace_counters(ws, 100).data_ptr() == ws.data_ptr()
-    with pytest.raises(MoEInputError, match=r"holds 4 counters, this call needs 100: .*moe_workspace\(device, size=100\)"):
+    with pytest.raises(
+        MoEInputError, match=r"holds 4 counters, this call needs 100: .*moe_workspace\(device, size=100\)"
+    ):
         _workspace_counters(moe_workspace(cpu, size=4), 100)
     for bad in (torch.zeros(64), torch.zeros(8, 8, dtype=torch.int32)):
         with pytest.raises(MoEInputError, match="1-D int32 tensor .*moe_workspace"):

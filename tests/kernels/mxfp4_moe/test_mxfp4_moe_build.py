@@ -11,6 +11,7 @@ BUILD = ROOT / "kernels" / "mxfp4-moe" / "build.sh"
 
 def _run(*args, env_extra=None):
     import os
+
     env = {**os.environ, "PYTHON": sys.executable, **(env_extra or {})}
     return subprocess.run([str(BUILD), *args], capture_output=True, text=True, env=env, timeout=60)
 
@@ -48,7 +49,7 @@ def test_the_hpu_backend_says_it_is_not_here_and_builds_nothing(tmp_path):
     assert r.returncode == 2 and r.stdout == "" and not out.exists()
     assert "the mxfp4-moe hpu backend (MXFP4 MoE kernels for Intel Gaudi) is not in this repository" in r.stderr
     assert "kernels/mxfp4-moe/hpu/" in r.stderr and "does not run on gaudi2" in r.stderr
-    assert "E=256" not in r.stderr and "Traceback" not in r.stderr      # no sm90 table in its place
+    assert "E=256" not in r.stderr and "Traceback" not in r.stderr  # no sm90 table in its place
 
 
 def test_an_unknown_backend_is_refused_with_the_list():

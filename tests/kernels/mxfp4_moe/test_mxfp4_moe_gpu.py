@@ -13,13 +13,15 @@ import pytest
 torch = pytest.importorskip("torch", reason="torch is not installed (pip install -e '.[dev]')")
 pytest.importorskip("triton", reason="triton is not installed (pip install -e '.[dev]')")
 if not torch.cuda.is_available():
-    pytest.skip("real-shape tests need a CUDA GPU (run on the H200; CPU CI covers small shapes)",
-                allow_module_level=True)
+    pytest.skip(
+        "real-shape tests need a CUDA GPU (run on the H200; CPU CI covers small shapes)", allow_module_level=True
+    )
+
+from mxfp4_moe_helpers import all_codes_all_scales, frag_codes_all_scales, same_bits  # noqa: E402
 
 from cookbook import mxfp4  # noqa: E402
 from cookbook.kernels.mxfp4_moe import VARIANTS, dequantize_mxfp4, fused_moe_mxfp4, load_table, pick  # noqa: E402
 from cookbook.kernels.mxfp4_moe.reference import moe_torch, rel_error  # noqa: E402
-from mxfp4_moe_helpers import all_codes_all_scales, frag_codes_all_scales, same_bits  # noqa: E402
 
 TOL = 1e-2
 
@@ -48,15 +50,28 @@ def _experts(shape, seed):
     g = torch.Generator(device="cuda").manual_seed(seed)
     e, h, i = shape.experts, shape.hidden, shape.intermediate
     rnd = lambda *s, lo=0, hi=256: torch.randint(lo, hi, s, dtype=torch.uint8, device="cuda", generator=g)  # noqa: E731
-    return rnd(e, 2 * i, h // 2), rnd(e, 2 * i, h // 32, lo=118, hi=125), rnd(e, h, i // 2), rnd(e, h, i // 32, lo=118, hi=125)
+    return (
+        rnd(e, 2 * i, h // 2),
+        rnd(e, 2 * i, h // 32, lo=118, hi=125),
+        rnd(e, h, i // 2),
+        rnd(e, h, i // 32, lo=118, hi=125),
+    )
 
 
 def _triton_entry(name, tokens, **change):
     """The shipped entry as the Triton kernels run it (the tables may name kernel gluon, which reads
     the frag layout only): the converter-layout and decoder tests go through these kernels. Their
     wgmma takes a warpgroup's 64 rows at least, so Gluon's 32-row tiles become 64."""
-    cfg = replace(pick(load_table(name), tokens), kernel="triton", block_t=16, pdl=False, fuse=False, taper=False,
-                  direct=False, streams=1)
+    cfg = replace(
+        pick(load_table(name), tokens),
+        kernel="triton",
+        block_t=16,
+        pdl=False,
+        fuse=False,
+        taper=False,
+        direct=False,
+        streams=1,
+    )
     if cfg.block_n1 < 64:
         cfg = replace(cfg, block_n1=64, warps1=4)
     if cfg.block_n2 < 64:
@@ -85,8 +100,9 @@ def test_real_shape_expert_decodes_bit_for_bit(variant):
 def test_real_shape_moe_matches_float32_reference(variant, tokens):
     name, shape, w = variant
     # 64 tokens: every token also on expert 5 (64 pairs, several blocks)
-    x, wts, ids = _routing(shape, tokens, torch.Generator(device="cuda").manual_seed(tokens),
-                           all_on=5 if tokens == 64 else None)
+    x, wts, ids = _routing(
+        shape, tokens, torch.Generator(device="cuda").manual_seed(tokens), all_on=5 if tokens == 64 else None
+    )
     out = fused_moe_mxfp4(x, *w, wts, ids, config=_triton_entry(name, tokens))
     _assert_matches_reference(out, x, w, wts, ids, f"{name} T={tokens}")
 
@@ -96,8 +112,11 @@ def test_asm_decoder_bit_for_bit_all_codes_all_scales(wide):
     """The GPU-only inline-PTX decoder (BF16 arithmetic) against cookbook.mxfp4, every code x scale."""
     rng = np.random.default_rng(5)
     packed, scales = all_codes_all_scales(rng, list(range(256)) if wide else list(range(129)) + [255])
-    out = dequantize_mxfp4(torch.from_numpy(packed).cuda(), torch.from_numpy(scales).cuda(),
-                           wide=wide, decoder="asm").cpu().numpy()
+    out = (
+        dequantize_mxfp4(torch.from_numpy(packed).cuda(), torch.from_numpy(scales).cuda(), wide=wide, decoder="asm")
+        .cpu()
+        .numpy()
+    )
     _assert_same_bits(out, mxfp4.dequantize(packed, scales, np.float32))
 
 
@@ -122,8 +141,9 @@ def test_real_shape_split_k(variant, change):
 def test_frag_asm_decoder_bit_for_bit_all_codes_all_scales(wide):
     """The frag layout's inline-PTX decoder against cookbook.mxfp4, every code x every scale byte."""
     from cookbook.kernels.mxfp4_moe import frag_layout
+
     rng = np.random.default_rng(6)
-    scale_bytes = list(range(256)) if wide else list(range(129)) + [255] * 15   # rows: a multiple of 16
+    scale_bytes = list(range(256)) if wide else list(range(129)) + [255] * 15  # rows: a multiple of 16
     packed, scales = frag_codes_all_scales(rng, scale_bytes)
     fp, fs = frag_layout.prepare(torch.from_numpy(packed).cuda(), torch.from_numpy(scales).cuda())
     out = dequantize_mxfp4(fp, fs, wide=wide, decoder="asm", layout="frag").cpu().numpy()
@@ -137,6 +157,7 @@ def test_frag_layout_each_decoder_bit_for_bit_and_moe(variant, decoder):
     tokens (64: all on one expert too), with the shipped split-K and without."""
 
     from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
+
     name, shape, w = variant
     f = prepare_experts(*w)
     for packed, scales, fpk, fsc in ((w[0][3], w[1][3], f[0][3], f[1][3]), (w[2][5], w[3][5], f[2][5], f[3][5])):
@@ -153,13 +174,20 @@ def test_frag_layout_each_decoder_bit_for_bit_and_moe(variant, decoder):
         _assert_matches_reference(got, x, w, wts, ids, f"{name} frag {decoder} T={tokens}")
 
 
-@pytest.mark.parametrize("change", [dict(fuse=True), dict(pdl=True, fuse=True),
-                                    dict(prefetch=2, pdl=True, fuse=True),
-                                    dict(prefetch=1, split1=3, split2=2, fuse=True)])
+@pytest.mark.parametrize(
+    "change",
+    [
+        dict(fuse=True),
+        dict(pdl=True, fuse=True),
+        dict(prefetch=2, pdl=True, fuse=True),
+        dict(prefetch=1, split1=3, split2=2, fuse=True),
+    ],
+)
 def test_fused_epilogues_and_pdl_change_no_bit(variant, change):
     """Launch-level options of the Triton kernels (last-program epilogues, programmatic dependent
     launch, L2 prefetch distance) give the same bits as the plain launches, under a CUDA graph too."""
     from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
+
     name, shape, w = variant
     f = prepare_experts(*w)
     g = torch.Generator(device="cuda").manual_seed(91)
@@ -186,6 +214,7 @@ def test_fused_epilogues_and_pdl_change_no_bit(variant, change):
 def test_gluon_decoder_bit_for_bit_all_codes_all_scales(wide):
     """The Gluon kernels' decoder (mma A-operand registers, read back) against cookbook.mxfp4."""
     from cookbook.kernels.mxfp4_moe import frag_layout
+
     rng = np.random.default_rng(9)
     scale_bytes = list(range(256)) if wide else list(range(129)) + [255] * 15
     packed, scales = frag_codes_all_scales(rng, scale_bytes)
@@ -194,8 +223,14 @@ def test_gluon_decoder_bit_for_bit_all_codes_all_scales(wide):
     _assert_same_bits(out, mxfp4.dequantize(packed, scales, np.float32))
 
 
-GLUON_CASES = [(16, 1, {}), (8, 1, {}), (16, 4, {}), (8, 3, {"prefetch": 2}), (8, 4, {"prefetch": 2, "pdl": True}),
-               (8, 3, {"fuse": True, "pdl": True})]
+GLUON_CASES = [
+    (16, 1, {}),
+    (8, 1, {}),
+    (16, 4, {}),
+    (8, 3, {"prefetch": 2}),
+    (8, 4, {"prefetch": 2, "pdl": True}),
+    (8, 3, {"fuse": True, "pdl": True}),
+]
 
 
 @pytest.mark.parametrize("block_t,split,extra", GLUON_CASES)
@@ -205,6 +240,7 @@ def test_gluon_kernels_match_the_reference_and_the_triton_kernels(variant, block
     on one expert), with split-K on both products or without; register depth 2, programmatic
     dependent launch and the fused epilogues give the same bits as depth 1 and plain launches."""
     from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
+
     name, shape, w = variant
     f = prepare_experts(*w)
     got = dequantize_mxfp4(f[2][5], f[3][5], decoder="gluon", layout="frag").cpu().numpy()
@@ -213,8 +249,20 @@ def test_gluon_kernels_match_the_reference_and_the_triton_kernels(variant, block
     for tokens in (1, 8, 64):
         x, wts, ids = _routing(shape, tokens, g, all_on=4 if tokens == 64 else None)
         base = _triton_entry(name, tokens, decoder="asm")
-        plain = replace(base, kernel="gluon", block_t=block_t, block_n1=64, warps1=4, block_n2=64, warps2=4,
-                        block_k1=128, block_k2=128, split1=split, split2=min(split, 2), prefetch=1)
+        plain = replace(
+            base,
+            kernel="gluon",
+            block_t=block_t,
+            block_n1=64,
+            warps1=4,
+            block_n2=64,
+            warps2=4,
+            block_k1=128,
+            block_k2=128,
+            split1=split,
+            split2=min(split, 2),
+            prefetch=1,
+        )
         out = fused_moe_mxfp4(x, *f, wts, ids, config=plain, layout="frag")
         _assert_matches_reference(out, x, w, wts, ids, f"{name} gluon T={tokens}")
         tri = fused_moe_mxfp4(x, *f, wts, ids, config=base, layout="frag").float()
@@ -231,14 +279,16 @@ def test_shipped_tables_run_as_served(variant, tokens):
     """The tuned entries as `fused_moe_mxfp4` runs them (frag layout, graph-safe call), against the
     float32 reference; 64 tokens also all on one expert."""
     from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
+
     name, shape, w = variant
     f = prepare_experts(*w)
-    x, wts, ids = _routing(shape, tokens, torch.Generator(device="cuda").manual_seed(300 + tokens),
-                           all_on=2 if tokens == 64 else None)
-    out = fused_moe_mxfp4(x, *f, wts, ids, config=pick(load_table(name), tokens), layout="frag", check_ids=False,
-                          scale_max=127)
+    x, wts, ids = _routing(
+        shape, tokens, torch.Generator(device="cuda").manual_seed(300 + tokens), all_on=2 if tokens == 64 else None
+    )
+    out = fused_moe_mxfp4(
+        x, *f, wts, ids, config=pick(load_table(name), tokens), layout="frag", check_ids=False, scale_max=127
+    )
     _assert_matches_reference(out, x, w, wts, ids, f"{name} shipped T={tokens}")
-
 
 
 @pytest.mark.parametrize("split", [3, 6])
@@ -246,6 +296,7 @@ def test_gluon_tapered_split_matches_the_reference_and_even_splits(variant, spli
     """taper (earlier splits longer, each >= 1 K step): the float32 reference and the even split
     within 2e-3 (another K partition: the partial sums round differently), fused or not."""
     from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
+
     name, shape, w = variant
     f = prepare_experts(*w)
     g = torch.Generator(device="cuda").manual_seed(66)
@@ -254,8 +305,16 @@ def test_gluon_tapered_split_matches_the_reference_and_even_splits(variant, spli
         x, wts, ids = _routing(shape, tokens, g, all_on=4 if tokens == 64 else None)
         ref = fused_moe_mxfp4(x, *f, wts, ids, config=even, layout="frag", check_ids=False, scale_max=127).float()
         for fuse in (False, True):
-            out = fused_moe_mxfp4(x, *f, wts, ids, config=replace(even, taper=True, fuse=fuse), layout="frag",
-                                  check_ids=False, scale_max=127)
+            out = fused_moe_mxfp4(
+                x,
+                *f,
+                wts,
+                ids,
+                config=replace(even, taper=True, fuse=fuse),
+                layout="frag",
+                check_ids=False,
+                scale_max=127,
+            )
             _assert_matches_reference(out, x, w, wts, ids, f"{name} taper split={split} T={tokens}")
             diff = (out.float() - ref).norm() / ref.norm()
             assert diff <= 2e-3, f"{name} T={tokens}: tapered vs even split {diff:.1e}"
@@ -267,6 +326,7 @@ def test_gluon_direct_gives_the_bits_of_align(variant, fuse):
     the aligned launch at 1, 2 and 5 tokens, with an expert named twice in one token's top-k and an
     expert two tokens share (read once per pair), replayed from a CUDA graph."""
     from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
+
     name, shape, w = variant
     f = prepare_experts(*w)
     g = torch.Generator(device="cuda").manual_seed(77)
@@ -275,7 +335,7 @@ def test_gluon_direct_gives_the_bits_of_align(variant, fuse):
         x, wts, ids = _routing(shape, tokens, g)
         if twice:
             ids[0, 1] = ids[0, 0]
-            ids[-1, 2] = ids[0, 0]          # shared with token 0 (the same token when tokens == 1)
+            ids[-1, 2] = ids[0, 0]  # shared with token 0 (the same token when tokens == 1)
         call = dict(layout="frag", check_ids=False, scale_max=127)
         plain = fused_moe_mxfp4(x, *f, wts, ids, config=replace(base, direct=False), **call)
         _assert_matches_reference(plain, x, w, wts, ids, f"{name} T={tokens}")
@@ -297,13 +357,14 @@ def test_gluon_streams_give_the_bits_of_one(variant):
     without a workspace, eagerly and replayed from a CUDA graph (which records the fork and the join)."""
     from cookbook.kernels.mxfp4_moe import moe, moe_workspace
     from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
+
     name, shape, w = variant
     f = prepare_experts(*w)
     g = torch.Generator(device="cuda").manual_seed(79)
     base = replace(pick(load_table(name), 1), direct=True, fuse=True, streams=1)
     ws = moe_workspace("cuda")
     torch.cuda.synchronize()
-    moe._SIDE_STREAMS.clear()           # so the check below sees this test's calls only
+    moe._SIDE_STREAMS.clear()  # so the check below sees this test's calls only
     for tokens, twice in ((1, False), (1, True), (2, True), (5, True)):
         x, wts, ids = _routing(shape, tokens, g)
         if twice:
@@ -334,6 +395,7 @@ def test_gluon_timeline_records_every_program_and_changes_no_bit(variant, tokens
     without a tile (align's unused blocks) record no loop; w2's loops end after every w13 program
     (it reads their output, with or without programmatic dependent launch); the output keeps its bits."""
     from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
+
     name, shape, w = variant
     f = prepare_experts(*w)
     g = torch.Generator(device="cuda").manual_seed(78)
@@ -348,9 +410,11 @@ def test_gluon_timeline_records_every_program_and_changes_no_bit(variant, tokens
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     pairs = tokens * shape.top_k
     counts = torch.bincount(ids.reshape(-1).long(), minlength=shape.experts)
-    blocks = pairs if cfg.direct else int(((counts + cfg.block_t - 1) // cfg.block_t).sum())   # direct: one per pair
-    for kernel, rows, k_total, block_n, split in (("w13", shape.intermediate, shape.hidden, cfg.block_n1, cfg.split1),
-                                                  ("w2", shape.hidden, shape.intermediate, cfg.block_n2, cfg.split2)):
+    blocks = pairs if cfg.direct else int(((counts + cfg.block_t - 1) // cfg.block_t).sum())  # direct: one per pair
+    for kernel, rows, _k_total, block_n, split in (
+        ("w13", shape.intermediate, shape.hidden, cfg.block_n1, cfg.split1),
+        ("w2", shape.hidden, shape.intermediate, cfg.block_n2, cfg.split2),
+    ):
         tr = trace[kernel].cpu()
         start, loop_end, end, sm = tr.unbind(1)
         assert (start > 0).all() and (end >= start).all() and (sm >= 0).all() and (sm < sms).all(), kernel
@@ -369,6 +433,7 @@ def test_gluon_workspace_is_left_zeroed_and_skips_the_fill(variant):
     from cookbook.kernels.mxfp4_moe import moe_workspace
     from cookbook.kernels.mxfp4_moe.moe import MoEInputError
     from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
+
     name, shape, w = variant
     f = prepare_experts(*w)
     g = torch.Generator(device="cuda").manual_seed(78)

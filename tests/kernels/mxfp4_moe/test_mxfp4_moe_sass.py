@@ -32,7 +32,8 @@ def reports():
 
 def _name(rep):
     return f"{rep['engine']} {rep['kernel']} {rep['block_n']}x{rep['block_k']}" + (
-        f" t{rep['block_t']}" if rep.get("block_t") else "")
+        f" t{rep['block_t']}" if rep.get("block_t") else ""
+    )
 
 
 def test_every_shape_uses_the_tensor_cores_without_shuffling_the_tile(reports):
@@ -57,7 +58,7 @@ def test_every_shape_uses_the_tensor_cores_without_shuffling_the_tile(reports):
 def test_decode_cost_per_weight(reports):
     for rep in reports:
         name = _name(rep)
-        limit = 2.9 if rep["engine"] == "triton" else 2.75   # 3.05 and 2.94 with the 11-op decoder
+        limit = 2.9 if rep["engine"] == "triton" else 2.75  # 3.05 and 2.94 with the 11-op decoder
         assert rep["per_weight"] <= limit, f"{name}: {rep['per_weight']} instructions per weight"
         # 4 BF16x2 multiplies per 8 weights: exactly one per decoded pair
         w = rep["block_n"] * rep["block_k"] * (2 if rep["kernel"] == "w13" else 1) // (32 * rep["warps"])
@@ -69,9 +70,12 @@ def test_bf16x2_decoders_compile_for_sm90_only():
     `moe.bf16x2_unsupported` gives for the A100 (sm_80) and the other pre-Hopper GPUs. (Compiled
     in a process of its own: Gluon does not load under TRITON_INTERPRET, which CI sets.)"""
     from cookbook.kernels.mxfp4_moe.moe import bf16x2_unsupported
-    code = ("from cookbook.kernels.mxfp4_moe.sass import compile_gluon_kernel as c\n"
-            "c('w2', arch=90)\n"
-            "try:\n    c('w2', arch=80)\nexcept Exception as e:\n    print('sm80:', e)\n")
+
+    code = (
+        "from cookbook.kernels.mxfp4_moe.sass import compile_gluon_kernel as c\n"
+        "c('w2', arch=90)\n"
+        "try:\n    c('w2', arch=80)\nexcept Exception as e:\n    print('sm80:', e)\n"
+    )
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = str(Path(__file__).resolve().parents[3] / "src") + os.pathsep + env.get("PYTHONPATH", "")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)

@@ -13,8 +13,8 @@ import re
 from importlib import resources
 
 PREFIX = "builtin:"
-HAYSTACK = "builtin:cookbook-prose"   # every haystack/*.txt here, in name order
-TASKS = "builtin:cookbook-tasks"      # prompts/cookbook-tasks.txt, one prompt a paragraph
+HAYSTACK = "builtin:cookbook-prose"  # every haystack/*.txt here, in name order
+TASKS = "builtin:cookbook-tasks"  # prompts/cookbook-tasks.txt, one prompt a paragraph
 
 _ROOT = resources.files(__name__)
 

@@ -9,23 +9,38 @@ from .shapes import VARIANTS, MoEShape
 
 def fused_moe_mxfp4(*args, **kwargs):
     from .moe import fused_moe_mxfp4 as impl
+
     return impl(*args, **kwargs)
 
 
 def prepare_experts(*args, **kwargs):
     from .prepare import prepare_experts as impl
+
     return impl(*args, **kwargs)
 
 
 def moe_workspace(*args, **kwargs):
     from .moe import moe_workspace as impl
+
     return impl(*args, **kwargs)
 
 
 def dequantize_mxfp4(*args, **kwargs):
     from .moe import dequantize_mxfp4 as impl
+
     return impl(*args, **kwargs)
 
 
-__all__ = ["VARIANTS", "MoEShape", "LaunchConfig", "ConfigError", "load_table", "load_for_serving", "pick",
-           "fused_moe_mxfp4", "moe_workspace", "prepare_experts", "dequantize_mxfp4"]
+__all__ = [
+    "VARIANTS",
+    "MoEShape",
+    "LaunchConfig",
+    "ConfigError",
+    "load_table",
+    "load_for_serving",
+    "pick",
+    "fused_moe_mxfp4",
+    "moe_workspace",
+    "prepare_experts",
+    "dequantize_mxfp4",
+]

@@ -37,11 +37,11 @@ from __future__ import annotations
 
 CHUNK_ROWS = 16
 CHUNK_K = 128
-PAIR_MASK = 0x81C081C0          # the bits of two E2M1 codes in a BF16x2 register (value * 2**-126)
-PAIR_ROT = 3                    # pair 1 from the word, pair 3 from u: rotated left by 3
-U_ROT = (5, 11)                 # u: the word rotated by 5 where U_SELECT is 1, by 11 elsewhere
+PAIR_MASK = 0x81C081C0  # the bits of two E2M1 codes in a BF16x2 register (value * 2**-126)
+PAIR_ROT = 3  # pair 1 from the word, pair 3 from u: rotated left by 3
+U_ROT = (5, 11)  # u: the word rotated by 5 where U_SELECT is 1, by 11 elsewhere
 U_SELECT = 0x80A880A8
-_OUT_BIT = (6, 7, 8, 15)        # E2M1 code bit 0 (mantissa), 1, 2 (exponent), 3 (sign) -> BF16 bit
+_OUT_BIT = (6, 7, 8, 15)  # E2M1 code bit 0 (mantissa), 1, 2 (exponent), 3 (sign) -> BF16 bit
 
 
 def _u_rot(u_bit: int) -> int:
@@ -52,7 +52,7 @@ def rotation(pair: int, out_bit: int) -> int:
     """How far left the decoder rotates the word to bring storage bit (out_bit - rotation) to out_bit."""
     if pair < 2:
         return PAIR_ROT * pair
-    shift = PAIR_ROT if pair == 3 else 0            # pair 3 = rotl(u, 3): u's bit out_bit - 3
+    shift = PAIR_ROT if pair == 3 else 0  # pair 3 = rotl(u, 3): u's bit out_bit - 3
     return shift + _u_rot(out_bit - shift)
 
 
@@ -72,8 +72,10 @@ def check_shape(packed, scales=None) -> tuple[int, int]:
     if r % CHUNK_ROWS or k % CHUNK_K:
         raise ValueError(f"frag layout: R={r} must be a multiple of {CHUNK_ROWS} and K={k} of {CHUNK_K}")
     if scales is not None and (scales.dtype != torch.uint8 or tuple(scales.shape) != (*packed.shape[:-1], k // 32)):
-        raise ValueError(f"frag layout: scales must be uint8 {(*packed.shape[:-1], k // 32)}, "
-                         f"got {scales.dtype} {tuple(scales.shape)}")
+        raise ValueError(
+            f"frag layout: scales must be uint8 {(*packed.shape[:-1], k // 32)}, "
+            f"got {scales.dtype} {tuple(scales.shape)}"
+        )
     return r, k
 
 
@@ -82,12 +84,12 @@ def _matrix_to_frag(m, r: int, k: int):
     import torch
 
     codes = torch.stack((m & 0xF, m >> 4), dim=-1).reshape(r, k).to(torch.int32)
-    v = codes.reshape(r // 16, 2, 8, k // 128, 4, 8, 2, 2)       # rows (rg, m3, g); K (kch, c, j, k3, k0)
+    v = codes.reshape(r // 16, 2, 8, k // 128, 4, 8, 2, 2)  # rows (rg, m3, g); K (kch, c, j, k3, k0)
     word = torch.zeros(r // 16, k // 128, 8, 4, 8, dtype=torch.int32, device=m.device)
     for m3 in range(2):
         for k3 in range(2):
             for k0 in range(2):
-                c = v[:, m3, :, :, :, :, k3, k0].permute(0, 2, 1, 3, 4)   # [RG, KCH, g, c, j]
+                c = v[:, m3, :, :, :, :, k3, k0].permute(0, 2, 1, 3, 4)  # [RG, KCH, g, c, j]
                 for b in range(4):
                     word |= ((c >> b) & 1) << storage_bit(m3 + 2 * k3, k0, b)
     return word.reshape(-1).view(torch.uint8).reshape(r, k // 2)
@@ -102,7 +104,7 @@ def _matrix_from_frag(f, r: int, k: int):
         for k3 in range(2):
             for k0 in range(2):
                 val = sum(((word >> storage_bit(m3 + 2 * k3, k0, b)) & 1) << b for b in range(4))
-                codes[:, m3, :, :, :, :, k3, k0] = val.permute(0, 2, 1, 3, 4)    # [RG, g, KCH, c, j]
+                codes[:, m3, :, :, :, :, k3, k0] = val.permute(0, 2, 1, 3, 4)  # [RG, g, KCH, c, j]
     codes = codes.reshape(r, k // 2, 2).to(torch.uint8)
     return codes[..., 0] | (codes[..., 1] << 4)
 
@@ -134,14 +136,14 @@ def scales_to_frag(scales, r: int, k: int):
     """uint8 [..., R, K/32] -> chunk order (rg, kch, g, c, m3), same shape."""
     lead = scales.shape[:-2]
     n = len(lead)
-    v = scales.reshape(*lead, r // 16, 2, 8, k // 128, 4)                    # [.., RG, m3, g, KCH, c]
+    v = scales.reshape(*lead, r // 16, 2, 8, k // 128, 4)  # [.., RG, m3, g, KCH, c]
     return v.permute(*range(n), n, n + 3, n + 2, n + 4, n + 1).reshape(scales.shape).contiguous()
 
 
 def scales_from_frag(scales, r: int, k: int):
     lead = scales.shape[:-2]
     n = len(lead)
-    v = scales.reshape(*lead, r // 16, k // 128, 8, 4, 2)                    # [.., RG, KCH, g, c, m3]
+    v = scales.reshape(*lead, r // 16, k // 128, 8, 4, 2)  # [.., RG, KCH, g, c, m3]
     return v.permute(*range(n), n, n + 4, n + 2, n + 1, n + 3).reshape(scales.shape).contiguous()
 
 

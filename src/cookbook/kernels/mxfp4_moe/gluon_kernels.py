@@ -27,8 +27,9 @@ _DECODE_WIDE = gl.constexpr(_decode_ptx(True, "$6", "$8"))
 
 
 @gluon.jit
-def _lane_chunks(ptr, rg0, kch, KCH_TOTAL, PER_LANE: gl.constexpr, VEC: gl.constexpr, NCH: gl.constexpr,
-                 NUM_WARPS: gl.constexpr, ok):
+def _lane_chunks(
+    ptr, rg0, kch, KCH_TOTAL, PER_LANE: gl.constexpr, VEC: gl.constexpr, NCH: gl.constexpr, NUM_WARPS: gl.constexpr, ok
+):
     """[32 * NUM_WARPS, PER_LANE * NCH] elements of row groups rg0 .. rg0+NUM_WARPS (one per warp),
     chunks kch .. kch+NCH, where each lane owns PER_LANE contiguous elements per chunk (32 * PER_LANE
     a chunk): row = warp * 32 + lane, loaded VEC at a time. ok=False: nothing read (zeros)."""
@@ -36,8 +37,7 @@ def _lane_chunks(ptr, rg0, kch, KCH_TOTAL, PER_LANE: gl.constexpr, VEC: gl.const
     r = gl.arange(0, 32 * NUM_WARPS, layout=gl.SliceLayout(1, L))
     b = gl.arange(0, PER_LANE * NCH, layout=gl.SliceLayout(0, L))
     chunk = ((rg0 + r // 32) * KCH_TOTAL + kch).to(gl.int64) * (32 * PER_LANE) + (r % 32) * PER_LANE
-    return gl.load(ptr + chunk[:, None] + ((b // PER_LANE) * (32 * PER_LANE) + b % PER_LANE)[None, :],
-                   mask=ok, other=0)
+    return gl.load(ptr + chunk[:, None] + ((b // PER_LANE) * (32 * PER_LANE) + b % PER_LANE)[None, :], mask=ok, other=0)
 
 
 @gluon.jit
@@ -55,8 +55,10 @@ def _load_scales(s_ptr, rg0, kch, KCH_TOTAL, NCH: gl.constexpr, NUM_WARPS: gl.co
 @gluon.jit
 def _load_step(w_ptr, s_ptr, rg0, kch, KCH_TOTAL, NCH: gl.constexpr, NUM_WARPS: gl.constexpr, ok=True):
     """One K step of a tile: its words and their scales."""
-    return (_load_words(w_ptr, rg0, kch, KCH_TOTAL, NCH, NUM_WARPS, ok),
-            _load_scales(s_ptr, rg0, kch, KCH_TOTAL, NCH, NUM_WARPS, ok))
+    return (
+        _load_words(w_ptr, rg0, kch, KCH_TOTAL, NCH, NUM_WARPS, ok),
+        _load_scales(s_ptr, rg0, kch, KCH_TOTAL, NCH, NUM_WARPS, ok),
+    )
 
 
 @gluon.jit
@@ -65,14 +67,14 @@ def _decode_a(words, s, NCH: gl.constexpr, NUM_WARPS: gl.constexpr, WIDE: gl.con
     mma A-operand layout, columns in the fragment's logical K order."""
     MW: gl.constexpr = NUM_WARPS
     KS: gl.constexpr = NCH * 8
-    w = gl.reshape(words, [MW, 8, 4, KS])                                      # (warp, g, c, k16 step)
+    w = gl.reshape(words, [MW, 8, 4, KS])  # (warp, g, c, k16 step)
     # the high halves of `triton_kernels._scale_bits` (BF16 multipliers), in both halves of a word
     h = s.to(gl.int32)
     if WIDE:
         h = gl.where(h == 255, 0x7FC0, gl.where(h == 0, 0x0040, h << 7))
     else:
         h = gl.where(h == 255, 0x7FC0, (h + 126) << 7)
-    f0, f1 = gl.split(gl.reshape(h | (h << 16), [MW, 8, 4, NCH, 2]))          # rows g, g + 8
+    f0, f1 = gl.split(gl.reshape(h | (h << 16), [MW, 8, 4, NCH, 2]))  # rows g, g + 8
     f0 = gl.reshape(gl.join(gl.join(f0, f0), gl.join(f0, f0)), [MW, 8, 4, NCH, 4])
     f1 = gl.reshape(gl.join(gl.join(f1, f1), gl.join(f1, f1)), [MW, 8, 4, NCH, 4])
     f0 = gl.convert_layout(gl.reshape(gl.join(f0, f0), [MW, 8, 4, KS]), w.type.layout, assert_trivial=True)
@@ -81,20 +83,23 @@ def _decode_a(words, s, NCH: gl.constexpr, NUM_WARPS: gl.constexpr, WIDE: gl.con
     f0 = gl.join(f0, f0)
     f1 = gl.join(f1, f1)
     if WIDE:
-        p0, p1, p2, p3 = gl.inline_asm_elementwise(_DECODE_WIDE, "=r,=r,=r,=r,r,r,r,r,r,r", [w2, f0, f1],
-                                                   dtype=(gl.bfloat16,) * 4, is_pure=True, pack=2)
+        p0, p1, p2, p3 = gl.inline_asm_elementwise(
+            _DECODE_WIDE, "=r,=r,=r,=r,r,r,r,r,r,r", [w2, f0, f1], dtype=(gl.bfloat16,) * 4, is_pure=True, pack=2
+        )
     else:
-        p0, p1, p2, p3 = gl.inline_asm_elementwise(_DECODE_NARROW, "=r,=r,=r,=r,r,r,r,r,r,r", [w2, f0, f1],
-                                                   dtype=(gl.bfloat16,) * 4, is_pure=True, pack=2)
+        p0, p1, p2, p3 = gl.inline_asm_elementwise(
+            _DECODE_NARROW, "=r,=r,=r,=r,r,r,r,r,r,r", [w2, f0, f1], dtype=(gl.bfloat16,) * 4, is_pure=True, pack=2
+        )
     # pair p = m3 + 2 k3 (rows g / g+8, k 2c / 2c+8), its halves k0
-    v = gl.join(gl.join(p0, p1), gl.join(p2, p3))                              # [MW, g, c, KS, k0, m3, k3]
-    v = gl.permute(v, (0, 5, 1, 3, 6, 2, 4))                                   # [MW, m3, g, KS, k3, c, k0]
+    v = gl.join(gl.join(p0, p1), gl.join(p2, p3))  # [MW, g, c, KS, k0, m3, k3]
+    v = gl.permute(v, (0, 5, 1, 3, 6, 2, 4))  # [MW, m3, g, KS, k3, c, k0]
     return gl.convert_layout(gl.reshape(v, [MW * 16, KS * 16]), A_LAYOUT, assert_trivial=True)
 
 
 @gluon.jit
-def _load_b(ptr, rows, rmask, k0, stride, BT: gl.constexpr, NCH: gl.constexpr, NUM_WARPS: gl.constexpr,
-            B_LAYOUT: gl.constexpr):
+def _load_b(
+    ptr, rows, rmask, k0, stride, BT: gl.constexpr, NCH: gl.constexpr, NUM_WARPS: gl.constexpr, B_LAYOUT: gl.constexpr
+):
     """[128 NCH, BT] second operand, straight into its mma registers: column t is
     ptr[rows[t] * stride + k0 + real(k)], k in the fragment's logical order. Lane (g, c) needs
     columns g (and g + 8) at real K 32 c .. 32 c + 31 of each chunk: loaded as 16-byte vectors.
@@ -104,11 +109,16 @@ def _load_b(ptr, rows, rmask, k0, stride, BT: gl.constexpr, NCH: gl.constexpr, N
     ch = gl.arange(0, NCH, layout=gl.SliceLayout(0, gl.SliceLayout(1, gl.SliceLayout(3, gl.SliceLayout(4, L)))))
     c = gl.arange(0, 4, layout=gl.SliceLayout(0, gl.SliceLayout(1, gl.SliceLayout(2, gl.SliceLayout(4, L)))))
     o = gl.arange(0, 32, layout=gl.SliceLayout(0, gl.SliceLayout(1, gl.SliceLayout(2, gl.SliceLayout(3, L)))))
-    offs = (rows[None, :, None, None, None].to(gl.int64) * stride + k0 + ch[None, None, :, None, None] * 128
-            + c[None, None, None, :, None] * 32 + o[None, None, None, None, :])
+    offs = (
+        rows[None, :, None, None, None].to(gl.int64) * stride
+        + k0
+        + ch[None, None, :, None, None] * 128
+        + c[None, None, None, :, None] * 32
+        + o[None, None, None, None, :]
+    )
     x = gl.load(ptr + offs, mask=rmask[None, :, None, None, None], other=0.0)  # [1, BT, chunk, c, 32 real]
-    x = gl.reshape(x, [BT, NCH, 4, 8, 2, 2])                                   # real = 4 j + 2 k3 + k0
-    x = gl.permute(x, (1, 3, 4, 2, 5, 0))                                      # logical (chunk, j, k3, c, k0)
+    x = gl.reshape(x, [BT, NCH, 4, 8, 2, 2])  # real = 4 j + 2 k3 + k0
+    x = gl.permute(x, (1, 3, 4, 2, 5, 0))  # logical (chunk, j, k3, c, k0)
     return gl.convert_layout(gl.reshape(x, [NCH * 128, BT]), B_LAYOUT, assert_trivial=True)
 
 
@@ -127,8 +137,14 @@ def _dequant_gluon_kernel(w_ptr, s_ptr, out_ptr, K, NCH: gl.constexpr, WIDE: gl.
     A_LAYOUT: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=MMA, k_width=2)
     rg0 = gl.program_id(0) * NUM_WARPS
     kch = gl.program_id(1) * NCH
-    a = _decode_a(_load_words(w_ptr, rg0, kch, K // 128, NCH, NUM_WARPS),
-                  _load_scales(s_ptr, rg0, kch, K // 128, NCH, NUM_WARPS), NCH, NUM_WARPS, WIDE, A_LAYOUT)
+    a = _decode_a(
+        _load_words(w_ptr, rg0, kch, K // 128, NCH, NUM_WARPS),
+        _load_scales(s_ptr, rg0, kch, K // 128, NCH, NUM_WARPS),
+        NCH,
+        NUM_WARPS,
+        WIDE,
+        A_LAYOUT,
+    )
     r = rg0 * 16 + gl.arange(0, 16 * NUM_WARPS, layout=gl.SliceLayout(1, A_LAYOUT))
     lk = gl.arange(0, 128 * NCH, layout=gl.SliceLayout(0, A_LAYOUT))
     real = kch * 128 + (lk // 128) * 128 + ((lk // 2) % 4) * 32 + ((lk // 16) % 8) * 4 + ((lk // 8) % 2) * 2 + lk % 2
@@ -144,8 +160,16 @@ def _num_blocks(num_blocks_ptr, P, DIRECT: gl.constexpr):
 
 
 @gluon.jit
-def _block(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, b, P, BT: gl.constexpr, LAYOUT: gl.constexpr,
-           DIRECT: gl.constexpr):
+def _block(
+    sorted_pairs_ptr,
+    block_expert_ptr,
+    num_blocks_ptr,
+    b,
+    P,
+    BT: gl.constexpr,
+    LAYOUT: gl.constexpr,
+    DIRECT: gl.constexpr,
+):
     """`triton_kernels._block_pairs` for block b: active, expert, pair ids [BT] (in LAYOUT), pair
     mask. L2 loads (.cg): with programmatic dependent launch they may run before the wait.
     DIRECT (no align; an expert two tokens share is read once per pair): block b is pair b alone, its expert read
@@ -157,8 +181,9 @@ def _block(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, b, P, BT: gl.cons
         return b < P, e.to(gl.int64), pairs, pairs < P
     nblocks = _num_blocks(num_blocks_ptr, P, DIRECT)
     e = gl.load(block_expert_ptr + b, mask=b < nblocks, other=0, cache_modifier=".cg")
-    pairs = gl.load(sorted_pairs_ptr + b * BT + gl.arange(0, BT, layout=LAYOUT), mask=b < nblocks, other=P,
-                    cache_modifier=".cg")
+    pairs = gl.load(
+        sorted_pairs_ptr + b * BT + gl.arange(0, BT, layout=LAYOUT), mask=b < nblocks, other=P, cache_modifier=".cg"
+    )
     return b < nblocks, e.to(gl.int64), pairs, pairs < P
 
 
@@ -230,7 +255,7 @@ def _last_program(cnt_ptr, expected):
     """`triton_kernels._last_of`: true in the last of `expected` programs to reach this counter."""
     gl.thread_barrier()
     last = gl.atomic_add(cnt_ptr, 1, sem="acq_rel") == expected - 1
-    gl.store(cnt_ptr, 0, mask=last)     # nobody else reads it in this call: zero for the next
+    gl.store(cnt_ptr, 0, mask=last)  # nobody else reads it in this call: zero for the next
     return last
 
 
@@ -240,10 +265,35 @@ def _silu_mul_bf16(g, u):
 
 
 @gluon.jit
-def _w13_tile(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, cnt_ptr, trace_ptr, e, pairs, pvalid, b, nb, sk, n_tiles,
-              P, H, I, TOPK, BT: gl.constexpr, NCH: gl.constexpr, WIDE: gl.constexpr, SPLIT: gl.constexpr,
-              NUM_WARPS: gl.constexpr, DEPTH: gl.constexpr, FUSE: gl.constexpr, TAPER: gl.constexpr,
-              TRACE: gl.constexpr):
+def _w13_tile(
+    x_ptr,
+    w_ptr,
+    s_ptr,
+    act_ptr,
+    part_ptr,
+    cnt_ptr,
+    trace_ptr,
+    e,
+    pairs,
+    pvalid,
+    b,
+    nb,
+    sk,
+    n_tiles,
+    P,
+    H,
+    I,
+    TOPK,
+    BT: gl.constexpr,
+    NCH: gl.constexpr,
+    WIDE: gl.constexpr,
+    SPLIT: gl.constexpr,
+    NUM_WARPS: gl.constexpr,
+    DEPTH: gl.constexpr,
+    FUSE: gl.constexpr,
+    TAPER: gl.constexpr,
+    TRACE: gl.constexpr,
+):
     """Rows nb * 16 NUM_WARPS .. of gate and of up for block b's pairs, split sk: act (SPLIT 1) or
     this split's partial sums, then with FUSE the last split's reduce (cnt_ptr[b * n_tiles + nb])."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, 8])
@@ -301,15 +351,27 @@ def _w13_tile(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, cnt_ptr, trace_ptr, e, pai
             if _last_program(cnt_ptr + b * n_tiles + nb, SPLIT):
                 g = gl.zeros([BN, BT], gl.float32, layout=MMA)
                 u = gl.zeros([BN, BT], gl.float32, layout=MMA)
-                for sp in gl.static_range(SPLIT):      # in order: `_silu_reduce_kernel`'s sum
+                for sp in gl.static_range(SPLIT):  # in order: `_silu_reduce_kernel`'s sum
                     g += gl.load(part_ptr + sp * stride + row, mask=mask, other=0.0, cache_modifier=".cg")
                     u += gl.load(part_ptr + sp * stride + row + I, mask=mask, other=0.0, cache_modifier=".cg")
                 gl.store(act_ptr + pairs[None, :].to(gl.int64) * I + n[:, None], _silu_mul_bf16(g, u), mask=mask)
 
 
 @gluon.jit
-def _w2_first_words(w_ptr, s_ptr, e, nb, sk, H, I, ok, NCH: gl.constexpr, SPLIT: gl.constexpr,
-                    NUM_WARPS: gl.constexpr, TAPER: gl.constexpr):
+def _w2_first_words(
+    w_ptr,
+    s_ptr,
+    e,
+    nb,
+    sk,
+    H,
+    I,
+    ok,
+    NCH: gl.constexpr,
+    SPLIT: gl.constexpr,
+    NUM_WARPS: gl.constexpr,
+    TAPER: gl.constexpr,
+):
     """The words and scales of a w2 tile's first two K steps (nothing read when not ok): loaded
     before the kernel waits for w13 (programmatic dependent launch)."""
     BK: gl.constexpr = NCH * 128
@@ -322,10 +384,41 @@ def _w2_first_words(w_ptr, s_ptr, e, nb, sk, H, I, ok, NCH: gl.constexpr, SPLIT:
 
 
 @gluon.jit
-def _w2_tile(act_ptr, w_ptr, s_ptr, y_ptr, cnt_ptr, num_blocks_ptr, wts_ptr, out_ptr, trace_ptr, e, pairs, pvalid,
-             nb, sk, w0, s0, w1, s1, P, H, I, T, BT: gl.constexpr, NCH: gl.constexpr, WIDE: gl.constexpr,
-             SPLIT: gl.constexpr, NUM_WARPS: gl.constexpr, DEPTH: gl.constexpr, FUSE: gl.constexpr,
-             TOPK: gl.constexpr, TAPER: gl.constexpr, DIRECT: gl.constexpr, TRACE: gl.constexpr):
+def _w2_tile(
+    act_ptr,
+    w_ptr,
+    s_ptr,
+    y_ptr,
+    cnt_ptr,
+    num_blocks_ptr,
+    wts_ptr,
+    out_ptr,
+    trace_ptr,
+    e,
+    pairs,
+    pvalid,
+    nb,
+    sk,
+    w0,
+    s0,
+    w1,
+    s1,
+    P,
+    H,
+    I,
+    T,
+    BT: gl.constexpr,
+    NCH: gl.constexpr,
+    WIDE: gl.constexpr,
+    SPLIT: gl.constexpr,
+    NUM_WARPS: gl.constexpr,
+    DEPTH: gl.constexpr,
+    FUSE: gl.constexpr,
+    TOPK: gl.constexpr,
+    TAPER: gl.constexpr,
+    DIRECT: gl.constexpr,
+    TRACE: gl.constexpr,
+):
     """Rows nb * 16 NUM_WARPS .. of w2 for block b's pairs, split sk, from the first words
     (`_w2_first_words`); y rows, then with FUSE the column tile's top-k sum by its last program."""
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, 8])
@@ -359,7 +452,7 @@ def _w2_tile(act_ptr, w_ptr, s_ptr, y_ptr, cnt_ptr, num_blocks_ptr, wts_ptr, out
     if FUSE:
         if _last_program(cnt_ptr + nb, _num_blocks(num_blocks_ptr, P, DIRECT) * SPLIT):
             cols = n0 + gl.arange(0, BN, layout=gl.SliceLayout(1, MMA))
-            for t in range(0, T):          # `triton_kernels._topk_sum_row`, the same order
+            for t in range(0, T):  # `triton_kernels._topk_sum_row`, the same order
                 tt = t.to(gl.int64)
                 o = gl.zeros([BN], gl.float32, layout=gl.SliceLayout(1, MMA))
                 for j in gl.static_range(TOPK):
@@ -372,11 +465,34 @@ def _w2_tile(act_ptr, w_ptr, s_ptr, y_ptr, cnt_ptr, num_blocks_ptr, wts_ptr, out
 
 
 @gluon.jit(do_not_specialize=["P", "TOPK", "PAIR0"])
-def _w13_gluon_kernel(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr,
-                      cnt_ptr, trace_ptr, P, H, I, TOPK, PAIR0, BT: gl.constexpr, NCH: gl.constexpr, WIDE: gl.constexpr,
-                      SPLIT: gl.constexpr, NUM_WARPS: gl.constexpr, DEPTH: gl.constexpr, PDL: gl.constexpr,
-                      FUSE: gl.constexpr, TAPER: gl.constexpr = False, DIRECT: gl.constexpr = False,
-                      TRACE: gl.constexpr = False):
+def _w13_gluon_kernel(
+    x_ptr,
+    w_ptr,
+    s_ptr,
+    act_ptr,
+    part_ptr,
+    sorted_pairs_ptr,
+    block_expert_ptr,
+    num_blocks_ptr,
+    cnt_ptr,
+    trace_ptr,
+    P,
+    H,
+    I,
+    TOPK,
+    PAIR0,
+    BT: gl.constexpr,
+    NCH: gl.constexpr,
+    WIDE: gl.constexpr,
+    SPLIT: gl.constexpr,
+    NUM_WARPS: gl.constexpr,
+    DEPTH: gl.constexpr,
+    PDL: gl.constexpr,
+    FUSE: gl.constexpr,
+    TAPER: gl.constexpr = False,
+    DIRECT: gl.constexpr = False,
+    TRACE: gl.constexpr = False,
+):
     """`frag_kernels._w13_frag_kernel`: grid (block, row tile, split), one row group of gate and
     one of up per warp. w_ptr: the frag-layout words (int32 view). DEPTH: K steps whose words are
     in registers ahead of the one being decoded (1 or 2). FUSE with SPLIT > 1: the last split of
@@ -387,24 +503,76 @@ def _w13_gluon_kernel(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, sorted_pairs_ptr, 
     if TRACE:
         t0 = _now()
     if PDL:
-        _pdl_wait_and_release()             # align's blocks are read below
+        _pdl_wait_and_release()  # align's blocks are read below
     b = gl.program_id(0) + PAIR0
-    active, e, pairs, pvalid = _block(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, b, P, BT,
-                                      gl.SliceLayout(0, MMA), DIRECT)
+    active, e, pairs, pvalid = _block(
+        sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, b, P, BT, gl.SliceLayout(0, MMA), DIRECT
+    )
     if active:
-        _w13_tile(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr, cnt_ptr, trace_ptr, e, pairs, pvalid, b, gl.program_id(1),
-                  gl.program_id(2), gl.num_programs(1), P, H, I, TOPK, BT, NCH, WIDE, SPLIT, NUM_WARPS, DEPTH, FUSE, TAPER,
-                  TRACE)
+        _w13_tile(
+            x_ptr,
+            w_ptr,
+            s_ptr,
+            act_ptr,
+            part_ptr,
+            cnt_ptr,
+            trace_ptr,
+            e,
+            pairs,
+            pvalid,
+            b,
+            gl.program_id(1),
+            gl.program_id(2),
+            gl.num_programs(1),
+            P,
+            H,
+            I,
+            TOPK,
+            BT,
+            NCH,
+            WIDE,
+            SPLIT,
+            NUM_WARPS,
+            DEPTH,
+            FUSE,
+            TAPER,
+            TRACE,
+        )
     if TRACE:
         _trace(trace_ptr, t0)
 
 
 @gluon.jit(do_not_specialize=["P", "T", "PAIR0"])
-def _w2_gluon_kernel(act_ptr, w_ptr, s_ptr, y_ptr, sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr,
-                     cnt_ptr, wts_ptr, out_ptr, trace_ptr, P, H, I, T, PAIR0, BT: gl.constexpr, NCH: gl.constexpr,
-                     WIDE: gl.constexpr, SPLIT: gl.constexpr, NUM_WARPS: gl.constexpr, DEPTH: gl.constexpr,
-                     PDL: gl.constexpr, FUSE: gl.constexpr, TOPK: gl.constexpr, TAPER: gl.constexpr = False,
-                     DIRECT: gl.constexpr = False, TRACE: gl.constexpr = False):
+def _w2_gluon_kernel(
+    act_ptr,
+    w_ptr,
+    s_ptr,
+    y_ptr,
+    sorted_pairs_ptr,
+    block_expert_ptr,
+    num_blocks_ptr,
+    cnt_ptr,
+    wts_ptr,
+    out_ptr,
+    trace_ptr,
+    P,
+    H,
+    I,
+    T,
+    PAIR0,
+    BT: gl.constexpr,
+    NCH: gl.constexpr,
+    WIDE: gl.constexpr,
+    SPLIT: gl.constexpr,
+    NUM_WARPS: gl.constexpr,
+    DEPTH: gl.constexpr,
+    PDL: gl.constexpr,
+    FUSE: gl.constexpr,
+    TOPK: gl.constexpr,
+    TAPER: gl.constexpr = False,
+    DIRECT: gl.constexpr = False,
+    TRACE: gl.constexpr = False,
+):
     """`frag_kernels._w2_frag_kernel`: grid (block, row tile, split). PDL: the blocks (align's,
     done before w13 began) are read and the first words loaded before waiting for w13's act.
     FUSE: the last program of a column tile writes out[:, tile] as `_topk_sum_kernel` does.
@@ -412,15 +580,56 @@ def _w2_gluon_kernel(act_ptr, w_ptr, s_ptr, y_ptr, sorted_pairs_ptr, block_exper
     MMA: gl.constexpr = gl.NVMMADistributedLayout(version=[2, 0], warps_per_cta=[NUM_WARPS, 1], instr_shape=[16, 8])
     if TRACE:
         t0 = _now()
-    active, e, pairs, pvalid = _block(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, gl.program_id(0) + PAIR0, P, BT,
-                                      gl.SliceLayout(0, MMA), DIRECT)
-    w0, s0, w1, s1 = _w2_first_words(w_ptr, s_ptr, e, gl.program_id(1), gl.program_id(2), H, I, active, NCH, SPLIT,
-                                     NUM_WARPS, TAPER)
+    active, e, pairs, pvalid = _block(
+        sorted_pairs_ptr,
+        block_expert_ptr,
+        num_blocks_ptr,
+        gl.program_id(0) + PAIR0,
+        P,
+        BT,
+        gl.SliceLayout(0, MMA),
+        DIRECT,
+    )
+    w0, s0, w1, s1 = _w2_first_words(
+        w_ptr, s_ptr, e, gl.program_id(1), gl.program_id(2), H, I, active, NCH, SPLIT, NUM_WARPS, TAPER
+    )
     if PDL:
-        _pdl_wait_and_release()             # act is w13's output
+        _pdl_wait_and_release()  # act is w13's output
     if active:
-        _w2_tile(act_ptr, w_ptr, s_ptr, y_ptr, cnt_ptr, num_blocks_ptr, wts_ptr, out_ptr, trace_ptr, e, pairs, pvalid,
-                 gl.program_id(1), gl.program_id(2), w0, s0, w1, s1, P, H, I, T, BT, NCH, WIDE, SPLIT, NUM_WARPS,
-                 DEPTH, FUSE, TOPK, TAPER, DIRECT, TRACE)
+        _w2_tile(
+            act_ptr,
+            w_ptr,
+            s_ptr,
+            y_ptr,
+            cnt_ptr,
+            num_blocks_ptr,
+            wts_ptr,
+            out_ptr,
+            trace_ptr,
+            e,
+            pairs,
+            pvalid,
+            gl.program_id(1),
+            gl.program_id(2),
+            w0,
+            s0,
+            w1,
+            s1,
+            P,
+            H,
+            I,
+            T,
+            BT,
+            NCH,
+            WIDE,
+            SPLIT,
+            NUM_WARPS,
+            DEPTH,
+            FUSE,
+            TOPK,
+            TAPER,
+            DIRECT,
+            TRACE,
+        )
     if TRACE:
         _trace(trace_ptr, t0)

@@ -18,11 +18,12 @@ import subprocess
 import tempfile
 from dataclasses import dataclass
 
+
 @dataclass
 class LoopReport:
     kernel: str
-    instructions: int          # in the innermost loop (one K step)
-    weights_per_thread: int    # weights one thread decodes per K step
+    instructions: int  # in the innermost loop (one K step)
+    weights_per_thread: int  # weights one thread decodes per K step
     opcodes: collections.Counter
     registers: int | None
 
@@ -62,18 +63,25 @@ def _compile(source, fn, sig: dict[str, str], consts: dict, warps: int, arch: in
         raise RuntimeError(f"sass.py: {fn.fn.__name__}'s parameters changed ({sorted(names)}); update _signature")
     sig = {**sig, **{c: "constexpr" for c in consts}}
     order = list(sig)
-    attrs = {(order.index(n),): [["tt.divisibility", 16]] for n, t in sig.items() if t.startswith("*") or n in ("H", "I")}
-    return triton.compile(source(fn, sig, consts, attrs), target=GPUTarget("cuda", arch, 32),
-                          options={"num_warps": warps, "num_stages": 1})
+    attrs = {
+        (order.index(n),): [["tt.divisibility", 16]] for n, t in sig.items() if t.startswith("*") or n in ("H", "I")
+    }
+    return triton.compile(
+        source(fn, sig, consts, attrs),
+        target=GPUTarget("cuda", arch, 32),
+        options={"num_warps": warps, "num_stages": 1},
+    )
 
 
 def _tool(name: str) -> str:
     import triton
+
     return os.path.join(os.path.dirname(triton.__file__), "backends", "nvidia", "bin", name)
 
 
-def compile_frag_kernel(kernel: str, block_n: int = 64, block_k: int = 128, warps: int = 4,
-                        prefetch: int = 1, wide: bool = False):
+def compile_frag_kernel(
+    kernel: str, block_n: int = 64, block_k: int = 128, warps: int = 4, prefetch: int = 1, wide: bool = False
+):
     """The compiled `_w13_frag_kernel` or `_w2_frag_kernel` (kernel "w13" or "w2") for sm_90,
     specialized as a real launch is (pointers and H, I divisible by 16)."""
     from triton.compiler import ASTSource
@@ -81,8 +89,18 @@ def compile_frag_kernel(kernel: str, block_n: int = 64, block_k: int = 128, warp
     from . import frag_kernels as F
 
     fn = F._w13_frag_kernel if kernel == "w13" else F._w2_frag_kernel
-    consts = {"BLOCK_T": 16, "BLOCK_N": block_n, "BLOCK_K": block_k, "ASM": True, "INTERPRET": False,
-              "WIDE": wide, "SPLIT": 1, "PREFETCH": prefetch, "PDL": False, "FUSE": False}
+    consts = {
+        "BLOCK_T": 16,
+        "BLOCK_N": block_n,
+        "BLOCK_K": block_k,
+        "ASM": True,
+        "INTERPRET": False,
+        "WIDE": wide,
+        "SPLIT": 1,
+        "PREFETCH": prefetch,
+        "PDL": False,
+        "FUSE": False,
+    }
     if kernel == "w2":
         consts["TOPK"] = 8
     return _compile(ASTSource, fn, _signature(kernel), consts, warps, 90)
@@ -90,8 +108,10 @@ def compile_frag_kernel(kernel: str, block_n: int = 64, block_k: int = 128, warp
 
 def instructions(sass: str) -> list[tuple[int, str]]:
     """(address, instruction) of each line of `cuobjdump -sass` output, predicate included."""
-    return [(int(m.group(1), 16), m.group(2)) for m in
-            re.finditer(r"/\*([0-9a-f]{4,})\*/\s+((?:@!?U?P\w+\s+)?[A-Z][^;]*);", sass)]
+    return [
+        (int(m.group(1), 16), m.group(2))
+        for m in re.finditer(r"/\*([0-9a-f]{4,})\*/\s+((?:@!?U?P\w+\s+)?[A-Z][^;]*);", sass)
+    ]
 
 
 def opcode(instruction: str) -> str:
@@ -121,8 +141,16 @@ def inner_loop(cubin: bytes) -> tuple[collections.Counter, int | None]:
     return ops, int(m.group(1)) if m else None
 
 
-def compile_gluon_kernel(kernel: str, warps: int = 4, block_t: int = 8, block_k: int = 128, depth: int = 1,
-                         wide: bool = False, arch: int = 90, **options):
+def compile_gluon_kernel(
+    kernel: str,
+    warps: int = 4,
+    block_t: int = 8,
+    block_k: int = 128,
+    depth: int = 1,
+    wide: bool = False,
+    arch: int = 90,
+    **options,
+):
     """The compiled `_w13_gluon_kernel` or `_w2_gluon_kernel` for sm_<arch> (block_n = 16 * warps);
     options: more of its constexprs (TAPER, DIRECT, ...)."""
     from triton.experimental.gluon._runtime import GluonASTSource
@@ -130,16 +158,33 @@ def compile_gluon_kernel(kernel: str, warps: int = 4, block_t: int = 8, block_k:
     from . import gluon_kernels as G
 
     fn = G._w13_gluon_kernel if kernel == "w13" else G._w2_gluon_kernel
-    consts = {"BT": block_t, "NCH": block_k // 128, "WIDE": wide, "SPLIT": 1, "NUM_WARPS": warps, "DEPTH": depth,
-              "PDL": False, "FUSE": False, "TAPER": False, "DIRECT": False,
-              "TRACE": False}   # no defaults in a source compile
+    consts = {
+        "BT": block_t,
+        "NCH": block_k // 128,
+        "WIDE": wide,
+        "SPLIT": 1,
+        "NUM_WARPS": warps,
+        "DEPTH": depth,
+        "PDL": False,
+        "FUSE": False,
+        "TAPER": False,
+        "DIRECT": False,
+        "TRACE": False,
+    }  # no defaults in a source compile
     if kernel == "w2":
         consts["TOPK"] = 8
     return _compile(GluonASTSource, fn, _gluon_signature(kernel), {**consts, **options}, warps, arch)
 
 
-def loop_report(kernel: str, block_n: int = 64, block_k: int = 128, warps: int = 4, prefetch: int = 1,
-                engine: str = "triton", block_t: int = 8) -> LoopReport:
+def loop_report(
+    kernel: str,
+    block_n: int = 64,
+    block_k: int = 128,
+    warps: int = 4,
+    prefetch: int = 1,
+    engine: str = "triton",
+    block_t: int = 8,
+) -> LoopReport:
     """The inner loop of one frag kernel. engine "gluon": block_n must be 16 * warps; prefetch is
     its register depth; block_t its token block (8 or 16)."""
     if engine == "gluon":

@@ -16,9 +16,9 @@ def mxfp4_bytes(weights: int) -> int:
 @dataclass(frozen=True)
 class MoEShape:
     family: str
-    experts: int        # E: routed experts per layer
-    hidden: int         # H: input/output width of a routed expert
-    intermediate: int   # I: per-expert intermediate width (w13 has 2I rows: [gate; up])
+    experts: int  # E: routed experts per layer
+    hidden: int  # H: input/output width of a routed expert
+    intermediate: int  # I: per-expert intermediate width (w13 has 2I rows: [gate; up])
     top_k: int
     source: str
 
@@ -37,18 +37,30 @@ class MoEShape:
 
 VARIANTS: dict[str, MoEShape] = {
     "glm": MoEShape(
-        family="GLM-5.2", experts=256, hidden=6144, intermediate=2048, top_k=8,
+        family="GLM-5.2",
+        experts=256,
+        hidden=6144,
+        intermediate=2048,
+        top_k=8,
         source="issue 8 (GLM-5.2 routed experts: E=256, H=6144, I=2048, top-8)",
     ),
     "dsv4": MoEShape(
-        family="DeepSeek-V4-Flash", experts=256, hidden=4096, intermediate=2048, top_k=6,
+        family="DeepSeek-V4-Flash",
+        experts=256,
+        hidden=4096,
+        intermediate=2048,
+        top_k=6,
         source="DeepSeek-V4-Flash config.json (hidden_size 4096, moe_intermediate_size 2048, "
-               "n_routed_experts 256, num_experts_per_tok 6), as quoted in public repositories",
+        "n_routed_experts 256, num_experts_per_tok 6), as quoted in public repositories",
     ),
     "k3": MoEShape(
-        family="Kimi K3", experts=896, hidden=3584, intermediate=3072, top_k=16,
+        family="Kimi K3",
+        experts=896,
+        hidden=3584,
+        intermediate=3072,
+        top_k=16,
         source="Kimi K3 text config (num_experts 896, num_experts_per_token 16, "
-               "moe_intermediate_size 3072, routed_expert_hidden_size 3584: the routed experts "
-               "run on a 3584-wide latent of the 7168 hidden), as quoted in public repositories",
+        "moe_intermediate_size 3072, routed_expert_hidden_size 3584: the routed experts "
+        "run on a 3584-wide latent of the 7168 hidden), as quoted in public repositories",
     ),
 }

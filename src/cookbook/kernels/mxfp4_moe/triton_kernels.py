@@ -91,7 +91,7 @@ def _dequant_tile(wq, s, WIDE: tl.constexpr):
     """
     f = _scale_factor(s, WIDE)[:, :, None]
     wq = wq.to(tl.uint32, bitcast=True)
-    p0 = _pair_bits(wq)          # pair j = (element j, element j + 4) of the word
+    p0 = _pair_bits(wq)  # pair j = (element j, element j + 4) of the word
     p1 = _pair_bits(wq >> 4)
     p2 = _pair_bits(wq >> 8)
     p3 = _pair_bits(wq >> 12)
@@ -105,8 +105,7 @@ def _dequant_tile(wq, s, WIDE: tl.constexpr):
     hi3 = _apply(p3 & 0xFFFF0000, f, WIDE)
     # join appends a dim of 2 (the last-added is the fastest when flattened).
     # element q = 4*h + 2*b1 + b0 of a word, so join over h first, then b1, then b0.
-    v = tl.join(tl.join(tl.join(lo0, hi0), tl.join(lo2, hi2)),
-                tl.join(tl.join(lo1, hi1), tl.join(lo3, hi3)))
+    v = tl.join(tl.join(tl.join(lo0, hi0), tl.join(lo2, hi2)), tl.join(tl.join(lo1, hi1), tl.join(lo3, hi3)))
     BN: tl.constexpr = wq.shape[0]
     NB: tl.constexpr = wq.shape[1]
     return tl.reshape(v, (BN, NB * 32))
@@ -150,8 +149,9 @@ def _dequant_halves_asm(wb, s, WIDE: tl.constexpr):
     else:
         fsel = f
     fb3 = tl.broadcast_to(fsel[:, :, None], wb.shape)
-    lo, hi = tl.inline_asm_elementwise(_DECODE4, "=r,=r,=r,=r,r,r,r", [wb, fb3],
-                                       dtype=(tl.bfloat16, tl.bfloat16), is_pure=True, pack=4)
+    lo, hi = tl.inline_asm_elementwise(
+        _DECODE4, "=r,=r,=r,=r,r,r,r", [wb, fb3], dtype=(tl.bfloat16, tl.bfloat16), is_pure=True, pack=4
+    )
     if WIDE:
         fw = tl.broadcast_to(f[:, :, None], wb.shape)
         lo = lo * fw
@@ -196,9 +196,18 @@ def _load_w_tile(w_ptr, s_ptr, rows, row_mask, k0, stride_w, stride_s, BK: tl.co
 
 
 @triton.jit
-def _dequant_kernel(w_ptr, s_ptr, out_ptr, R, K,
-                    BLOCK_R: tl.constexpr, BLOCK_K: tl.constexpr, OUT_BF16: tl.constexpr,
-                    WIDE: tl.constexpr, DECODE: tl.constexpr):
+def _dequant_kernel(
+    w_ptr,
+    s_ptr,
+    out_ptr,
+    R,
+    K,
+    BLOCK_R: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    OUT_BF16: tl.constexpr,
+    WIDE: tl.constexpr,
+    DECODE: tl.constexpr,
+):
     """Exposes `_dequant_tile` for the exactness tests: out[R, K] = dequantize(w, s)."""
     rows = tl.program_id(0) * BLOCK_R + tl.arange(0, BLOCK_R)
     k0 = tl.program_id(1) * BLOCK_K
@@ -218,10 +227,21 @@ def _dequant_kernel(w_ptr, s_ptr, out_ptr, R, K,
 
 
 @triton.jit(do_not_specialize=["P", "MAX_SLOTS"])
-def _align_kernel(ids_ptr, sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, scratch_ptr,
-                  P, MAX_SLOTS, cnt_ptr, N_CNT,
-                  BLOCK_T: tl.constexpr, P_PAD: tl.constexpr, E_PAD: tl.constexpr,
-                  SLOTS_PAD: tl.constexpr):
+def _align_kernel(
+    ids_ptr,
+    sorted_pairs_ptr,
+    block_expert_ptr,
+    num_blocks_ptr,
+    scratch_ptr,
+    P,
+    MAX_SLOTS,
+    cnt_ptr,
+    N_CNT,
+    BLOCK_T: tl.constexpr,
+    P_PAD: tl.constexpr,
+    E_PAD: tl.constexpr,
+    SLOTS_PAD: tl.constexpr,
+):
     """Group pairs by expert: blocks of BLOCK_T pair ids, one expert per block, sentinel P as padding.
     Also zeroes the N_CNT tile counters of the fused epilogues (`_last_of`), before any reads them."""
     for c0 in range(0, N_CNT, 1024):
@@ -256,14 +276,26 @@ def _block_pairs(sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr, P, BLOCK_T:
     # .cg (L2, not L1): with programmatic dependent launch this runs before the kernel waits
     nblocks = tl.load(num_blocks_ptr, cache_modifier=".cg")
     e = tl.load(block_expert_ptr + b, mask=b < nblocks, other=0, cache_modifier=".cg")
-    pairs = tl.load(sorted_pairs_ptr + b * BLOCK_T + tl.arange(0, BLOCK_T), mask=b < nblocks, other=P,
-                    cache_modifier=".cg")
+    pairs = tl.load(
+        sorted_pairs_ptr + b * BLOCK_T + tl.arange(0, BLOCK_T), mask=b < nblocks, other=P, cache_modifier=".cg"
+    )
     return b < nblocks, e.to(tl.int64), pairs, pairs < P
 
 
 @triton.jit
-def _decoded_tile(w_ptr, s_ptr, rows, rmask, k0, stride_w, stride_s,
-                  BLOCK_K: tl.constexpr, DECODE: tl.constexpr, INTERPRET: tl.constexpr, WIDE: tl.constexpr):
+def _decoded_tile(
+    w_ptr,
+    s_ptr,
+    rows,
+    rmask,
+    k0,
+    stride_w,
+    stride_s,
+    BLOCK_K: tl.constexpr,
+    DECODE: tl.constexpr,
+    INTERPRET: tl.constexpr,
+    WIDE: tl.constexpr,
+):
     """Decoded [rows, BLOCK_K] weight tile for the dot: BF16 on the GPU, float32 in the interpreter."""
     if DECODE == 1:
         wb, s = _load_b_tile(w_ptr, s_ptr, rows, rmask, k0, stride_w, stride_s, BLOCK_K)
@@ -329,12 +361,29 @@ def _store_w2(acc, y_ptr, pairs, n, mask, P, H):
 
 
 @triton.jit(do_not_specialize=["P", "TOPK"])
-def _w13_silu_kernel(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr,
-                     sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr,
-                     P, H, I, TOPK, stride_w, stride_s,
-                     BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-                     DECODE: tl.constexpr, INTERPRET: tl.constexpr, WIDE: tl.constexpr,
-                     SPLIT: tl.constexpr):
+def _w13_silu_kernel(
+    x_ptr,
+    w_ptr,
+    s_ptr,
+    act_ptr,
+    part_ptr,
+    sorted_pairs_ptr,
+    block_expert_ptr,
+    num_blocks_ptr,
+    P,
+    H,
+    I,
+    TOPK,
+    stride_w,
+    stride_s,
+    BLOCK_T: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    DECODE: tl.constexpr,
+    INTERPRET: tl.constexpr,
+    WIDE: tl.constexpr,
+    SPLIT: tl.constexpr,
+):
     """act[pair, n] = silu(x[tok] . Wg[e, n]) * (x[tok] . Wu[e, n]) for the pairs of one block.
 
     SPLIT > 1: program_id(2) takes 1/SPLIT of the K steps and stores its float32 partial sums
@@ -346,7 +395,7 @@ def _w13_silu_kernel(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr,
         tok = pairs // TOPK
         n = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
         nmask = n < I
-        rows_g = e * (2 * I) + n          # w13 = [gate; up] along the output dim
+        rows_g = e * (2 * I) + n  # w13 = [gate; up] along the output dim
         rows_u = rows_g + I
         acc_g = tl.zeros([BLOCK_N, BLOCK_T], tl.float32)
         acc_u = tl.zeros([BLOCK_N, BLOCK_T], tl.float32)
@@ -377,8 +426,12 @@ def _w13_silu_kernel(x_ptr, w_ptr, s_ptr, act_ptr, part_ptr,
             else:  # decoders fp32 (0) and asm (1)
                 if INTERPRET:
                     xt = xt.to(tl.float32)
-                vg = _decoded_tile(w_ptr, s_ptr, rows_g, nmask, k0, stride_w, stride_s, BLOCK_K, DECODE, INTERPRET, WIDE)
-                vu = _decoded_tile(w_ptr, s_ptr, rows_u, nmask, k0, stride_w, stride_s, BLOCK_K, DECODE, INTERPRET, WIDE)
+                vg = _decoded_tile(
+                    w_ptr, s_ptr, rows_g, nmask, k0, stride_w, stride_s, BLOCK_K, DECODE, INTERPRET, WIDE
+                )
+                vu = _decoded_tile(
+                    w_ptr, s_ptr, rows_u, nmask, k0, stride_w, stride_s, BLOCK_K, DECODE, INTERPRET, WIDE
+                )
                 acc_g = tl.dot(vg, xt, acc_g)
                 acc_u = tl.dot(vu, xt, acc_u)
         _store_w13(acc_g, acc_u, act_ptr, part_ptr, pairs, n, nmask[:, None] & pvalid[None, :], P, I, SPLIT)
@@ -395,12 +448,27 @@ def _silu_reduce_kernel(part_ptr, act_ptr, P, I, SPLIT: tl.constexpr, BLOCK_I: t
 
 
 @triton.jit(do_not_specialize=["P"])
-def _w2_kernel(act_ptr, w_ptr, s_ptr, y_ptr,
-               sorted_pairs_ptr, block_expert_ptr, num_blocks_ptr,
-               P, H, I, stride_w, stride_s,
-               BLOCK_T: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr,
-               DECODE: tl.constexpr, INTERPRET: tl.constexpr, WIDE: tl.constexpr,
-               SPLIT: tl.constexpr):
+def _w2_kernel(
+    act_ptr,
+    w_ptr,
+    s_ptr,
+    y_ptr,
+    sorted_pairs_ptr,
+    block_expert_ptr,
+    num_blocks_ptr,
+    P,
+    H,
+    I,
+    stride_w,
+    stride_s,
+    BLOCK_T: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    DECODE: tl.constexpr,
+    INTERPRET: tl.constexpr,
+    WIDE: tl.constexpr,
+    SPLIT: tl.constexpr,
+):
     """y[split, pair, n] = act[pair, K-range of split] . W2[e, n, K-range] (float32), one block of pairs.
 
     `_topk_sum_kernel` adds the SPLIT partial rows.
@@ -438,16 +506,16 @@ def _w2_kernel(act_ptr, w_ptr, s_ptr, y_ptr,
 
 
 @triton.jit
-def _topk_sum_kernel(y_ptr, wts_ptr, out_ptr, P, H, TOPK: tl.constexpr, BLOCK_H: tl.constexpr,
-                     SPLIT: tl.constexpr):
+def _topk_sum_kernel(y_ptr, wts_ptr, out_ptr, P, H, TOPK: tl.constexpr, BLOCK_H: tl.constexpr, SPLIT: tl.constexpr):
     """out[t] = sum_j wts[t, j] * (sum_s y[s, t*TOPK + j]), j and s in order (deterministic)."""
     cols = tl.program_id(1) * BLOCK_H + tl.arange(0, BLOCK_H)
     _topk_sum_row(y_ptr, wts_ptr, out_ptr, tl.program_id(0).to(tl.int64), cols, cols < H, P, H, TOPK, SPLIT, BLOCK_H)
 
 
 @triton.jit
-def _topk_sum_row(y_ptr, wts_ptr, out_ptr, t, cols, cmask, P, H, TOPK: tl.constexpr, SPLIT: tl.constexpr,
-                  BLOCK: tl.constexpr):
+def _topk_sum_row(
+    y_ptr, wts_ptr, out_ptr, t, cols, cmask, P, H, TOPK: tl.constexpr, SPLIT: tl.constexpr, BLOCK: tl.constexpr
+):
     """out[t, cols] = sum_j wts[t, j] * (sum_s y[s, t*TOPK + j, cols]), j and s in order: the one
     definition of the sum, for the top-k kernel and for w2's fused epilogue (same bits)."""
     acc = tl.zeros([BLOCK], tl.float32)

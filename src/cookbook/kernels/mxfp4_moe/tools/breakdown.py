@@ -37,7 +37,7 @@ def main() -> int:
     if error:
         print(error, file=sys.stderr)
         return 2
-    ws = moe_workspace("cuda")      # as bench and a server call: no counter fill at one token
+    ws = moe_workspace("cuda")  # as bench and a server call: no counter fill at one token
     for v in args.variants.split(","):
         shape = VARIANTS[v]
         w = harness.make_experts(shape, seed=1)
@@ -51,8 +51,10 @@ def main() -> int:
             x = torch.randn(b, shape.hidden, device="cuda").bfloat16()
 
             def call(r):
-                return fused_moe_mxfp4(x, *w, *routs[r], config=cfg, check_ids=False, scale_max=127, layout=args.layout,
-                                       workspace=ws)
+                return fused_moe_mxfp4(
+                    x, *w, *routs[r], config=cfg, check_ids=False, scale_max=127, layout=args.layout, workspace=ws
+                )
+
             for r in range(harness.ROTATIONS):
                 call(r)
             torch.cuda.synchronize()

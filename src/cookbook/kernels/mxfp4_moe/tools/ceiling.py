@@ -18,22 +18,24 @@ import sys
 
 from . import harness
 
-READ_SHAPES = [(1 << 15, 4), (1 << 16, 4), (1 << 16, 8), (1 << 17, 8)]   # (bytes per program, warps)
+READ_SHAPES = [(1 << 15, 4), (1 << 16, 4), (1 << 16, 8), (1 << 17, 8)]  # (bytes per program, warps)
 
 
 def read_launches(buf, parts: list[int], per_program: int, warps: int, kernel):
     """A function that reads buf in len(parts) launches, part j being parts[j] bytes (multiples of 4)."""
     import torch
+
     n_per = per_program // 4
     views, off = [], 0
     for nbytes in parts:
-        views.append(buf[off // 4: (off + nbytes) // 4])
+        views.append(buf[off // 4 : (off + nbytes) // 4])
         off += nbytes
     outs = [torch.empty(-(-v.numel() // n_per), dtype=torch.int32, device=buf.device) for v in views]
 
     def run():
         for v, o in zip(views, outs):
             kernel[(o.numel(),)](v, o, v.numel(), n_per=n_per, num_warps=warps)
+
     return run
 
 
@@ -53,12 +55,16 @@ def main() -> int:
         print(error, file=sys.stderr)
         return 2
     copy_bw = harness.copy_bandwidth()
-    print(f"copy bandwidth (device-to-device, read+write): {copy_bw / 1e12:.2f} TB/s; "
-          f"{torch.cuda.get_device_name()}", flush=True)
+    print(
+        f"copy bandwidth (device-to-device, read+write): {copy_bw / 1e12:.2f} TB/s; {torch.cuda.get_device_name()}",
+        flush=True,
+    )
     kernel = harness.read_kernel()
-    print(f"{'variant':8s} {'tokens':>6s} {'MB':>7s} | {'kernel us':>9s} {'%copy':>6s} | {'read, 1 launch':>14s} "
-          f"{'%copy':>6s} | {'read, 2 launches':>16s} {'%copy':>6s} | kernel / 2-launch read")
-    ws = moe_workspace("cuda")      # as bench and a server call: no counter fill at one token
+    print(
+        f"{'variant':8s} {'tokens':>6s} {'MB':>7s} | {'kernel us':>9s} {'%copy':>6s} | {'read, 1 launch':>14s} "
+        f"{'%copy':>6s} | {'read, 2 launches':>16s} {'%copy':>6s} | kernel / 2-launch read"
+    )
+    ws = moe_workspace("cuda")  # as bench and a server call: no counter fill at one token
     for v in args.variants.split(","):
         shape = VARIANTS[v]
         w = prepare_experts(*harness.make_experts(shape, seed=1))
@@ -69,8 +75,10 @@ def main() -> int:
             x = torch.randn(nt, h, device="cuda").bfloat16()
 
             def call(r):
-                return fused_moe_mxfp4(x, *w, *routs[r], config=cfg, check_ids=False, scale_max=127, layout="frag",
-                                       workspace=ws)
+                return fused_moe_mxfp4(
+                    x, *w, *routs[r], config=cfg, check_ids=False, scale_max=127, layout="frag", workspace=ws
+                )
+
             t_kernel = harness.graph_time(call, harness.ROTATIONS)
             distinct = harness.distinct_experts(routs)
             b13, b2 = int(distinct * shape.w13_bytes()) // 4 * 4, int(distinct * shape.w2_bytes()) // 4 * 4
@@ -86,10 +94,14 @@ def main() -> int:
 
             def pct(t):
                 return 100 * nbytes / t / copy_bw
-            print(f"{v:8s} {nt:6d} {nbytes / 1e6:7.1f} | {t_kernel * 1e6:9.1f} {pct(t_kernel):6.1f} | "
-                  f"{best[1] * 1e6:11.1f} us {pct(best[1]):6.1f} | {best[2] * 1e6:13.1f} us {pct(best[2]):6.1f} | "
-                  f"{best[2] / t_kernel:.3f}", flush=True)
-        w = None       # free the experts before the next variant
+
+            print(
+                f"{v:8s} {nt:6d} {nbytes / 1e6:7.1f} | {t_kernel * 1e6:9.1f} {pct(t_kernel):6.1f} | "
+                f"{best[1] * 1e6:11.1f} us {pct(best[1]):6.1f} | {best[2] * 1e6:13.1f} us {pct(best[2]):6.1f} | "
+                f"{best[2] / t_kernel:.3f}",
+                flush=True,
+            )
+        w = None  # free the experts before the next variant
         torch.cuda.empty_cache()
     return 0
 

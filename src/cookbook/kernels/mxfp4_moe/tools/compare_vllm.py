@@ -23,15 +23,22 @@ from . import harness
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--triton-kernels", type=Path, required=True,
-                    help="folder that contains the triton_kernels package (from the vLLM 0.26.0 wheel)")
+    ap.add_argument(
+        "--triton-kernels",
+        type=Path,
+        required=True,
+        help="folder that contains the triton_kernels package (from the vLLM 0.26.0 wheel)",
+    )
     ap.add_argument("--variants", default="glm,dsv4,k3")
     ap.add_argument("--layout", default="frag", choices=("frag", "converter"), help="our kernel's weight layout")
     ap.add_argument("--batches", default="1,2,4,8,16,32,64")
     args = ap.parse_args()
     if not (args.triton_kernels / "triton_kernels" / "matmul_ogs.py").is_file():
-        print(f"compare_vllm: {args.triton_kernels}/triton_kernels/matmul_ogs.py not found; unpack "
-              "vllm/third_party/triton_kernels from the vllm==0.26.0 wheel there", file=sys.stderr)
+        print(
+            f"compare_vllm: {args.triton_kernels}/triton_kernels/matmul_ogs.py not found; unpack "
+            "vllm/third_party/triton_kernels from the vllm==0.26.0 wheel there",
+            file=sys.stderr,
+        )
         return 2
     sys.path.insert(0, str(args.triton_kernels))
 
@@ -40,8 +47,7 @@ def main() -> int:
     from triton_kernels.matmul_ogs import FlexCtx, PrecisionConfig, matmul_ogs
     from triton_kernels.numerics import InFlexData
     from triton_kernels.routing import routing, routing_from_bitmatrix
-    from triton_kernels.tensor import Bitmatrix
-    from triton_kernels.tensor import FP4, convert_layout, wrap_torch_tensor
+    from triton_kernels.tensor import FP4, Bitmatrix, convert_layout, wrap_torch_tensor
     from triton_kernels.tensor_details import layout
 
     from .. import VARIANTS, fused_moe_mxfp4, load_table, moe_workspace, pick
@@ -69,8 +75,8 @@ def main() -> int:
         w2, pc2 = swizzle(w[2], w[3])
         table = load_table(v)
         i = shape.intermediate
-        wf = prepare_experts(*w) if args.layout == "frag" else w   # our kernel's one-time layout step
-        ws = moe_workspace("cuda")                                  # held as a server would, one per device
+        wf = prepare_experts(*w) if args.layout == "frag" else w  # our kernel's one-time layout step
+        ws = moe_workspace("cuda")  # held as a server would, one per device
 
         for b in [int(x) for x in args.batches.split(",")]:
             g = torch.Generator(device="cuda").manual_seed(300 + b)
@@ -83,8 +89,9 @@ def main() -> int:
             cfg = pick(table, b)
 
             def ours(r):
-                return fused_moe_mxfp4(x, *wf, *routs[r], config=cfg, check_ids=False, scale_max=127,
-                                       layout=args.layout, workspace=ws)
+                return fused_moe_mxfp4(
+                    x, *wf, *routs[r], config=cfg, check_ids=False, scale_max=127, layout=args.layout, workspace=ws
+                )
 
             pow2_k = shape.top_k & (shape.top_k - 1) == 0
 
@@ -97,17 +104,18 @@ def main() -> int:
                 ids64 = ids.long()
                 bits = torch.zeros(b, cols, dtype=torch.int64, device="cuda")
                 bits.scatter_add_(1, ids64 // 32, torch.ones_like(ids64) << (ids64 % 32))
-                bm = Bitmatrix(bits.to(torch.int32).view(torch.uint32), shape=[b, cols * 32],
-                               shape_max=[b, None], scratchpad=None)
+                bm = Bitmatrix(
+                    bits.to(torch.int32).view(torch.uint32), shape=[b, cols * 32], shape_max=[b, None], scratchpad=None
+                )
                 return routing_from_bitmatrix(bm, wts.bfloat16(), ids.to(torch.int16), shape.experts, shape.top_k)
 
             def vllm_tk(r):
-                rd, gi, si = (routing(logits[r], shape.top_k, sm_first=False) if pow2_k
-                              else routing_from_ids(r))
+                rd, gi, si = routing(logits[r], shape.top_k, sm_first=False) if pow2_k else routing_from_ids(r)
                 y1 = matmul_ogs(x, w1, None, rd, gather_indx=gi, precision_config=pc1).view(-1, 2 * i)
                 act = torch.nn.functional.silu(y1[:, :i]) * y1[:, i:]
-                return matmul_ogs(act, w2, None, rd, scatter_indx=si, precision_config=pc2,
-                                  gammas=rd.gate_scal).view(b, shape.hidden)
+                return matmul_ogs(act, w2, None, rd, scatter_indx=si, precision_config=pc2, gammas=rd.gate_scal).view(
+                    b, shape.hidden
+                )
 
             row = {"variant": v, "batch": b}
             try:
@@ -124,24 +132,36 @@ def main() -> int:
                 except Exception as exc:  # not capturable: time eagerly (includes launch gaps)
                     torch.cuda.synchronize()
                     row["vllm_timing"] = f"eager ({type(exc).__name__})"
-                    row["vllm_us"] = sum(harness.event_time(lambda: vllm_tk(r), reps=3)
-                                         for r in range(harness.ROTATIONS)) / harness.ROTATIONS * 1e6
+                    row["vllm_us"] = (
+                        sum(harness.event_time(lambda: vllm_tk(r), reps=3) for r in range(harness.ROTATIONS))
+                        / harness.ROTATIONS
+                        * 1e6
+                    )
                 row["speedup"] = row["vllm_us"] / row["ours_us"]
             except Exception as exc:
                 import traceback
+
                 traceback.print_exc()
                 row["error"] = f"{type(exc).__name__}: {str(exc)[:300]}"
             rows.append(row)
-            harness.log(f"{v:5s} b={b:3d} " + " ".join(f"{k}={val:.3g}" if isinstance(val, float) else f"{k}={val}"
-                                                  for k, val in row.items() if k not in ("variant", "batch")))
+            harness.log(
+                f"{v:5s} b={b:3d} "
+                + " ".join(
+                    f"{k}={val:.3g}" if isinstance(val, float) else f"{k}={val}"
+                    for k, val in row.items()
+                    if k not in ("variant", "batch")
+                )
+            )
         del w, wf, w1, w2, pc1, pc2
     harness.log("\nvariant batch  ours_us  vllm_triton_us  speedup  err_vs_vllm")
     for r in rows:
         if "error" in r:
             harness.log(f"{r['variant']:7s} {r['batch']:5d}  ERROR {r['error'][:100]}")
         else:
-            harness.log(f"{r['variant']:7s} {r['batch']:5d} {r['ours_us']:8.1f} {r['vllm_us']:15.1f} "
-                      f"{r['speedup']:8.2f} {r['err_vs_vllm']:11.1e}  ({r['vllm_timing']})")
+            harness.log(
+                f"{r['variant']:7s} {r['batch']:5d} {r['ours_us']:8.1f} {r['vllm_us']:15.1f} "
+                f"{r['speedup']:8.2f} {r['err_vs_vllm']:11.1e}  ({r['vllm_timing']})"
+            )
     return 0
 
 

@@ -6,14 +6,15 @@ Heavy imports (torch, triton) happen inside the functions, so a bad argument is 
 
 from __future__ import annotations
 
-ROTATIONS = 8     # routings a timed call rotates over, so no two consecutive calls read the same experts from L2
+ROTATIONS = 8  # routings a timed call rotates over, so no two consecutive calls read the same experts from L2
 
 
 def parse_ab(spec: str) -> list[tuple[str, dict]]:
-    """"a=fuse:true,prefetch:2;b=..." -> [("a", {"fuse": True, "prefetch": 2}), ...] (LaunchConfig fields)."""
+    """ "a=fuse:true,prefetch:2;b=..." -> [("a", {"fuse": True, "prefetch": 2}), ...] (LaunchConfig fields)."""
     from dataclasses import fields
 
     from cookbook.kernels.mxfp4_moe import LaunchConfig
+
     types = {f.name: f.type for f in fields(LaunchConfig)}
     out = []
     for item in filter(None, (x.strip() for x in spec.split(";"))):
@@ -26,10 +27,10 @@ def parse_ab(spec: str) -> list[tuple[str, dict]]:
             kind = types[key]
             if kind == "bool" and val not in ("true", "false"):
                 raise ValueError(f"{item!r}: {key} takes true or false, got {val!r}")
-            change[key] = (val == "true" if kind == "bool" else int(val) if kind == "int" else val)
+            change[key] = val == "true" if kind == "bool" else int(val) if kind == "int" else val
         if not name or not change:
             raise ValueError(f"{item!r}: expected NAME=key:value[,key:value]")
-        out.append((name, change))      # checked once merged into each shipped entry
+        out.append((name, change))  # checked once merged into each shipped entry
     return out
 
 
@@ -39,14 +40,20 @@ def log(msg: str) -> None:
 
 def make_experts(shape, seed: int):
     import torch
+
     g = torch.Generator(device="cuda").manual_seed(seed)
     e, h, i = shape.experts, shape.hidden, shape.intermediate
 
     def rnd(*size, lo=0, hi=256):
         return torch.randint(lo, hi, size, dtype=torch.uint8, device="cuda", generator=g)
+
     # scale bytes 118..124 = 2**-9 .. 2**-3: the range of real expert weights
-    return (rnd(e, 2 * i, h // 2), rnd(e, 2 * i, h // 32, lo=118, hi=125),
-            rnd(e, h, i // 2), rnd(e, h, i // 32, lo=118, hi=125))
+    return (
+        rnd(e, 2 * i, h // 2),
+        rnd(e, 2 * i, h // 32, lo=118, hi=125),
+        rnd(e, h, i // 2),
+        rnd(e, h, i // 32, lo=118, hi=125),
+    )
 
 
 def usage_error(script: str, variants: list[str]) -> str | None:
@@ -54,6 +61,7 @@ def usage_error(script: str, variants: list[str]) -> str | None:
     import torch
 
     from cookbook.kernels.mxfp4_moe import VARIANTS
+
     bad = [v for v in variants if v not in VARIANTS]
     if bad:
         return f"{script}: unknown variant(s) {bad}; choose from {sorted(VARIANTS)}"
@@ -75,11 +83,13 @@ def set_and_usage(script: str, set_spec: str, variants: list[str]) -> tuple[dict
 def distinct_experts(routs) -> float:
     """Mean number of distinct experts a routing of `make_routings` names: the experts a call reads."""
     import torch
+
     return sum(len(torch.unique(ids)) for _, ids in routs) / len(routs)
 
 
 def make_routings(shape, tokens: int, n: int, seed: int):
     import torch
+
     g = torch.Generator(device="cuda").manual_seed(seed)
     out = []
     for _ in range(n):
@@ -103,6 +113,7 @@ def read_kernel():
             offs = base + i + tl.arange(0, 2048)
             acc ^= tl.load(src + offs, mask=offs < n, other=0)
         tl.store(out + tl.program_id(0), tl.xor_sum(acc, 0))
+
     return _read
 
 
@@ -113,7 +124,7 @@ def read_bandwidth() -> float:
     import triton.testing
 
     kernel = read_kernel()
-    n_per = 1 << 16                                  # int32 per program: 256 KiB
+    n_per = 1 << 16  # int32 per program: 256 KiB
     src = torch.ones(1 << 28, dtype=torch.int32, device="cuda")
     out = torch.empty(src.numel() // n_per, dtype=torch.int32, device="cuda")
     ms = triton.testing.do_bench(lambda: kernel[(out.numel(),)](src, out, src.numel(), n_per=n_per, num_warps=8))
@@ -125,6 +136,7 @@ def read_bandwidth() -> float:
 def copy_bandwidth() -> float:
     import torch
     import triton.testing
+
     n = 4 << 30
     src = torch.empty(n, dtype=torch.uint8, device="cuda").random_()
     dst = torch.empty_like(src)
@@ -137,10 +149,11 @@ def copy_bandwidth() -> float:
 def graph_time(fn, n_calls: int, replays: int = 20) -> float:
     """Seconds per call: fn(r) for r in range(n_calls) captured in one CUDA graph, replayed."""
     import torch
+
     s = torch.cuda.Stream()
     s.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(s):
-        for r in range(n_calls):   # compile + warm outside the capture
+        for r in range(n_calls):  # compile + warm outside the capture
             fn(r)
     torch.cuda.current_stream().wait_stream(s)
     torch.cuda.synchronize()
@@ -166,6 +179,7 @@ def graph_time(fn, n_calls: int, replays: int = 20) -> float:
 
 def event_time(fn, reps: int = 3) -> float:
     import torch
+
     fn()
     torch.cuda.synchronize()
     times = []

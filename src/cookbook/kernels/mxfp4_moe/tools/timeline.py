@@ -26,11 +26,13 @@ def split_start(steps: int, j: int, split: int, taper: bool) -> int:
     """First K step of split j: the Gluon kernels' own `_split_start`, run on the host (plain
     integer arithmetic), so the bytes counted here are the ones the kernels read."""
     from ..gluon_kernels import _split_start
+
     return _split_start.fn(steps, j, split, taper)
 
 
-def program_bytes(n_programs: int, grid: tuple, rows: int, k_total: int, block_k: int, split: int, taper: bool,
-                  active_blocks: int) -> list[int]:
+def program_bytes(
+    n_programs: int, grid: tuple, rows: int, k_total: int, block_k: int, split: int, taper: bool, active_blocks: int
+) -> list[int]:
     """Weight bytes (packed + scales) each program of a (block, row tile, split) grid reads."""
     steps = k_total // block_k
     out = []
@@ -46,10 +48,21 @@ def summarize(name: str, tr, t0: int) -> dict:
     start, end = (tr[:, 0] - t0) / 1e3, (tr[:, 2] - t0) / 1e3
     dur = end - start
     looped = tr[:, 1] > 0
-    after = (tr[looped, 2] - tr[looped, 1]) / 1e3       # stores and fused epilogue, after the K loop
-    return {"kernel": name, "first_start": start.min(), "last_start": start.max(), "first_end": end.min(),
-            "median_end": end.median(), "last_end": end.max(), "dur_min": dur.min(), "dur_median": dur.median(),
-            "dur_max": dur.max(), "after_median": after.median(), "after_max": after.max(), "programs": len(tr)}
+    after = (tr[looped, 2] - tr[looped, 1]) / 1e3  # stores and fused epilogue, after the K loop
+    return {
+        "kernel": name,
+        "first_start": start.min(),
+        "last_start": start.max(),
+        "first_end": end.min(),
+        "median_end": end.median(),
+        "last_end": end.max(),
+        "dur_min": dur.min(),
+        "dur_median": dur.median(),
+        "dur_max": dur.max(),
+        "after_median": after.median(),
+        "after_max": after.max(),
+        "programs": len(tr),
+    }
 
 
 def max_per_sm(tr) -> int:
@@ -68,18 +81,19 @@ def max_per_sm(tr) -> int:
 def bandwidth_bins(spans, bin_us: float, t_end: float):
     """TB/s per bin: each (start_us, end_us, bytes) spread evenly over its span."""
     import math
+
     n = max(1, math.ceil(t_end / bin_us))
     bins = [0.0] * n
     for s, e, nbytes in spans:
         if nbytes == 0 or e <= s:
             continue
-        rate = nbytes / (e - s)          # bytes per µs
+        rate = nbytes / (e - s)  # bytes per µs
         i = int(s // bin_us)
         while i < n and i * bin_us < e:
             lo, hi = max(s, i * bin_us), min(e, (i + 1) * bin_us)
             bins[i] += rate * max(0.0, hi - lo)
             i += 1
-    return [b / bin_us / 1e6 for b in bins]     # bytes/µs -> TB/s
+    return [b / bin_us / 1e6 for b in bins]  # bytes/µs -> TB/s
 
 
 def main() -> int:
@@ -100,7 +114,7 @@ def main() -> int:
     if error:
         print(error, file=sys.stderr)
         return 2
-    ws = moe_workspace("cuda")      # as bench and a server call: no counter fill at one token
+    ws = moe_workspace("cuda")  # as bench and a server call: no counter fill at one token
     for v in args.variants.split(","):
         shape = VARIANTS[v]
         w = prepare_experts(*harness.make_experts(shape, seed=1))
@@ -111,19 +125,31 @@ def main() -> int:
                 print(f"{v} b={nt}: kernel {cfg.kernel!r} has no trace (Gluon only)")
                 continue
             if cfg.streams > 1:
-                print(f"{v} b={nt}: the entry runs on {cfg.streams} streams; a traced call runs on one (one launch per kernel)")
+                print(
+                    f"{v} b={nt}: the entry runs on {cfg.streams} streams; a traced call runs on one (one launch per kernel)"
+                )
             routs = harness.make_routings(shape, nt, harness.ROTATIONS, seed=200 + nt)
             x = torch.randn(nt, h, device="cuda").bfloat16()
             graphs, traces = [], []
             for r in range(harness.ROTATIONS):
-                fused_moe_mxfp4(x, *w, *routs[r], config=cfg, check_ids=False, scale_max=127, layout="frag",
-                                workspace=ws, trace={})       # compiles the traced kernels outside the capture
+                fused_moe_mxfp4(
+                    x, *w, *routs[r], config=cfg, check_ids=False, scale_max=127, layout="frag", workspace=ws, trace={}
+                )  # compiles the traced kernels outside the capture
                 torch.cuda.synchronize()
                 g = torch.cuda.CUDAGraph()
                 tr = {}
                 with torch.cuda.graph(g):
-                    fused_moe_mxfp4(x, *w, *routs[r], config=cfg, check_ids=False, scale_max=127, layout="frag",
-                                    workspace=ws, trace=tr)
+                    fused_moe_mxfp4(
+                        x,
+                        *w,
+                        *routs[r],
+                        config=cfg,
+                        check_ids=False,
+                        scale_max=127,
+                        layout="frag",
+                        workspace=ws,
+                        trace=tr,
+                    )
                 graphs.append(g)
                 traces.append(tr)
             for _ in range(3):
@@ -151,23 +177,34 @@ def main() -> int:
                 spans += [((a - t0) / 1e3, (le - t0) / 1e3, n) for (a, le, _, _), n in zip(w2.tolist(), b2)]
                 if args.dump:
                     dumps.append({"w13": w13, "w2": w2, "bytes13": b13, "bytes2": b2, "grid1": g1, "grid2": g2})
-                rows.append((summarize("w13", w13, t0), summarize("w2", w2, t0), max_per_sm(w13), max_per_sm(w2),
-                             (sum(b13) + sum(b2)) / 1e6))
+                rows.append(
+                    (
+                        summarize("w13", w13, t0),
+                        summarize("w2", w2, t0),
+                        max_per_sm(w13),
+                        max_per_sm(w2),
+                        (sum(b13) + sum(b2)) / 1e6,
+                    )
+                )
                 t_end = (int(max(w13[:, 2].max(), w2[:, 2].max())) - t0) / 1e3
                 spans_total += t_end
                 all_bins.append(bandwidth_bins(spans, args.bin_us, t_end))
             n = len(rows)
             print(f"{v} b={nt}: config {cfg}")
-            print(f"  globaltimer step seen: {min_step(traces)} ns;  MB read per call {sum(r[4] for r in rows) / n:.1f};"
-                  f"  first w13 start -> last w2 end {spans_total / n:.1f} us (mean of {n} routings)")
+            print(
+                f"  globaltimer step seen: {min_step(traces)} ns;  MB read per call {sum(r[4] for r in rows) / n:.1f};"
+                f"  first w13 start -> last w2 end {spans_total / n:.1f} us (mean of {n} routings)"
+            )
             for j, label in ((0, "w13"), (1, "w2")):
                 m = {key: sum(float(r[j][key]) for r in rows) / n for key in rows[0][j] if key != "kernel"}
                 per_sm = max(r[2 + j] for r in rows)
-                print(f"  {label:4s} programs {int(m['programs'])}, at most {per_sm} per SM at once; starts "
-                      f"{m['first_start']:.1f}..{m['last_start']:.1f} us, ends {m['first_end']:.1f} / median "
-                      f"{m['median_end']:.1f} / last {m['last_end']:.1f} us; program runs {m['dur_min']:.1f} / "
-                      f"{m['dur_median']:.1f} / {m['dur_max']:.1f} us (min / median / max), after its K loop "
-                      f"{m['after_median']:.2f} / {m['after_max']:.2f} us (median / max)")
+                print(
+                    f"  {label:4s} programs {int(m['programs'])}, at most {per_sm} per SM at once; starts "
+                    f"{m['first_start']:.1f}..{m['last_start']:.1f} us, ends {m['first_end']:.1f} / median "
+                    f"{m['median_end']:.1f} / last {m['last_end']:.1f} us; program runs {m['dur_min']:.1f} / "
+                    f"{m['dur_median']:.1f} / {m['dur_max']:.1f} us (min / median / max), after its K loop "
+                    f"{m['after_median']:.2f} / {m['after_max']:.2f} us (median / max)"
+                )
             width = max(len(b) for b in all_bins)
             mean = [sum(b[q] for b in all_bins if q < len(b)) / n for q in range(width)]
             print(f"  TB/s per {args.bin_us:g} us: " + " ".join(f"{x:.2f}" for x in mean))
@@ -184,6 +221,7 @@ def main() -> int:
 def min_step(traces) -> int:
     """The smallest positive difference between the recorded clock values: the clock's resolution."""
     import torch
+
     vals = torch.cat([t[n][:, [0, 2]].reshape(-1).cpu() for t in traces for n in ("w13", "w2")]).unique()
     d = vals[1:] - vals[:-1]
     return int(d[d > 0].min()) if len(d) else 0
