@@ -161,6 +161,7 @@ def test_failed_fetch_from_a_standin_hub_leaves_nothing_half_written(hub, tmp_pa
     assert len((d / "gsm8k" / "train.jsonl").read_text().splitlines()) == 3 and leftovers(d) == []
 
 
+@pytest.mark.slow  # the Hub client retries a refused connection for about 25 s before it gives up
 def test_fetch_with_the_hub_unreachable_says_what_failed_and_how_to_get_the_files(monkeypatch, tmp_path):
     with socket.socket() as s:  # a port where nothing listens
         s.bind(("127.0.0.1", 0))
