@@ -2,10 +2,11 @@
 ast, so a lazy import cannot slip an upward edge past the rule.
 
     cli, commands              the CLI: nothing below imports them
+    verification               a recipe's status with its bundle re-checked: recipe + gates
     gates, serving, convert    use the recipe model, gguf, the engine
     recipe (incl. gates_spec)  the recipe model and its resolution: never gates or the CLI
     gguf                       the GGUF format: never convert
-    filecopy, platforms, mxfp4, engine, ...   the bottom
+    files, errors, untrusted, platforms, kernel_catalogue, mxfp4, engine, ...   the bottom
 """
 
 import ast
@@ -20,8 +21,11 @@ FORBIDDEN = {
     "cookbook.recipe": ("cookbook.gates", "cookbook.serving", "cookbook.convert", "cookbook.kernels"),
     "cookbook.gguf": ("cookbook.convert", "cookbook.recipe", "cookbook.gates", "cookbook.serving"),
     "cookbook.gates": ("cookbook.serving", "cookbook.convert"),
-    "cookbook.filecopy": ("cookbook.",),
+    "cookbook.files": ("cookbook.",),
+    "cookbook.errors": ("cookbook.",),
+    "cookbook.untrusted": ("cookbook.",),
     "cookbook.platforms": ("cookbook.",),
+    "cookbook.kernel_catalogue": ("cookbook.recipe", "cookbook.gates", "cookbook.kernels", "cookbook.serving"),
 }
 CLI = ("cookbook.commands", "cookbook.cli")
 

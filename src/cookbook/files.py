@@ -1,4 +1,4 @@
-"""The checkout root and atomic file writes: one of each, for every layer.
+"""The checkout root, atomic file writes and in-kernel byte copies: one of each, for every layer.
 
 Nothing ever leaves a half-written output: every writer fills a temporary file beside its
 target and renames it over the target only when the content is complete; on any failure
@@ -228,3 +228,35 @@ def atomic_write(path, data: str | bytes, *, encoding: str = "utf-8") -> None:
             tmp.write_bytes(data)
         else:
             tmp.write_text(data, encoding=encoding)
+
+
+# Copy a byte range file-to-file in the kernel (copy_file_range; pread/pwrite where it cannot):
+# the GGUF writer streams tensor data with it and the converters join, split and repack with it.
+COPY_CHUNK = 64 << 20  # bytes per copy_file_range call (also the progress granularity)
+
+
+def copy_range(src_fd: int, src_off: int, dst_fd: int, n: int, progress=None) -> None:
+    """Copy n bytes from src_fd at src_off to dst_fd's current position, in the kernel when it can.
+    `progress`, if given, has `advance(nbytes)` (e.g. cookbook.convert.fileio.Progress)."""
+    dst_off = os.lseek(dst_fd, 0, os.SEEK_CUR)
+    left = n
+    use_cfr = hasattr(os, "copy_file_range")
+    while left:
+        step = min(left, COPY_CHUNK)
+        done = 0
+        if use_cfr:
+            try:
+                done = os.copy_file_range(src_fd, dst_fd, step, src_off, dst_off)
+            except OSError:
+                use_cfr = False  # e.g. across filesystems on old kernels: fall back below
+        if not use_cfr:
+            data = os.pread(src_fd, step, src_off)
+            done = os.pwrite(dst_fd, data, dst_off) if data else 0
+        if done <= 0:
+            raise OSError(f"source ended {left} bytes early at offset {src_off}")
+        src_off += done
+        dst_off += done
+        left -= done
+        if progress:
+            progress.advance(done)
+    os.lseek(dst_fd, dst_off, os.SEEK_SET)

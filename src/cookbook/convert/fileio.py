@@ -1,6 +1,6 @@
 """File plumbing shared by the converters: progress on stderr.
 
-Atomic outputs live in cookbook.files and kernel copies (copy_range) in cookbook.filecopy,
+Atomic outputs live in cookbook.files and so do kernel copies (copy_range),
 below gguf and convert both."""
 
 from __future__ import annotations

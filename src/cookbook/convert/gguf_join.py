@@ -18,8 +18,7 @@ import threading
 from pathlib import Path
 
 from cookbook.convert.fileio import Progress
-from cookbook.filecopy import copy_range
-from cookbook.files import atomic_file, atomic_set, same_file
+from cookbook.files import atomic_file, atomic_set, copy_range, same_file
 from cookbook.gguf.errors import GGUFError
 from cookbook.gguf.format import MAGIC, ValueType, pad
 from cookbook.gguf.reader import read_gguf

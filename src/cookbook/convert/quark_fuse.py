@@ -40,8 +40,7 @@ from cookbook.convert.safetensors_io import (
     write_index,
 )
 from cookbook.errors import CookbookError
-from cookbook.filecopy import copy_range
-from cookbook.files import atomic_dir
+from cookbook.files import atomic_dir, copy_range
 from cookbook.untrusted import check_regular, is_plain_name, open_regular, printable, read_regular
 
 EXPERT_RE = re.compile(

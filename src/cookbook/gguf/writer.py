@@ -2,7 +2,7 @@
 
 Existing KV entries are copied as their raw bytes (exact, whatever they hold); new or
 changed ones are encoded here. Tensor data is copied file-to-file in the kernel
-(`cookbook.filecopy.copy_range`), so a multi-GB write never passes through Python.
+(`cookbook.files.copy_range`), so a multi-GB write never passes through Python.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from cookbook.filecopy import copy_range
+from cookbook.files import copy_range
 from cookbook.gguf.errors import GGUFError
 from cookbook.gguf.format import (
     INTEGER_RANGE,
