@@ -51,7 +51,12 @@ def gates():
 )
 @click.option("--image-digest", help="Digest of the serving image (sha256:...).")
 @click.option("--model", help="Served model name (default: the recipe's served_model_name).")
-@click.option("--request-timeout-s", default=600.0, show_default=True, help="Per-request HTTP timeout.")
+@click.option("--request-timeout-s", default=600.0, show_default=True, help="Each request's total deadline.")
+@click.option(
+    "--suite-timeout-s",
+    type=click.FloatRange(min=1),
+    help="Deadline of the whole suite (default: the declared gates' timeout_s added up, plus 120 s).",
+)
 def run_cmd(
     recipe,
     base_url,
@@ -65,6 +70,7 @@ def run_cmd(
     image_digest,
     model,
     request_timeout_s,
+    suite_timeout_s,
 ):
     """Run RECIPE's declared gates against BASE_URL and write an evidence bundle."""
     from cookbook.gates.data import DATA_ENV, DataPaths, default_data_dir
@@ -137,6 +143,7 @@ def run_cmd(
         env_lock_source=source,
         image_digest=image_digest,
         request_timeout_s=request_timeout_s,
+        suite_timeout_s=suite_timeout_s,
         echo=click.echo,
     )
     click.echo(f"gates for {resolved.slug} ({resolved.content_hash[:19]}) against {base_url}, model {model}")

@@ -32,6 +32,8 @@ class SuiteConfig:
     env_lock_source: str | None = None
     image_digest: str | None = None
     request_timeout_s: float = 300.0
+    # The whole suite's deadline; None: the declared gates' timeout_s added up, plus SUITE_SLACK_S.
+    suite_timeout_s: float | None = None
     echo: Callable[[str], None] = print
 
 
@@ -40,9 +42,23 @@ async def _probe(server: Server) -> list[dict]:
     return body.get("data", []) if isinstance(body, dict) else []
 
 
-async def _run_gate(name: str, cfg_gate, ctx: Context) -> None:
+# Time for the preflight probes and snapshots around the gates, on top of their own limits.
+SUITE_SLACK_S = 120.0
+
+
+class SuiteDeadline(Exception):
+    """The suite's own deadline passed while a gate ran."""
+
+
+async def _run_gate(name: str, cfg_gate, ctx: Context, left_s: float) -> None:
     # Each gate's module is named after its GatesSpec field (the registry: recipe/gates_spec.py).
     module = importlib.import_module(f"cookbook.gates.{name}")
+    if left_s < cfg_gate.timeout_s:
+        try:
+            await asyncio.wait_for(module.run(ctx, cfg_gate), timeout=left_s)
+        except asyncio.TimeoutError:
+            raise SuiteDeadline from None
+        return
     await asyncio.wait_for(module.run(ctx, cfg_gate), timeout=cfg_gate.timeout_s)
 
 
@@ -109,8 +125,13 @@ async def _run(cfg: SuiteConfig, declared: list[str], bundle: Bundle, server: Se
         bundle.doc["metrics_before_error"] = str(e)  # not every OpenAI-compatible server has /metrics
 
     fault = None
+    budget_s = cfg.suite_timeout_s or sum(getattr(cfg.spec, n).timeout_s for n in declared) + SUITE_SLACK_S
+    deadline = time.monotonic() + budget_s
     for name in declared:
         gate_cfg = getattr(cfg.spec, name)
+        if fault == "suite_deadline":
+            _not_run(bundle, [name], f"the suite's deadline ({budget_s:g} s) had passed", "suite_deadline", echo)
+            continue
         if cfg.only and name not in cfg.only:
             bundle.record(GateResult(name=name, status="skipped", reason="not selected (--only)"))
             echo(f"  {name:<16} skipped  not selected (--only)")
@@ -130,7 +151,24 @@ async def _run(cfg: SuiteConfig, declared: list[str], bundle: Bundle, server: Se
         echo(f"  {name:<16} running ...")
         t0 = time.perf_counter()
         try:
-            await _run_gate(name, gate_cfg, ctx)
+            await _run_gate(name, gate_cfg, ctx, deadline - time.monotonic())
+        except (KeyboardInterrupt, asyncio.CancelledError):
+            # Interrupted (Ctrl-C): the running gate is recorded as failed, and the bundle stays
+            # incomplete, so it can never verify.
+            result.status, result.fault = "failed", "interrupted"
+            result.reason = f"interrupted while running; {len(result.items)} items kept"
+            result.wall_s = round(time.perf_counter() - t0, 2)
+            bundle.record(result)
+            bundle.doc["fault"] = "interrupted"
+            bundle.save()
+            echo(f"  {name:<16} failed   interrupted")
+            raise
+        except SuiteDeadline:
+            result.status, result.fault, fault = "failed", "suite_deadline", "suite_deadline"
+            result.reason = (
+                f"the suite's deadline ({budget_s:g} s, --suite-timeout-s) passed while it ran; "
+                f"{len(result.items)} items kept"
+            )
         except asyncio.TimeoutError:
             result.status, result.fault = "failed", "timeout"
             result.reason = f"timed out after {gate_cfg.timeout_s:g} s (timeout_s); {len(result.items)} items kept"
