@@ -207,3 +207,45 @@ def test_replace_swaps_an_older_set_all_or_nothing(small_tree, tmp_path, monkeyp
     assert res.exit_code == 0, res.output
     assert "reverted fix set" in res.output
     assert run("check", "--profile", PROFILE, "--target", str(small_tree)).exit_code == 0
+
+
+def _fail_on_second_target_write(monkeypatch, target: Path, exc: BaseException):
+    real, seen = tree._write_atomic, []
+
+    def write(path, data):
+        if target in path.parents and tree.STATE_DIR not in path.parts:
+            seen.append(path)
+            if len(seen) == 2:
+                raise exc
+        real(path, data)
+
+    monkeypatch.setattr(tree, "_write_atomic", write)
+
+
+def test_a_write_failure_midway_puts_every_file_back(small_tree, monkeypatch):
+    if len(_touched()) < 2:
+        pytest.skip("the profile touches one file; a failure midway needs two")
+    before = _snapshot(small_tree)
+    _fail_on_second_target_write(monkeypatch, small_tree, OSError(28, "No space left on device"))
+    with pytest.raises(pack.FixError, match="nothing was applied"):
+        tree.apply(PROFILE, [], small_tree)
+    assert _snapshot(small_tree) == before  # the first file is back, and no state claims the set
+
+
+def test_a_kill_during_the_commit_is_refused_then_reverted(small_tree, monkeypatch):
+    if len(_touched()) < 2:
+        pytest.skip("the profile touches one file; a kill midway needs two")
+    before = _snapshot(small_tree)
+    # A kill leaves what a failure would have cleaned up: one file patched, the committing state.
+    monkeypatch.setattr(tree, "_restore", lambda *a: None)
+    monkeypatch.setattr(tree.shutil, "rmtree", lambda *a, **k: None)
+    _fail_on_second_target_write(monkeypatch, small_tree, SystemExit(137))
+    with pytest.raises(SystemExit):
+        tree.apply(PROFILE, [], small_tree)
+    monkeypatch.undo()
+    with pytest.raises(pack.FixError, match="was interrupted"):
+        tree.apply(PROFILE, [], small_tree)
+    with pytest.raises(pack.FixError, match="was interrupted"):
+        tree.check(PROFILE, [], small_tree)
+    tree.revert(small_tree)
+    assert _snapshot(small_tree) == before

@@ -188,6 +188,27 @@ def _write_atomic(path: Path, data: bytes) -> None:
         pyc.unlink(missing_ok=True)
 
 
+def _refuse_interrupted(state: dict | None, target: Path) -> None:
+    if state is not None and state.get("committing"):
+        raise FixError(
+            f"an earlier `cookbook fixes apply` on {target} was interrupted while writing its files\n"
+            f"help: run `cookbook fixes revert --target {target}` (it puts every original back), then apply again"
+        )
+
+
+def _write_state(state_dir: Path, state: dict) -> None:
+    _write_atomic(state_dir / STATE_FILE, (json.dumps(state, indent=2) + "\n").encode())
+
+
+def _restore(target: Path, state_dir: Path, originals: dict[str, bytes | None], rels) -> None:
+    """Put back the original bytes of `rels` (a file the set created is removed)."""
+    for rel in rels:
+        if originals[rel] is None:
+            (target / rel).unlink(missing_ok=True)
+        else:
+            _write_atomic(target / rel, originals[rel])
+
+
 def _stage(
     fixes: list[FixInfo],
     target: Path,
@@ -250,7 +271,8 @@ def _state_matches(state: dict, target: Path) -> list[str]:
     for rel, rec in state.get("files", {}).items():
         path = target / rel
         now = _sha(path.read_bytes()) if path.is_file() else None
-        if now != rec["after"]:
+        # An interrupted commit left each file either patched or as it was.
+        if now != rec["after"] and not (state.get("committing") and now == rec["before"]):
             drift.append(f"{rel}: {'missing' if now is None else 'changed'} since fixes were applied")
     return drift
 
@@ -273,6 +295,7 @@ def apply(profile_name: str, opt_in: list[str], target: Path, replace: bool = Fa
     out = Outcome(set_hash=digest)
     out.lines.append(f"fix profile {profile.name} ({profile.distribution} {found}) on {target}")
     state = _read_state(target)
+    _refuse_interrupted(state, target)
     base = None
     if state is not None and state.get("set_hash") != digest and replace:
         # Stage against the recorded originals first: if the new set does not apply,
@@ -325,9 +348,26 @@ def apply(profile_name: str, opt_in: list[str], target: Path, replace: bool = Fa
         "provided_elsewhere": {f.name: f.provided_by for f in fixes if f.provided_by != PACK},
         "files": files,
     }
-    _write_atomic(state_dir / STATE_FILE, (json.dumps(state, indent=2) + "\n").encode())
-    for rel, data in results.items():
-        _write_atomic(target / rel, data)
+    # All or nothing through the commit: the state says `committing` until every file is in
+    # place, and a failed write puts back every original before the error reaches the user. A
+    # kill in between leaves a committing state that `revert` undoes (each file is at its
+    # original or its patched bytes) and that apply and check refuse.
+    _write_state(state_dir, {**state, "committing": True})
+    written: list[str] = []
+    try:
+        for rel, data in results.items():
+            _write_atomic(target / rel, data)
+            written.append(rel)
+    except BaseException as e:
+        _restore(target, state_dir, originals, written)
+        shutil.rmtree(state_dir, ignore_errors=True)
+        if not isinstance(e, OSError):
+            raise
+        raise FixError(
+            f"writing {target / (list(results)[len(written)])} failed ({e.strerror or e}); every file was "
+            "put back as it was: nothing was applied"
+        ) from None
+    _write_state(state_dir, state)
     out.changed = True
     out.lines += _summary_lines(fixes, "applied")
     return out
@@ -338,6 +378,7 @@ def check(profile_name: str, opt_in: list[str], target: Path) -> Outcome:
     found = check_pin(profile, target)
     digest = set_hash(profile, fixes)
     state = _read_state(target)
+    _refuse_interrupted(state, target)
     problems = []
     if state is None:
         problems.append(f"no fixes applied to {target}")
