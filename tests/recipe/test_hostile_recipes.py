@@ -101,3 +101,50 @@ def test_a_fifo_named_as_a_recipe_is_refused_not_waited_on(tmp_path):
         [sys.executable, "-m", "cookbook.cli", "lint", str(fifo)], capture_output=True, text=True, timeout=60
     )
     assert p.returncode != 0 and "not a regular file" in p.stdout + p.stderr
+
+
+def test_a_recipe_that_is_not_utf8_is_one_message_with_its_position(tmp_path):
+    path = tmp_path / "bad" / "recipe.yaml"
+    path.parent.mkdir()
+    path.write_bytes(b'schema_version: 1\nname: bad\nsummary: "\xff\xfe"\n')
+    with pytest.raises(E.RecipeError) as info:
+        yaml_source.load(path)
+    d = info.value.diagnostics[0]
+    assert d.kind is E.YAML_SYNTAX and "not UTF-8" in d.problem and (d.line, d.col) == (3, 11)
+
+
+@pytest.mark.parametrize("text", [".inf", "-.inf", ".nan", "1.0e+400"])
+def test_non_finite_numbers_in_a_recipe_are_refused_where_they_stand(tmp_path, text):
+    path = tmp_path / "recipe.yaml"
+    path.write_text(f"schema_version: 1\nserve:\n  args:\n    max_num_seqs: {text}\n")
+    with pytest.raises(E.RecipeError) as info:
+        yaml_source.load(path)
+    d = info.value.diagnostics[0]
+    assert "not a finite number" in d.problem and d.key == "serve.args.max_num_seqs" and d.line == 4
+
+
+@pytest.mark.parametrize(
+    "item,why",
+    [
+        ("serve.args.max_num_seqs=.inf", "not a finite number"),
+        ("serve.args.x=[.nan]", "not a finite number"),
+        ("serve.args.x=" + "[" * 20000, None),  # not YAML: kept as text, and text is fine
+    ],
+)
+def test_set_values_that_cannot_be_settings_are_refused(item, why):
+    from cookbook.recipe.resolve import parse_set
+
+    if why is None:
+        assert parse_set(item)[1] == item.split("=", 1)[1]
+        return
+    with pytest.raises(E.RecipeError, match=why):
+        parse_set(item)
+
+
+def test_a_set_value_alias_bomb_is_refused():
+    from cookbook.recipe.resolve import parse_set
+
+    levels = ["&a [1,1,1,1,1,1,1,1,1,1]"] + [f"&{c} [" + ",".join([f"*{p}"] * 10) + "]" for p, c in zip("abcd", "bcde")]
+    item = "serve.args.x=[" + ", ".join(levels) + "]"
+    with pytest.raises(E.RecipeError, match="more than"):
+        parse_set(item)

@@ -10,6 +10,7 @@ import copy
 import difflib
 import hashlib
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -481,9 +482,41 @@ def parse_set(item: str) -> tuple[str, Any]:
         )
     try:
         value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError):  # not YAML (or nested past the parser's depth): the text itself
         value = raw
+    problem = _bad_set_value(value)
+    if problem:
+        raise E.RecipeError(
+            [
+                E.Diagnostic(
+                    E.BAD_SET,
+                    key,
+                    f"--set {key}: {problem}",
+                    "write a plain value, e.g. --set serve.args.max_num_seqs=16",
+                )
+            ]
+        )
     return key, value
+
+
+MAX_SET_VALUES = 10_000  # items in one --set value, counting what YAML aliases repeat
+
+
+def _bad_set_value(value: Any) -> str | None:
+    """Why a parsed --set value cannot be a setting: a non-finite number, or too many items."""
+    stack, seen = [value], 0
+    while stack:
+        v = stack.pop()
+        seen += 1
+        if seen > MAX_SET_VALUES:
+            return f"the value holds more than {MAX_SET_VALUES} items"
+        if isinstance(v, float) and not math.isfinite(v):
+            return f"{v!r} is not a finite number"
+        if isinstance(v, dict):
+            stack.extend(v.values())
+        elif isinstance(v, list):
+            stack.extend(v)
+    return None
 
 
 def apply_sets(data: dict, sets: list[str]) -> tuple[dict, list[E.Diagnostic]]:

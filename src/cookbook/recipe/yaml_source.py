@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import math
 import stat
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -100,7 +101,23 @@ def _construct(node: yaml.Node, prefix: str, positions: dict, path: Path, budget
             items.append(_construct(item, dotted, positions, path, budget))
         return items
     # Scalars: let the safe loader's resolver type them (int, float, bool, null, str).
-    return _scalar(node)
+    value = _scalar(node)
+    if isinstance(value, float) and not math.isfinite(value):
+        # .inf, .nan or a literal past float range (1e400): no setting means that.
+        raise E.RecipeError(
+            [
+                E.Diagnostic(
+                    E.YAML_SYNTAX,
+                    prefix,
+                    f"{node.value!r} is not a finite number",
+                    "write the number the setting needs",
+                    path,
+                    node.start_mark.line + 1,
+                    node.start_mark.column + 1,
+                )
+            ]
+        )
+    return value
 
 
 def _scalar(node: yaml.ScalarNode) -> Any:
@@ -153,7 +170,25 @@ def _load_cached(path: Path, size: int, mtime_ns: int) -> SourceFile:
                 )
             ]
         )
-    text = path.read_text(encoding="utf-8")
+    raw = path.read_bytes()
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        col = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise E.RecipeError(
+            [
+                E.Diagnostic(
+                    E.YAML_SYNTAX,
+                    "",
+                    f"byte 0x{raw[exc.start]:02x} at offset {exc.start} is not UTF-8",
+                    "save the recipe as UTF-8 text",
+                    path,
+                    line,
+                    col,
+                )
+            ]
+        ) from None
     try:
         node = yaml.compose(text, Loader=LOADER)
     except yaml.MarkedYAMLError as exc:
