@@ -46,3 +46,20 @@ def test_launch_refusal_is_one_clear_message_and_nonzero(valid_recipes):
     assert "error: cannot launch demo-2 --quant Q4_K" in p.stderr
     assert "help: use demo-4" in p.stderr
     assert "Traceback" not in p.stderr
+
+
+def test_an_empty_or_spaced_reference_stays_one_argument():
+    """`--served-model-name $P` with P unset would drop the value and take the next flag as it."""
+    import subprocess
+
+    from cookbook.recipe import shell
+
+    words = " ".join(shell.quote_arg(w) for w in ["--a", "$P", "--b", "$S/x", "${Q:-d}"])
+    out = subprocess.run(
+        ["bash", "-c", f'printf "[%s]" {words}'],
+        env={"S": "with space", "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
+    assert out == "[--a][][--b][with space/x][d]"

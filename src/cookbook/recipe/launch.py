@@ -138,7 +138,9 @@ def render(resolved: ResolvedRecipe, comments: bool = True) -> str:
     argv = server_argv(resolved)
     head_len = 3 if argv[:2] == ["vllm", "serve"] else 5
     try:
-        head = " ".join(_quote(t) for t in argv[:head_len])
+        # Command arguments: references double-quoted (an empty one stays an argument); the
+        # exports above are assignments, which bash neither splits nor globs.
+        head = " ".join(shell.quote_arg(t) for t in argv[:head_len])
     except shell.UnsafeText as exc:
         raise _unsafe(resolved, "serve.model", exc) from None
     body: list[str] = []
@@ -146,10 +148,10 @@ def render(resolved: ResolvedRecipe, comments: bool = True) -> str:
     while i < len(argv):
         tok = argv[i]
         if i + 1 < len(argv) and not argv[i + 1].startswith("--"):
-            body.append(f"{_quote(tok)} {_quote(argv[i + 1])}")
+            body.append(f"{shell.quote_arg(tok)} {shell.quote_arg(argv[i + 1])}")
             i += 2
         else:
-            body.append(_quote(tok))
+            body.append(shell.quote_arg(tok))
             i += 1
     cmd = [head] + [f"  {b}" for b in body]
     lines.append(" \\\n".join(cmd))

@@ -111,6 +111,16 @@ def quote(text: str) -> str:
     return "".join(seg if ref else shlex.quote(seg) for ref, seg in segments(text))
 
 
+def quote_arg(text: str) -> str:
+    """`text` as one command argument: like quote(), but each reference in double quotes, so
+    an empty or unset variable stays one (empty) argument instead of vanishing and shifting
+    the flags after it, and a value with spaces is not split or globbed."""
+    check(text)
+    if text == "":
+        return "''"
+    return "".join(f'"{seg}"' if ref else shlex.quote(seg) for ref, seg in segments(text))
+
+
 def is_bare(text: str) -> bool:
     """True when quote(text) == text: only plain references and unquoted-safe characters."""
     return (

@@ -4,7 +4,7 @@ export MODELS=$HOME/models
 export GGUF=$MODELS/antirez-deepseek-v4-gguf
 export VLLM_ROCM_USE_AITER=1
 
-python -m vllm.entrypoints.openai.api_server --model $GGUF/DeepSeek-V4-Flash-IQ2XXS-w2Q2K-0731.gguf \
+python -m vllm.entrypoints.openai.api_server --model "$GGUF"/DeepSeek-V4-Flash-IQ2XXS-w2Q2K-0731.gguf \
   --trust-remote-code \
   --served-model-name DeepSeek-V4-Flash \
   --tensor-parallel-size 2 \

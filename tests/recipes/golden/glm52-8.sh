@@ -3,7 +3,7 @@
 export MODELS=$HOME/models
 export VLLM_ROCM_USE_AITER=1
 
-python -m vllm.entrypoints.openai.api_server --model $MODELS/GLM-5.2-Vision-GGUF/GLM-5.2-Vision-Q2_K.gguf \
+python -m vllm.entrypoints.openai.api_server --model "$MODELS"/GLM-5.2-Vision-GGUF/GLM-5.2-Vision-Q2_K.gguf \
   --served-model-name GLM-5.2-Vision \
   --port 8000 \
   --tensor-parallel-size 8 \
@@ -15,4 +15,4 @@ python -m vllm.entrypoints.openai.api_server --model $MODELS/GLM-5.2-Vision-GGUF
   --attention-config '{"sparse_mla_force_mqa": true}' \
   --speculative-config '{"method": "dspark", "model": "RedHatAI/GLM-5.2-speculator.dspark", "num_speculative_tokens": 3}' \
   --reasoning-parser glm45 \
-  --chat-template $MODELS/GLM-5.2-Vision-GGUF/chat_template.jinja
+  --chat-template "$MODELS"/GLM-5.2-Vision-GGUF/chat_template.jinja

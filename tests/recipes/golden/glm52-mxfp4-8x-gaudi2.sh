@@ -27,7 +27,7 @@ export GLM_SPEC_DEVICE_REJECT=1
 python3 "$COOKBOOK/fixes/apply_all.py" --profile v0.30.0 \
     vllm-long-prefill-share glm47-streaming-text-markers || exit 1
 
-vllm serve $CHECKPOINT_DIR \
+vllm serve "$CHECKPOINT_DIR" \
   --served-model-name amd/GLM-5.2-MXFP4 \
   --tensor-parallel-size 8 \
   --enable-expert-parallel \

@@ -3,7 +3,7 @@
 export MODELS=$HOME/models
 export HSA_XNACK=1
 
-python -m vllm.entrypoints.openai.api_server --model $MODELS/Kimi-K3-GGUF/Kimi-K3.gguf \
+python -m vllm.entrypoints.openai.api_server --model "$MODELS"/Kimi-K3-GGUF/Kimi-K3.gguf \
   --tensor-parallel-size 2 \
   --kv-cache-dtype auto \
   --reasoning-parser kimi_k2 \
