@@ -180,7 +180,7 @@ def fix_section(r) -> list[str]:
             for f in infos:
                 name = f"`{f.name}`" + (" (opt-in)" if f.opt_in else "")
                 by = f"`{Path(f.patch).name}`" if f.patch else cell(f.provided_by)
-                why = why_of.get(f.name) or f.reason
+                why = why_of.get(f.name) or f.reason or patch_reason(f.patch)
                 lines.append(f"| {name} | {by} | {cell(f.summary)} | {cell(why or '')} |")
             lines.append("")
     if fixes.provided_by_port:
@@ -192,6 +192,38 @@ def fix_section(r) -> list[str]:
             f"- `{k.name}` variant `{k.variant}`" + (f": {cell(k.why)}" if k.why else "") for k in r.image.kernels
         ] + [""]
     return lines
+
+
+def patch_reason(patch) -> str:
+    """A pack patch's DEP-3 long description (the Description field past its summary line)."""
+    if patch is None:
+        return ""
+    from cookbook.fixes import patchfile
+
+    try:
+        description = patchfile.parse(Path(patch)).header.get("Description", "")
+    except patchfile.PatchError:
+        return ""
+    return " ".join(description.split("\n", 1)[1].split()) if "\n" in description else ""
+
+
+BAR = re.compile(r"^(min|max)_")
+NOT_BARS = {"max_tokens", "max_concurrent_requests", "decode_max_tokens", "sweep_max_tokens"}
+
+
+def bars(gate) -> str:
+    """A declared gate's pass bars (its min_*/max_* thresholds)."""
+    data = gate.model_dump()
+    found = [f"{k} {value_text(v)}" for k, v in data.items() if BAR.match(k) and k not in NOT_BARS and v is not None]
+    return "; ".join(found)
+
+
+def declared_gates(r) -> list[tuple[str, object]]:
+    return [
+        (name, g)
+        for name in type(r.gates).model_fields
+        if (g := getattr(r.gates, name, None)) is not None and hasattr(g, "model_dump")
+    ]
 
 
 def measured_text(measured) -> str:
@@ -211,11 +243,27 @@ def gate_lines(resolved, status: str) -> list[str]:
         if v.environment:
             lines += [f"Environment: `{v.environment}`.", ""]
         if v.gates:
-            lines += ["| gate | result | measured |", "|---|---|---|"]
+            declared = dict(declared_gates(r))
+            lines += ["| gate | result | measured | bar |", "|---|---|---|---|"]
             for name, g in v.gates.items():
                 g = g if isinstance(g, dict) else {"status": g}
-                lines.append(f"| {name} | {cell(str(g.get('status', '')))} | {measured_text(g.get('measured', ''))} |")
+                bar = bars(declared[name]) if name in declared else ""
+                lines.append(
+                    f"| {name} | {cell(str(g.get('status', '')))} | {measured_text(g.get('measured', ''))} | {cell(bar)} |"
+                )
             lines.append("")
+    elif gate_specs := declared_gates(r):
+        lines += ["## Gates", ""]
+        lines += [
+            f"No evidence bundle has verified this recipe (status {badge(status)}). "
+            "The gates it must pass, and their bars (`gates/run.sh` runs them):",
+            "",
+            "| gate | bar | calibrated on |",
+            "|---|---|---|",
+        ]
+        for name, g in gate_specs:
+            lines.append(f"| {name} | {cell(bars(g))} | {cell(getattr(g, 'calibrated_on', None) or '')} |")
+        lines.append("")
     if r.reported:
         lines += ["## Reported figures", ""]
         lines += ["Numbers from the source documents, **reported**, never verified here.", ""]
