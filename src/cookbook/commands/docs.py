@@ -472,18 +472,19 @@ def index_page(slugs: list[str]) -> str:
         hardware += [hw] if hw not in hardware else []
     lines = [MARKER, "# Recipes", ""]
     lines += [
-        "Every recipe by model and hardware, with its status: *verified* only while its evidence "
+        "Every recipe by hardware and model, with its status: *verified* only while its evidence "
         "bundle is there and passes the re-check; *stale* when the recipe changed after it.",
         "",
-        "| model | " + " | ".join(hardware) + " |",
-        "|---|" + "---|" * len(hardware),
+        "| hardware | " + " | ".join(cell(m) for m in models) + " |",
+        "|---|" + "---|" * len(models),
     ]
-    for model in models:
+    order = {hardware_label(x.recipe): (x.recipe.hardware.platform, x.recipe.hardware.gpus) for x in recipes}
+    for hw in sorted(hardware, key=order.__getitem__):
         row = []
-        for hw in hardware:
+        for model in models:
             here = [x for x in recipes if x.recipe.model.name == model and hardware_label(x.recipe) == hw]
             row.append("<br>".join(f"[{x.slug}](recipes/{x.slug}.md) {badge(status[x.slug])}" for x in here))
-        lines.append(f"| {cell(model)} | " + " | ".join(row) + " |")
+        lines.append(f"| {hw} | " + " | ".join(row) + " |")
     lines += ["", "## Every recipe", "", "| recipe | model | hardware | status |", "|---|---|---|---|"]
     for x in recipes:
         r = x.recipe
