@@ -291,13 +291,21 @@ def gate_lines(resolved, status: str) -> list[str]:
     return lines
 
 
+PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)\}")
+
+
+def template(text: str) -> str:
+    """A rule's message or help for a list: its {dotted.key} placeholders as code."""
+    return PLACEHOLDER.sub(lambda m: f"`{{{m.group(1)}}}`", cell(text))
+
+
 def rule_lines(r) -> list[str]:
     if not r.rules:
         return []
-    lines = [
-        "## What not to do",
-        "",
-        "Each is a rule the recipe enforces; `cookbook launch` refuses with its message.",
+    lines = ["## What not to do", ""]
+    lines += [
+        "Each is a rule the recipe enforces: `cookbook launch` (and `show`, `lint`, `serve`) refuses with its "
+        "message, where each `{dotted.key}` is filled in with the value that broke the rule.",
         "",
     ]
     for rule in r.rules:
@@ -306,10 +314,10 @@ def rule_lines(r) -> list[str]:
             if rule.kind == "conflict"
             else f"{rule.require}" + ("" if rule.when == "true" else f" (when {rule.when})")
         )
-        lines += [f"- **{rule.id}**: {cell(rule.message)}"]
+        lines += [f"- **{rule.id}**: {template(rule.message)}"]
         extra = [f"{'refused when' if rule.kind == 'conflict' else 'requires'} {code(test)}"]
         if rule.help:
-            extra.append(f"instead: {cell(rule.help)}")
+            extra.append(f"instead: {template(rule.help)}")
         if rule.source:
             extra.append(f"source: {cell(rule.source)}")
         lines += ["    " + "; ".join(extra) + "."]
