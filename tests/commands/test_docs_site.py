@@ -21,19 +21,22 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 class Blocks(HTMLParser):
-    """Each <pre>'s text, keyed by the id of the last heading before it; every href."""
+    """Each <pre>'s text, keyed by the id and by the text of the last heading before it; every href."""
 
     def __init__(self):
         super().__init__()
         self.heading: str | None = None
         self.blocks: dict[str, list[str]] = {}
+        self.by_title: dict[str, list[str]] = {}
         self.hrefs: list[str] = []
         self._pre: list[str] | None = None
+        self._title: list[str] | None = None
+        self.title = ""
 
     def handle_starttag(self, tag, attrs):
         attrs = dict(attrs)
         if re.fullmatch(r"h[1-6]", tag) and attrs.get("id"):
-            self.heading = attrs["id"]
+            self.heading, self._title = attrs["id"], []
         elif tag == "pre":
             self._pre = []
         elif tag == "a" and attrs.get("href"):
@@ -42,11 +45,16 @@ class Blocks(HTMLParser):
     def handle_endtag(self, tag):
         if tag == "pre" and self._pre is not None:
             self.blocks.setdefault(self.heading or "", []).append("".join(self._pre))
+            self.by_title.setdefault(self.title, []).append("".join(self._pre))
             self._pre = None
+        elif re.fullmatch(r"h[1-6]", tag) and self._title is not None:
+            self.title, self._title = "".join(self._title).replace("\u00b6", "").strip(), None
 
     def handle_data(self, data):
         if self._pre is not None:
             self._pre.append(data)
+        if self._title is not None:
+            self._title.append(data)
 
 
 def parse(path: Path) -> Blocks:
@@ -97,10 +105,10 @@ def recipe_slugs() -> list[str]:
     return [s for s in all_slugs() if not resolve(s, check=False).recipe.abstract]
 
 
-def launch_output(slug: str) -> str:
+def launch_output(slug: str, *args: str) -> str:
     from cookbook.cli import main
 
-    result = CliRunner().invoke(main, ["launch", slug])
+    result = CliRunner().invoke(main, ["launch", slug, *args])
     assert result.exit_code == 0, result.output
     return result.output
 
@@ -118,6 +126,30 @@ def test_the_launch_block_in_the_html_is_what_cookbook_launch_prints(site, slug)
     assert block.rstrip("\n") == launch_output(slug).rstrip("\n")
     p = subprocess.run(["bash", "-n"], input=block, capture_output=True, text=True)
     assert p.returncode == 0, f"{slug}: the launch block does not parse as bash: {p.stderr}"
+
+
+def test_each_offered_quant_block_is_what_cookbook_launch_quant_prints(site):
+    """The `--quant Q` blocks under Launch: `cookbook launch SLUG --quant Q`, for every quant that resolves there."""
+    from cookbook.recipe.errors import RecipeError
+    from cookbook.recipe.resolve import resolve
+
+    checked = 0
+    for slug in recipe_slugs():
+        page = parse(site / "recipes" / f"{slug}.html")
+        default = resolve(slug).quant
+        for quant in resolve(slug).recipe.quants:
+            if quant == default:
+                continue
+            try:
+                resolve(slug, quant=quant)
+            except RecipeError:
+                assert f"--quant {quant}" not in page.by_title, f"{slug}: a refused quant has a launch block"
+                continue
+            blocks = page.by_title.get(f"--quant {quant}")
+            assert blocks, f"{slug}.html has no block under '--quant {quant}'"
+            assert blocks[0].rstrip("\n") == launch_output(slug, "--quant", quant).rstrip("\n")
+            checked += 1
+    assert checked, "no recipe offers a second quant that resolves; this test checks nothing"
 
 
 def test_the_index_links_every_recipe_page(site):

@@ -442,7 +442,10 @@ def compare_page(base: str, members: list) -> str:
     lines += ["| setting | " + " | ".join(f"[{s}](../recipes/{s}.md)" for s in slugs) + " |"]
     lines += ["|---|" + "---|" * len(slugs)]
     for k in differ:
-        row = [code(all_facts[s][k][0]) if k in all_facts[s] else "not set" for s in slugs]
+        row = [
+            code(all_facts[s][k][0]) if all_facts[s].get(k, (None,))[0] not in (None, "not set") else "not set"
+            for s in slugs
+        ]
         lines.append(f"| `{k}` | " + " | ".join(row) + " |")
     lines += ["", "## Why they differ", ""]
     for k in differ:
