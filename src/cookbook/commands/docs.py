@@ -121,6 +121,30 @@ def summary_rows(resolved, slug: str) -> list[tuple[str, str]]:
     return rows
 
 
+def fetch_lines(resolved) -> list[str]:
+    """What to download: the model's source (the chosen quant's patterns) and its extras."""
+    r = resolved.recipe
+    src = r.model.source
+    include = r.quants[resolved.quant].include if resolved.quant and r.quants[resolved.quant].include else src.include
+    size = r.quants[resolved.quant].size_gib if resolved.quant and r.quants[resolved.quant].size_gib else src.size_gib
+    lines = ["## Fetching the checkpoint", ""]
+    head = f"From `{src.repo}`" + (f" at `{src.revision}`" if src.revision else "")
+    if include:
+        head += ", the files matching " + ", ".join(f"`{p}`" for p in include)
+    if size:
+        head += f" ({size:g} GiB)"
+    lines += [head + ".", ""]
+    if src.why:
+        lines += [" ".join(src.why.split()), ""]
+    for name, extra in r.model.extras.items():
+        what = f"`{extra.repo}`" + (" " + ", ".join(f"`{p}`" for p in extra.include) if extra.include else "")
+        size = f" ({extra.size_gib:g} GiB)" if extra.size_gib else ""
+        lines.append(f"- {name}: {what}{size}" + (f": {cell(extra.why)}" if extra.why else ""))
+    if r.model.extras:
+        lines.append("")
+    return lines
+
+
 def convert_lines(r) -> list[str]:
     if not r.convert:
         return []
@@ -357,6 +381,7 @@ def recipe_page(slug: str) -> str:
     lines.append("")
     if (base := family_root(resolved)) is not None:
         lines += [f"Compare with the other variants of `{base}`: [{base}](../compare/{base}.md).", ""]
+    lines += fetch_lines(resolved)
     lines += convert_lines(r)
     lines += [
         "## Launch",
