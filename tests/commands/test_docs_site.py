@@ -184,3 +184,42 @@ def test_a_tampered_launch_block_is_caught(site, tmp_path):
     tampered = tmp_path / "t.html"
     tampered.write_text(html[:at] + "max-num-seqz" + html[at + len("max-num-seqs") :], encoding="utf-8")
     assert parse(tampered).blocks["launch"][0].rstrip("\n") != launch_output(slug).rstrip("\n")
+
+
+def test_the_gaudi_page_shows_its_bucket_file_as_the_repository_holds_it(site):
+    from cookbook.recipe.resolve import resolve
+
+    gaudi = [s for s in recipe_slugs() if "VLLM_BUCKETING_FROM_FILE" in resolve(s).recipe.env]
+    assert gaudi, "no recipe names a bucket file"
+    for slug in gaudi:
+        path = str(resolve(slug).recipe.env["VLLM_BUCKETING_FROM_FILE"].value)
+        held = (ROOT / path[path.index("ports/") :]).read_text(encoding="utf-8")
+        blocks = parse(site / "recipes" / f"{slug}.html").blocks.get("buckets")
+        assert blocks and blocks[0].rstrip("\n") == held.rstrip("\n")
+
+
+def test_pages_render_only_what_the_recipe_states(tmp_path):
+    """No None, null or empty table cell stands in for a fact the recipe does not have."""
+    for rel, text in generate(tmp_path / "docs").items():
+        if rel.suffix != ".md":
+            continue
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.startswith("|"):  # tables only (the `show` block is its own text)
+                continue
+            if rel.name != "index.md" and line != "| | |":  # the matrix leaves a cell empty where no recipe is
+                assert not re.search(r"\|\s*\|\s*$", line), f"{rel}:{n}: an empty last cell: {line}"
+            assert not re.search(r"\|\s*(None|null)\s*\|", line), f"{rel}:{n}: {line}"
+            assert "`None`" not in line and "`null`" not in line, f"{rel}:{n}: {line}"
+
+
+def test_a_comparison_lines_up_each_variants_own_value():
+    from cookbook.commands.docs import compare_page, groups
+    from cookbook.recipe.resolve import all_slugs
+
+    _, compared = groups(all_slugs())
+    members = compared["glm52-base"]
+    page = compare_page("glm52-base", members)
+    row = next(line for line in page.splitlines() if line.startswith("| `--tensor-parallel-size` |"))
+    cells = [c.strip() for c in row.strip("|").split("|")][1:]
+    assert cells == [f"`{m.recipe.serve.args['tensor_parallel_size'].value}`" for m in members]
+    assert "| `--block-size` |" not in page, "a setting every variant shares is not a difference"

@@ -240,11 +240,11 @@ BAR = re.compile(r"^(min|max)_")
 NOT_BARS = {"max_tokens", "max_concurrent_requests", "decode_max_tokens", "sweep_max_tokens"}
 
 
-def bars(gate) -> str:
-    """A declared gate's pass bars (its min_*/max_* thresholds)."""
-    data = gate.model_dump()
+def bars(r, name: str) -> str:
+    """A declared gate's pass bars (its min_*/max_* thresholds), or what passing means for a gate without one."""
+    data = getattr(r.gates, name).model_dump()
     found = [f"{k} {value_text(v)}" for k, v in data.items() if BAR.match(k) and k not in NOT_BARS and v is not None]
-    return "; ".join(found)
+    return "; ".join(found) or (type(r.gates).model_fields[name].description or "")
 
 
 def declared_gates(r) -> list[tuple[str, object]]:
@@ -276,7 +276,7 @@ def gate_lines(resolved, status: str) -> list[str]:
             lines += ["| gate | result | measured | bar |", "|---|---|---|---|"]
             for name, g in v.gates.items():
                 g = g if isinstance(g, dict) else {"status": g}
-                bar = bars(declared[name]) if name in declared else ""
+                bar = bars(r, name) if name in declared else ""
                 lines.append(
                     f"| {name} | {cell(str(g.get('status', '')))} | {measured_text(g.get('measured', ''))} | {cell(bar)} |"
                 )
@@ -291,7 +291,7 @@ def gate_lines(resolved, status: str) -> list[str]:
             "|---|---|---|",
         ]
         for name, g in gate_specs:
-            lines.append(f"| {name} | {cell(bars(g))} | {cell(getattr(g, 'calibrated_on', None) or '')} |")
+            lines.append(f"| {name} | {cell(bars(r, name))} | {cell(getattr(g, 'calibrated_on', None) or '')} |")
         lines.append("")
     if r.reported:
         lines += ["## Reported figures", ""]
@@ -305,7 +305,8 @@ def gate_lines(resolved, status: str) -> list[str]:
             if rep.columns and rep.rows:
                 lines += ["| " + " | ".join(cell(c) for c in rep.columns) + " |", "|" + "---|" * len(rep.columns)]
                 lines += [
-                    "| " + " | ".join("" if x is None else cell(value_text(x)) for x in row) + " |" for row in rep.rows
+                    "| " + " | ".join("not reported" if x is None else cell(value_text(x)) for x in row) + " |"
+                    for row in rep.rows
                 ]
                 lines.append("")
             if rep.values:
