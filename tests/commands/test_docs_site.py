@@ -223,3 +223,16 @@ def test_a_comparison_lines_up_each_variants_own_value():
     cells = [c.strip() for c in row.strip("|").split("|")][1:]
     assert cells == [f"`{m.recipe.serve.args['tensor_parallel_size'].value}`" for m in members]
     assert "| `--block-size` |" not in page, "a setting every variant shares is not a difference"
+
+
+def test_the_index_matrix_shows_each_recipes_status(site):
+    from cookbook.recipe.resolve import resolve
+    from cookbook.verification import status_of
+
+    html = (site / "index.html").read_text(encoding="utf-8")
+    for slug in recipe_slugs():
+        status = status_of(resolve(slug, check=False))
+        pattern = rf'href="recipes/{re.escape(slug)}\.html">{re.escape(slug)}</a>\s*<span class="cb-status cb-\w+">([^<]*)</span>'
+        found = re.search(pattern, html)
+        assert found, f"index.html: no status badge beside {slug}"
+        assert found.group(1) == status, f"{slug}: badge {found.group(1)!r}, status {status!r}"
