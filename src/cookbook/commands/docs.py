@@ -1,7 +1,7 @@
 """`cookbook docs`: generate docs/ from the recipes and the code (never edited by hand).
 
 The pages are Markdown that `mkdocs build --strict` (mkdocs.yml, `make site`) turns into the
-site: docs/index.md (the model x hardware matrix and every recipe with its status),
+site: docs/index.md (the hardware x model matrix and every recipe with its status),
 docs/recipes/<slug>.md (summary, converting, launch, buckets, fixes, gates, what not to do,
 every setting), docs/compare/<base>.md (the variants of one base side by side: what differs
 and why), docs/errors.md and docs/rules.md. Every relative link they hold names a generated
