@@ -404,6 +404,14 @@ def recipe_page(slug: str) -> str:
             lines += [f"`--quant {quant}` is refused here: {msg}", ""]
             continue
         lines += [f"### --quant {quant}", "", "```bash", render(other).rstrip(), "```", ""]
+        if other.recipe.convert and other.recipe.convert != r.convert:
+            lines += [f"Before launching `--quant {quant}`, convert its checkpoint:", ""]
+            lines += [
+                "```bash",
+                *(" ".join(["cookbook convert", step.tool, *step.args]) for step in other.recipe.convert),
+                "```",
+                "",
+            ]
     lines += bucket_lines(r)
     lines += fix_section(r)
     lines += gate_lines(resolved, status)
