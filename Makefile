@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 RECIPE ?= gemma3-270m-cpu
 
-.PHONY: help setup engine run test test-fast lint docs schema bench
+.PHONY: help setup engine run test test-fast lint docs site schema bench
 
 help:  ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -31,16 +31,20 @@ test-fast: setup  ## the suite without the engine and without slow tests (a few 
 	$(BIN)/pytest -q -m 'not engine and not slow' --ignore=tests/kernels
 	TRITON_INTERPRET=1 $(BIN)/pytest -q -m 'not engine and not slow' tests/kernels
 
-lint: setup  ## ruff (lint + format check), recipes, generated schema and docs
+lint: setup  ## ruff (lint + format check), recipes, generated schema and docs, the site built strict
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/cookbook lint
 	$(BIN)/cookbook schema --check
 	$(BIN)/cookbook docs --check
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 docs: setup  ## regenerate schema/ and docs/
 	$(BIN)/cookbook schema
 	$(BIN)/cookbook docs
+
+site: setup  ## build docs/ into site/ (mkdocs --strict: every link resolves); open site/index.html
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 bench: setup  ## CLI cold start next to python -c pass
 	$(BIN)/python benchmarks/cli_startup.py

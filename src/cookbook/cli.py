@@ -19,7 +19,11 @@ LAZY_GROUPS: dict[str, tuple[str, str]] = {
     "lint": ("cookbook.commands.recipes", "lint_cmd", "Validate recipes; report every error with file:line:col."),
     "schema": ("cookbook.commands.recipes", "schema_cmd", "Write (or --check) the generated recipe JSON Schema."),
     "serve": ("cookbook.commands.serve", "serve_cmd", "Run a recipe here: fetch, convert, launch, gates, stop."),
-    "docs": ("cookbook.commands.docs", "docs_cmd", "Generate (or --check) docs/: recipe pages, errors, rules."),
+    "docs": (
+        "cookbook.commands.docs",
+        "docs_cmd",
+        "Generate (or --check) docs/: recipe pages, matrix, comparisons, errors, rules.",
+    ),
     "gates": (
         "cookbook.commands.gates",
         "gates",

@@ -1,0 +1,238 @@
+"""The docs as a site: what `cookbook docs` generates builds with `mkdocs build --strict`, and
+every launch block in the built HTML is exactly what `cookbook launch` prints (and parses as bash).
+
+The pages are generated into a temporary docs_dir (not read from docs/, which
+test_docs_are_up_to_date holds to the generator), built with the repository's mkdocs.yml.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+class Blocks(HTMLParser):
+    """Each <pre>'s text, keyed by the id and by the text of the last heading before it; every href."""
+
+    def __init__(self):
+        super().__init__()
+        self.heading: str | None = None
+        self.blocks: dict[str, list[str]] = {}
+        self.by_title: dict[str, list[str]] = {}
+        self.hrefs: list[str] = []
+        self._pre: list[str] | None = None
+        self._title: list[str] | None = None
+        self.title = ""
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if re.fullmatch(r"h[1-6]", tag) and attrs.get("id"):
+            self.heading, self._title = attrs["id"], []
+        elif tag == "pre":
+            self._pre = []
+        elif tag == "a" and attrs.get("href"):
+            self.hrefs.append(attrs["href"])
+
+    def handle_endtag(self, tag):
+        if tag == "pre" and self._pre is not None:
+            self.blocks.setdefault(self.heading or "", []).append("".join(self._pre))
+            self.by_title.setdefault(self.title, []).append("".join(self._pre))
+            self._pre = None
+        elif re.fullmatch(r"h[1-6]", tag) and self._title is not None:
+            self.title, self._title = "".join(self._title).replace("\u00b6", "").strip(), None
+
+    def handle_data(self, data):
+        if self._pre is not None:
+            self._pre.append(data)
+        if self._title is not None:
+            self._title.append(data)
+
+
+def parse(path: Path) -> Blocks:
+    p = Blocks()
+    p.feed(path.read_text(encoding="utf-8"))
+    return p
+
+
+def build(docs_dir: Path, site_dir: Path) -> subprocess.CompletedProcess:
+    """`mkdocs build --strict` of `docs_dir` with the repository's mkdocs.yml (its docs_dir replaced)."""
+    config = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    config["docs_dir"] = str(docs_dir)
+    config["site_dir"] = str(site_dir)
+    cfg = docs_dir.parent / "mkdocs.yml"
+    cfg.write_text(yaml.safe_dump(config), encoding="utf-8")
+    return subprocess.run(
+        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(cfg)],
+        capture_output=True,
+        text=True,
+        env={"NO_MKDOCS_2_WARNING": "1", "PATH": "/usr/bin:/bin"},
+    )
+
+
+def generate(docs_dir: Path) -> dict[Path, str]:
+    from cookbook.commands.docs import pages
+
+    out = {}
+    for path, text in pages().items():
+        rel = path.relative_to(ROOT / "docs")
+        (docs_dir / rel).parent.mkdir(parents=True, exist_ok=True)
+        (docs_dir / rel).write_text(text, encoding="utf-8")
+        out[rel] = text
+    return out
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    base = tmp_path_factory.mktemp("site")
+    generate(base / "docs")
+    p = build(base / "docs", base / "site")
+    assert p.returncode == 0, f"mkdocs build --strict failed:\n{p.stdout}\n{p.stderr}"
+    return base / "site"
+
+
+def recipe_slugs() -> list[str]:
+    from cookbook.recipe.resolve import all_slugs, resolve
+
+    return [s for s in all_slugs() if not resolve(s, check=False).recipe.abstract]
+
+
+def launch_output(slug: str, *args: str) -> str:
+    from cookbook.cli import main
+
+    result = CliRunner().invoke(main, ["launch", slug, *args])
+    assert result.exit_code == 0, result.output
+    return result.output
+
+
+def test_the_site_builds_strict_and_has_a_page_per_recipe(site):
+    for slug in recipe_slugs():
+        assert (site / "recipes" / f"{slug}.html").is_file(), slug
+
+
+@pytest.mark.parametrize("slug", recipe_slugs())
+def test_the_launch_block_in_the_html_is_what_cookbook_launch_prints(site, slug):
+    page = parse(site / "recipes" / f"{slug}.html")
+    assert "launch" in page.blocks, f"{slug}.html has no code block under its Launch heading"
+    block = page.blocks["launch"][0]
+    assert block.rstrip("\n") == launch_output(slug).rstrip("\n")
+    p = subprocess.run(["bash", "-n"], input=block, capture_output=True, text=True)
+    assert p.returncode == 0, f"{slug}: the launch block does not parse as bash: {p.stderr}"
+
+
+def test_each_offered_quant_block_is_what_cookbook_launch_quant_prints(site):
+    """The `--quant Q` blocks under Launch: `cookbook launch SLUG --quant Q`, for every quant that resolves there."""
+    from cookbook.recipe.errors import RecipeError
+    from cookbook.recipe.resolve import resolve
+
+    checked = 0
+    for slug in recipe_slugs():
+        page = parse(site / "recipes" / f"{slug}.html")
+        default = resolve(slug).quant
+        for quant in resolve(slug).recipe.quants:
+            if quant == default:
+                continue
+            try:
+                resolve(slug, quant=quant)
+            except RecipeError:
+                assert f"--quant {quant}" not in page.by_title, f"{slug}: a refused quant has a launch block"
+                continue
+            blocks = page.by_title.get(f"--quant {quant}")
+            assert blocks, f"{slug}.html has no block under '--quant {quant}'"
+            assert blocks[0].rstrip("\n") == launch_output(slug, "--quant", quant).rstrip("\n")
+            checked += 1
+    assert checked, "no recipe offers a second quant that resolves; this test checks nothing"
+
+
+def test_the_index_links_every_recipe_page(site):
+    hrefs = set(parse(site / "index.html").hrefs)
+    missing = [s for s in recipe_slugs() if f"recipes/{s}.html" not in hrefs]
+    assert not missing, f"index.html does not link: {missing}"
+
+
+def test_every_comparison_page_links_its_recipes(site):
+    pages = sorted((site / "compare").glob("*.html"))
+    assert pages, "no comparison page was built"
+    for page in pages:
+        linked = {h for h in parse(page).hrefs if h.startswith("../recipes/")}
+        assert len(linked) >= 2, f"{page.name} compares fewer than two recipes"
+        for href in linked:
+            assert (page.parent / href).resolve().is_file(), f"{page.name} links {href}, which was not built"
+
+
+def test_a_broken_link_fails_the_strict_build(tmp_path):
+    generate(tmp_path / "docs")
+    (tmp_path / "docs" / "broken.md").write_text("# Broken\n\n[nowhere](recipes/no-such-recipe.md)\n")
+    p = build(tmp_path / "docs", tmp_path / "site")
+    assert p.returncode != 0
+    assert "no-such-recipe.md" in p.stdout + p.stderr
+
+
+def test_a_tampered_launch_block_is_caught(site, tmp_path):
+    """The extraction reads the block itself: one changed flag no longer equals `cookbook launch`."""
+    slug = "gemma3-270m-cpu"
+    html = (site / "recipes" / f"{slug}.html").read_text(encoding="utf-8")
+    at = html.index("max-num-seqs", html.index('id="launch"'))  # inside the launch block's <pre>
+    tampered = tmp_path / "t.html"
+    tampered.write_text(html[:at] + "max-num-seqz" + html[at + len("max-num-seqs") :], encoding="utf-8")
+    assert parse(tampered).blocks["launch"][0].rstrip("\n") != launch_output(slug).rstrip("\n")
+
+
+def test_the_gaudi_page_shows_its_bucket_file_as_the_repository_holds_it(site):
+    from cookbook.recipe.resolve import resolve
+
+    gaudi = [s for s in recipe_slugs() if "VLLM_BUCKETING_FROM_FILE" in resolve(s).recipe.env]
+    assert gaudi, "no recipe names a bucket file"
+    for slug in gaudi:
+        path = str(resolve(slug).recipe.env["VLLM_BUCKETING_FROM_FILE"].value)
+        held = (ROOT / path[path.index("ports/") :]).read_text(encoding="utf-8")
+        blocks = parse(site / "recipes" / f"{slug}.html").blocks.get("buckets")
+        assert blocks and blocks[0].rstrip("\n") == held.rstrip("\n")
+
+
+def test_pages_render_only_what_the_recipe_states(tmp_path):
+    """No None, null or empty table cell stands in for a fact the recipe does not have."""
+    for rel, text in generate(tmp_path / "docs").items():
+        if rel.suffix != ".md":
+            continue
+        for n, line in enumerate(text.splitlines(), 1):
+            if not line.startswith("|"):  # tables only (the `show` block is its own text)
+                continue
+            if rel.name != "index.md" and line != "| | |":  # the matrix leaves a cell empty where no recipe is
+                assert not re.search(r"\|\s*\|\s*$", line), f"{rel}:{n}: an empty last cell: {line}"
+            assert not re.search(r"\|\s*(None|null)\s*\|", line), f"{rel}:{n}: {line}"
+            assert "`None`" not in line and "`null`" not in line, f"{rel}:{n}: {line}"
+
+
+def test_a_comparison_lines_up_each_variants_own_value():
+    from cookbook.commands.docs import compare_page, groups
+    from cookbook.recipe.resolve import all_slugs
+
+    _, compared = groups(all_slugs())
+    members = compared["glm52-base"]
+    page = compare_page("glm52-base", members)
+    row = next(line for line in page.splitlines() if line.startswith("| `--tensor-parallel-size` |"))
+    cells = [c.strip() for c in row.strip("|").split("|")][1:]
+    assert cells == [f"`{m.recipe.serve.args['tensor_parallel_size'].value}`" for m in members]
+    assert "| `--block-size` |" not in page, "a setting every variant shares is not a difference"
+
+
+def test_the_index_matrix_shows_each_recipes_status(site):
+    from cookbook.recipe.resolve import resolve
+    from cookbook.verification import status_of
+
+    html = (site / "index.html").read_text(encoding="utf-8")
+    for slug in recipe_slugs():
+        status = status_of(resolve(slug, check=False))
+        pattern = rf'href="recipes/{re.escape(slug)}\.html">{re.escape(slug)}</a>\s*<span class="cb-status cb-\w+">([^<]*)</span>'
+        found = re.search(pattern, html)
+        assert found, f"index.html: no status badge beside {slug}"
+        assert found.group(1) == status, f"{slug}: badge {found.group(1)!r}, status {status!r}"
