@@ -138,3 +138,20 @@ def test_server_that_never_answers_is_a_clear_failure(tmp_path):
     g = doc["gates"]["greedy"]
     assert doc["complete"] and g["status"] == "failed" and g["fault"] == "server_down"
     assert "not answering /v1/models" in g["reason"] and "request timeout" in g["reason"]
+
+
+def test_timeouts_that_are_not_finite_positive_seconds_are_refused(recipes_dir):
+    for value in ("nan", "inf", "-1", "0"):
+        res = CliRunner().invoke(main, ["gates", "run", "gates-cpu", "--request-timeout-s", value])
+        assert res.exit_code == 2 and "--request-timeout-s" in res.output, (value, res.output)
+    res = CliRunner().invoke(main, ["gates", "run", "gates-cpu", "--suite-timeout-s", "nan"])
+    assert res.exit_code == 2 and "--suite-timeout-s" in res.output
+
+
+def test_verify_of_a_results_file_that_is_not_utf8_names_the_bundle_file(recipes_dir, tmp_path):
+    bundle = tmp_path / "b"
+    bundle.mkdir()
+    (bundle / "results.json").write_bytes(b"\xff\xfe")
+    res = CliRunner().invoke(main, ["gates", "verify", "gates-cpu", str(bundle)])
+    assert res.exit_code == 1 and "results.json cannot be read" in res.output
+    assert "recipe.yaml" not in res.output and "Traceback" not in res.output

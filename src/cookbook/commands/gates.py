@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
 import os
 import shlex
 import subprocess
@@ -22,6 +23,13 @@ def _resolve(recipe: str, action: str):
     from cookbook.commands.recipes import resolve_or_refuse
 
     return resolve_or_refuse(recipe, None, (), action)
+
+
+def _finite(param, value):
+    """click's FloatRange lets nan through (every comparison with it is false)."""
+    if value is not None and not math.isfinite(value):
+        raise click.BadParameter(f"{value} is not a number of seconds", param=param)
+    return value
 
 
 @click.group()
@@ -51,10 +59,18 @@ def gates():
 )
 @click.option("--image-digest", help="Digest of the serving image (sha256:...).")
 @click.option("--model", help="Served model name (default: the recipe's served_model_name).")
-@click.option("--request-timeout-s", default=600.0, show_default=True, help="Each request's total deadline.")
+@click.option(
+    "--request-timeout-s",
+    default=600.0,
+    show_default=True,
+    type=click.FloatRange(min=0, min_open=True, max=86400),
+    callback=lambda ctx, param, v: _finite(param, v),
+    help="Each request's total deadline.",
+)
 @click.option(
     "--suite-timeout-s",
-    type=click.FloatRange(min=1),
+    type=click.FloatRange(min=1, max=7 * 86400),
+    callback=lambda ctx, param, v: _finite(param, v),
     help="Deadline of the whole suite (default: the declared gates' timeout_s added up, plus 120 s).",
 )
 def run_cmd(
@@ -180,7 +196,7 @@ def verify_cmd(recipe, bundle):
         )
     try:
         reasons, block = verify(resolved, bundle)
-    except ValueError as e:
+    except ValueError as e:  # the recipe's own text cannot take the block (with_block says why)
         raise CookbookError(f"{resolved.path}: {e}") from None
     if reasons:
         stays = "unverified" if not resolved.data.get("verified") else "as it was"

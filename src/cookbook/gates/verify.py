@@ -80,10 +80,9 @@ def verify(resolved, bundle: Path) -> tuple[list[str], dict | None]:
     """(refusals, block written). Writes the block only when there are no refusals."""
     from cookbook.gates.evidence import recheck
 
-    doc = load_results(bundle)
-    reasons = recheck(resolved, bundle)
+    reasons = recheck(resolved, bundle)  # reads results.json itself, and says so when it cannot
     if reasons:
         return reasons, None
-    block = block_for(resolved, doc, bundle)
+    block = block_for(resolved, load_results(bundle), bundle)
     write_verified(resolved.path, block)
     return [], block
