@@ -50,3 +50,14 @@ def test_chromium_renders_the_launch_blocks(tmp_path):
     assert p.returncode == 0, p.stdout + p.stderr
     assert "the rendered launch block is `cookbook launch gemma3-270m-cpu`" in p.stdout
     assert (tmp_path / "index.png").is_file() and (tmp_path / "gemma3-270m-cpu.html").is_file()
+
+
+@pytest.mark.skipif(load().browser() is None, reason="Chromium is not installed (apt-get install chromium)")
+def test_console_messages_of_a_page_are_seen(tmp_path):
+    """The check fails a page on its console output; this page logs an error and throws."""
+    mod = load()
+    page = tmp_path / "p.html"
+    page.write_text('<html><body><script>console.error("boom"); missingFn();</script><p>x</p></body></html>')
+    r = mod.chromium(mod.browser(), str(tmp_path / "profile"), "--dump-dom", page.as_uri())
+    found = mod.CONSOLE.findall(r.stderr)
+    assert any("boom" in m for m in found) and any("missingFn" in m for m in found), r.stderr[-2000:]
