@@ -236,3 +236,23 @@ def test_the_index_matrix_shows_each_recipes_status(site):
         found = re.search(pattern, html)
         assert found, f"index.html: no status badge beside {slug}"
         assert found.group(1) == status, f"{slug}: badge {found.group(1)!r}, status {status!r}"
+
+
+def test_a_verified_recipe_page_plots_its_sweep_from_the_bundle():
+    import json
+    import re
+
+    from cookbook.commands.docs import recipe_page
+    from cookbook.recipe.resolve import resolve
+
+    r = resolve("gemma3-270m-cpu").recipe
+    sweep = json.loads((ROOT / r.verified.bundle / "results.json").read_text())["gates"]["speed"]["measured"]["sweep"]
+    page = recipe_page("gemma3-270m-cpu")
+    svg = page[page.index("<svg") : page.index("</svg>")]
+    assert svg.count("<circle") == len(sweep) >= 2
+    labels = [float(x) for x in re.findall(r'font-size="11" text-anchor="middle">([\d.]+)<', svg)]
+    assert labels == [row["aggregate_tok_s"] for row in sweep]
+    # a higher rate is drawn higher (smaller y)
+    ys = [float(y) for y in re.findall(r'<circle cx="[\d.]+" cy="([\d.]+)"', svg)]
+    rates = [row["aggregate_tok_s"] for row in sweep]
+    assert sorted(range(len(ys)), key=lambda i: ys[i]) == sorted(range(len(rates)), key=lambda i: -rates[i])

@@ -319,6 +319,89 @@ def gate_lines(resolved, status: str) -> list[str]:
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)\}")
 
 
+def sweep_svg(points: list[tuple[int, float]], width: int = 480, height: int = 240) -> str:
+    """A line plot of aggregate tok/s against concurrency (log2 x axis) as inline SVG text, so
+    the page stays a generated text file that `cookbook docs --check` can compare."""
+    import math
+
+    pad_l, pad_r, pad_t, pad_b = 56, 32, 16, 40
+    xs = [math.log2(c) for c, _ in points]
+    top = max(v for _, v in points) * 1.1 or 1.0
+    x_span = (max(xs) - min(xs)) or 1.0
+
+    def xy(c: int, v: float) -> tuple[float, float]:
+        x = pad_l + (math.log2(c) - min(xs)) / x_span * (width - pad_l - pad_r)
+        return round(x, 1), round(height - pad_b - v / top * (height - pad_t - pad_b), 1)
+
+    coords = [xy(c, v) for c, v in points]
+    out = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
+        'aria-label="aggregate tokens per second by concurrency">',
+        f'<line x1="{pad_l}" y1="{height - pad_b}" x2="{width - pad_r}" y2="{height - pad_b}" stroke="#888"/>',
+        f'<line x1="{pad_l}" y1="{pad_t}" x2="{pad_l}" y2="{height - pad_b}" stroke="#888"/>',
+        '<polyline fill="none" stroke="#3f51b5" stroke-width="2" points="'
+        + " ".join(f"{x},{y}" for x, y in coords)
+        + '"/>',
+    ]
+    for (c, v), (x, y) in zip(points, coords):
+        out.append(f'<circle cx="{x}" cy="{y}" r="3" fill="#3f51b5"/>')
+        out.append(f'<text x="{x}" y="{height - pad_b + 16}" font-size="12" text-anchor="middle">{c}</text>')
+        out.append(f'<text x="{x}" y="{y - 8}" font-size="11" text-anchor="middle">{v:g}</text>')
+    out.append(
+        f'<text x="{(width + pad_l) / 2}" y="{height - 6}" font-size="12" text-anchor="middle">'
+        "concurrent streams</text>"
+    )
+    out.append(
+        f'<text x="14" y="{height / 2}" font-size="12" text-anchor="middle" '
+        f'transform="rotate(-90 14 {height / 2})">aggregate tok/s</text>'
+    )
+    out.append("</svg>")
+    return "".join(out)
+
+
+def performance_lines(r) -> list[str]:
+    """The speed gate's figures from the bundle that verified the recipe, with the sweep plotted."""
+    v = r.verified
+    g = (v.gates or {}).get("speed") if v is not None else None
+    measured = (g if isinstance(g, dict) else {}).get("measured") or {}
+    bundle = paths.repo_root() / v.bundle if v is not None and v.bundle else None
+    full = {}
+    if bundle is not None and (bundle / "results.json").is_file():
+        import json
+
+        full = (json.loads((bundle / "results.json").read_text(encoding="utf-8")).get("gates") or {}).get("speed") or {}
+        full = full.get("measured") or {}
+    sweep = [row for row in full.get("sweep") or [] if isinstance(row, dict)]
+    if not measured and not sweep:
+        return []
+    lines = [
+        "## Performance",
+        "",
+        f"Measured by the speed gate in the bundle of {v.date} (`{v.bundle}`). The gate sends one prompt "
+        "to every stream, which n-gram drafting and the prefix cache flatter: a peer's benchmark on varied "
+        "natural prompts reads lower.",
+        "",
+    ]
+    rows = [(k, measured[k]) for k in ("decode_tok_s_1_stream", "decode_tok_s_4_streams") if k in measured]
+    rows += [(f"ttft_s at {n} tokens", t) for n, t in (full.get("ttft_s") or {}).items()]
+    if rows:
+        lines += ["| figure | value |", "|---|---|"] + [f"| {k} | {cell(str(val))} |" for k, val in rows] + [""]
+    points = [
+        (int(row["concurrency"]), float(row["aggregate_tok_s"]))
+        for row in sweep
+        if isinstance(row.get("concurrency"), int) and isinstance(row.get("aggregate_tok_s"), (int, float))
+    ]
+    if len(points) >= 2:
+        lines += ["| concurrency | requests | tokens | aggregate tok/s |", "|---|---|---|---|"]
+        lines += [
+            f"| {row.get('concurrency')} | {row.get('requests')} | {row.get('total_tokens')} | "
+            f"{row.get('aggregate_tok_s')} |"
+            for row in sweep
+        ]
+        lines += ["", sweep_svg(points), ""]
+    return lines
+
+
 def template(text: str) -> str:
     """A rule's message or help for a list: its {dotted.key} placeholders as code."""
     return PLACEHOLDER.sub(lambda m: f"`{{{m.group(1)}}}`", cell(text))
@@ -415,6 +498,7 @@ def recipe_page(slug: str) -> str:
     lines += bucket_lines(r)
     lines += fix_section(r)
     lines += gate_lines(resolved, status)
+    lines += performance_lines(r)
     lines += rule_lines(r)
     lines += known_issue_lines(r)
     lines += [
