@@ -200,13 +200,13 @@ def _write_state(state_dir: Path, state: dict) -> None:
     _write_atomic(state_dir / STATE_FILE, (json.dumps(state, indent=2) + "\n").encode())
 
 
-def _restore(target: Path, state_dir: Path, originals: dict[str, bytes | None], rels) -> None:
-    """Put back the original bytes of `rels` (a file the set created is removed)."""
-    for rel in rels:
-        if originals[rel] is None:
+def _restore(target: Path, originals: dict[str, bytes | None]) -> None:
+    """Put back the original bytes of each file (one the set created, with no original, is removed)."""
+    for rel, data in originals.items():
+        if data is None:
             (target / rel).unlink(missing_ok=True)
         else:
-            _write_atomic(target / rel, originals[rel])
+            _write_atomic(target / rel, data)
 
 
 def _stage(
@@ -359,7 +359,7 @@ def apply(profile_name: str, opt_in: list[str], target: Path, replace: bool = Fa
             _write_atomic(target / rel, data)
             written.append(rel)
     except BaseException as e:
-        _restore(target, state_dir, originals, written)
+        _restore(target, {rel: originals[rel] for rel in written})
         shutil.rmtree(state_dir, ignore_errors=True)
         if not isinstance(e, OSError):
             raise
@@ -417,11 +417,13 @@ def revert(target: Path, force: bool = False) -> Outcome:
             + "\nhelp: pass --force to restore the originals anyway"
         )
     state_dir = target / STATE_DIR
-    for rel, rec in state.get("files", {}).items():
-        if rec["before"] is None:
-            (target / rel).unlink(missing_ok=True)
-        else:
-            _write_atomic(target / rel, (state_dir / "orig" / rel).read_bytes())
+    _restore(
+        target,
+        {
+            rel: None if rec["before"] is None else (state_dir / "orig" / rel).read_bytes()
+            for rel, rec in state.get("files", {}).items()
+        },
+    )
     shutil.rmtree(state_dir)
     out.set_hash = state.get("set_hash", "")
     out.changed = True
