@@ -214,6 +214,20 @@ def quark_mxfp4_fuse(src, out_dir, shard_size, scale_rule, force):
     click.echo(json.dumps(r, indent=1))
 
 
+@convert.command("dummy-checkpoint")
+@click.argument("tokenizer_gguf", type=click.Path(dir_okay=False))
+@click.argument("config_file", type=click.Path(dir_okay=False))
+@click.argument("out_dir", type=click.Path(file_okay=False))
+@click.option("--force", is_flag=True, help="Replace a non-empty OUT_DIR.")
+@_user_errors
+def dummy_checkpoint(tokenizer_gguf, config_file, out_dir, force):
+    """An architecture without weights for vLLM's --load-format dummy: CONFIG_FILE as config.json and
+    the tokenizer of TOKENIZER_GGUF, in OUT_DIR."""
+    from cookbook.convert.dummy_checkpoint import make_dummy_checkpoint
+
+    click.echo(json.dumps(make_dummy_checkpoint(tokenizer_gguf, config_file, out_dir, force=force), indent=1))
+
+
 def main_for(name: str):
     """Entry for tools/convert/<name>: run one subcommand as its own program."""
     cmd = convert.commands[name]
