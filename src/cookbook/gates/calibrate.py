@@ -64,6 +64,12 @@ def _ceil(x: float, digits: int = 2) -> float:
     return math.ceil(x * 10**digits) / 10**digits
 
 
+def _default_levels() -> list[int]:
+    from cookbook.recipe.gates_spec import SpeedGate
+
+    return SpeedGate.model_fields["sweep_concurrencies"].default_factory()
+
+
 def _throughput_floor(m: float, _: dict) -> float:
     return _sig3(m * 0.5)
 
@@ -88,8 +94,14 @@ def _gsm8k(m: float, measured: dict) -> float:
 
 
 RULES: dict[tuple[str, str], Rule] = {
-    ("speed", "min_decode_tok_s_1_stream"): Rule(_get("decode_tok_s_1_stream"), _throughput_floor, "half of it"),
-    ("speed", "min_decode_tok_s_4_streams"): Rule(_get("decode_tok_s_4_streams"), _throughput_floor, "half of it"),
+    ("speed", "min_output_throughput_1_stream"): Rule(_get("output_throughput", "1"), _throughput_floor, "half of it"),
+    ("speed", "min_output_throughput_peak"): Rule(
+        lambda m, spec: _get("output_throughput", str(max(spec.get("sweep_concurrencies") or _default_levels())))(
+            m, spec
+        ),
+        _throughput_floor,
+        "half of it",
+    ),
     ("speed", "max_ttft_2k_s"): Rule(_get("ttft_s", "2048"), _latency_ceiling, "twice it, >= +0.25 s"),
     ("speed", "max_ttft_8k_s"): Rule(_get("ttft_s", "8192"), _latency_ceiling, "twice it, >= +0.25 s"),
     ("stress", "max_decode_gap_s"): Rule(
