@@ -172,7 +172,7 @@ def environment_line(bundle_lock: str) -> str:
     for line in bundle_lock.splitlines():
         if line.startswith("# gpu: "):
             return line.removeprefix("# gpu: ").strip()
-    return "no GPU named in the environment lock"
+    return "no GPU (the environment lock names none)"
 
 
 def calibrated_gates(gates_data: dict, results: dict, *, date: str, where: str, bundle: str) -> tuple[dict, list]:

@@ -17,6 +17,13 @@ _VERIFIED = re.compile(r"(^# written by `cookbook gates verify`[^\n]*\n)?^verifi
 NOTE = "# Bars written by `cookbook gates calibrate` from a calibration run (each gate's calibrated_on says how).\n"
 
 
+class _Dumper(yaml.SafeDumper):
+    """Mappings as blocks, lists inline: the layout recipes are written in."""
+
+
+_Dumper.add_representer(list, lambda d, v: d.represent_sequence("tag:yaml.org,2002:seq", v, flow_style=True))
+
+
 def with_gates(recipe_text: str, gates: dict) -> str:
     text = _VERIFIED.sub("", recipe_text)
     m = re.search(r"^gates:", text, re.MULTILINE)
@@ -25,5 +32,7 @@ def with_gates(recipe_text: str, gates: dict) -> str:
     later = _TOP_KEY.search(text, m.end())
     tail = text[later.start() :] if later else ""
     head = text[: m.start()].removesuffix(NOTE)
-    body = yaml.safe_dump({"gates": gates}, sort_keys=False, default_flow_style=None, width=110, allow_unicode=True)
+    body = yaml.dump(
+        {"gates": gates}, Dumper=_Dumper, sort_keys=False, default_flow_style=False, width=110, allow_unicode=True
+    )
     return head + NOTE + body + tail
