@@ -1,4 +1,4 @@
-"""cookbook gates calibrate: bars from the CPU recipe's committed bundle, written back into its recipe text."""
+"""cookbook gates calibrate: bars from the H200 recipe's committed bundle, written back into its recipe text."""
 
 from __future__ import annotations
 
@@ -13,12 +13,13 @@ from cookbook.files import repo_root
 from cookbook.gates.calibrate import calibrated_gates
 from cookbook.recipe.calibrated import NOTE, with_gates
 
-RECIPE = repo_root() / "recipes" / "gemma3-270m-cpu" / "recipe.yaml"
+SLUG = "gemma3-270m-h200"
+RECIPE = repo_root() / "recipes" / SLUG / "recipe.yaml"
 
 
 @pytest.fixture
 def bundle():
-    return next((repo_root() / "recipes" / "gemma3-270m-cpu" / "evidence").iterdir())
+    return next((repo_root() / "recipes" / SLUG / "evidence").iterdir())
 
 
 def _inputs(bundle):
@@ -30,7 +31,9 @@ def test_bars_follow_the_stated_rules(bundle):
     own, results = _inputs(bundle)
     gates, changes = calibrated_gates(own, results, date="2026-12-01", where="test host", bundle=bundle.name)
     m = {g: results["gates"][g]["measured"] for g in results["gates"]}
-    assert gates["speed"]["min_decode_tok_s_1_stream"] == pytest.approx(m["speed"]["decode_tok_s_1_stream"] / 2, 0.01)
+    tput = m["speed"]["output_throughput"]
+    assert gates["speed"]["min_output_throughput_1_stream"] == pytest.approx(tput["1"] / 2, 0.01)
+    assert gates["speed"]["min_output_throughput_peak"] == pytest.approx(tput["256"] / 2, 0.01)  # the largest level
     ttft = m["speed"]["ttft_s"]["8192"]
     assert gates["speed"]["max_ttft_8k_s"] >= max(2 * ttft, ttft + 0.25)
     assert gates["stress"]["max_decode_gap_s"] >= 3 * m["stress"]["max_decode_gap_s"]
@@ -60,7 +63,7 @@ def test_written_recipe_keeps_the_rest_and_drops_verified(bundle):
     gates, _ = calibrated_gates(own, results, date="d", where="w", bundle="b")
     text = RECIPE.read_text()
     new = with_gates(text, gates)
-    before = text[: text.index("\ngates:") + 1]
+    before = text[: text.index("\ngates:") + 1].removesuffix(NOTE)
     assert new.startswith(before + NOTE)  # comments and layout above the gates, byte for byte
     data = yaml.safe_load(new)
     assert "verified" not in data and data["gates"] == gates
@@ -70,16 +73,16 @@ def test_written_recipe_keeps_the_rest_and_drops_verified(bundle):
 def test_command_dry_run_changes_nothing(bundle):
     before = RECIPE.read_bytes()
     r = subprocess.run(
-        [sys.executable, "-m", "cookbook.cli", "gates", "calibrate", "gemma3-270m-cpu", str(bundle), "--dry-run"],
+        [sys.executable, "-m", "cookbook.cli", "gates", "calibrate", SLUG, str(bundle), "--dry-run"],
         capture_output=True,
         text=True,
     )
     assert r.returncode == 0, r.stderr
-    assert "speed.min_decode_tok_s_1_stream" in r.stdout and "dry run" in r.stdout
+    assert "speed.min_output_throughput_1_stream" in r.stdout and "dry run" in r.stdout
     assert RECIPE.read_bytes() == before
     r = subprocess.run(
-        [sys.executable, "-m", "cookbook.cli", "gates", "calibrate", "gemma3-270m-h200", str(bundle)],
+        [sys.executable, "-m", "cookbook.cli", "gates", "calibrate", "gemma3-270m-cpu", str(bundle)],
         capture_output=True,
         text=True,
     )
-    assert r.returncode == 2 and "a bundle of 'gemma3-270m-cpu', not gemma3-270m-h200" in r.stderr
+    assert r.returncode == 2 and "a bundle of 'gemma3-270m-h200', not gemma3-270m-cpu" in r.stderr

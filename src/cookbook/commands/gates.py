@@ -233,6 +233,25 @@ def calibrate_cmd(recipe, bundle, dry_run):
     click.echo(f"wrote {len(changes)} bars into {resolved.path}; now verify with a second gate run")
 
 
+@gates.command("compact")
+@click.argument("bundle", type=click.Path(path_type=Path, file_okay=False, exists=True))
+def compact_cmd(bundle):
+    """gzip BUNDLE's transcripts (and rewrite its manifest) before committing it beside a recipe.
+
+    `gates verify` and the status re-check read transcripts/<gate>.jsonl or .jsonl.gz alike.
+    """
+    from cookbook.gates.bundle import MANIFEST, compact
+    from cookbook.gates.evidence import check_manifest
+
+    if not (bundle / MANIFEST).is_file():
+        raise CookbookError(f"{bundle}: no {MANIFEST}, so not a finished evidence bundle")
+    problems = check_manifest(bundle)
+    if problems:  # never re-seal a bundle whose files no longer match what the run wrote
+        raise CookbookError(f"{bundle}: refused, its files do not match its manifest: " + "; ".join(problems))
+    for name, before, after in compact(bundle):
+        click.echo(f"{name}: {before / 2**20:.1f} MiB -> {after / 2**20:.1f} MiB (.gz)")
+
+
 @gates.command("verify")
 @click.argument("recipe")
 @click.argument("bundle", type=click.Path(path_type=Path))

@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from cookbook.files import atomic_write
+from cookbook.files import atomic_file, atomic_write
 from cookbook.gates.result import GateResult
 
 RESULTS = "results.json"
@@ -61,6 +61,24 @@ def manifest_of(root: Path) -> dict[str, Any]:
         if p.is_file() and not p.is_symlink():
             files[rel] = {"sha256": sha256_file(p), "size": p.stat().st_size}
     return {"manifest_format": MANIFEST_FORMAT, "algorithm": "sha256", "files": files}
+
+
+def compact(root: Path) -> list[tuple[str, int, int]]:
+    """gzip every transcripts/*.jsonl of a finished bundle (deterministically: no name, mtime 0) and
+    rewrite the manifest, so a bundle committed beside its recipe stays small; the re-check reads
+    either form. Returns (file, bytes before, bytes after)."""
+    import gzip
+
+    done = []
+    for f in sorted((root / "transcripts").glob("*.jsonl")):
+        gz = f.with_name(f.name + ".gz")
+        with atomic_file(gz, overwrite=True) as tmp, open(tmp, "wb") as raw:
+            with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as out:
+                out.write(f.read_bytes())
+        done.append((f"transcripts/{f.name}", f.stat().st_size, gz.stat().st_size))
+        f.unlink()
+    write_manifest(root)
+    return done
 
 
 def write_manifest(root: Path) -> None:

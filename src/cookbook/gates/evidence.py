@@ -21,6 +21,7 @@ attestation; that is why CI rebuilds the CPU recipe's evidence from scratch on e
 
 from __future__ import annotations
 
+import gzip
 import importlib
 import json
 import math
@@ -129,13 +130,26 @@ def check_resolved(root: Path, doc: dict, resolved) -> list[str]:
 
 
 def transcript(root: Path, gate: str) -> list[dict]:
+    """A gate's transcript: transcripts/<gate>.jsonl, or its gzip (`cookbook gates compact`), read
+    to at most MAX_FILE_BYTES either way."""
     f = root / "transcripts" / f"{gate}.jsonl"
-    if not f.is_file():
+    gz = f.with_name(f.name + ".gz")
+    if f.is_file():
+        if f.stat().st_size > MAX_FILE_BYTES:
+            raise ValueError(f"transcripts/{gate}.jsonl is over {MAX_FILE_BYTES >> 20} MiB")
+        raw = f.read_bytes()
+    elif gz.is_file():
+        try:
+            with gzip.open(gz, "rb") as fh:
+                raw = fh.read(MAX_FILE_BYTES + 1)
+        except (OSError, EOFError) as e:
+            raise ValueError(f"transcripts/{gate}.jsonl.gz is not a gzip file ({e})") from None
+        if len(raw) > MAX_FILE_BYTES:
+            raise ValueError(f"transcripts/{gate}.jsonl.gz holds over {MAX_FILE_BYTES >> 20} MiB")
+    else:
         raise ValueError(f"transcripts/{gate}.jsonl is missing")
-    if f.stat().st_size > MAX_FILE_BYTES:
-        raise ValueError(f"transcripts/{gate}.jsonl is over {MAX_FILE_BYTES >> 20} MiB")
     out = []
-    for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1):
+    for n, line in enumerate(raw.decode("utf-8").splitlines(), 1):
         if line.strip():
             rec = json.loads(line)
             if not isinstance(rec, dict):

@@ -63,6 +63,7 @@ class OfflineSpec:
     skip: dict[str, str]  # requirement name -> why the serve path does without it
     no_deps: dict[str, str]  # requirement name -> why its own requirements are not carried
     extra: list[str] = field(default_factory=list)  # more requirements (the model's wheels)
+    constraints: dict[str, str] = field(default_factory=dict)  # pip constraint -> why
 
     @classmethod
     def load(cls, path: Path) -> OfflineSpec:
@@ -77,6 +78,7 @@ class OfflineSpec:
                 skip={normalize(k): str(v) for k, v in raw.get("skip", {}).items()},
                 no_deps={normalize(k): str(v) for k, v in raw.get("no_deps", {}).items()},
                 extra=[str(e) for e in raw.get("extra", [])],
+                constraints={str(k): str(v) for k, v in raw.get("constraints", {}).items()},
             )
         except FileNotFoundError:
             raise CookbookError(
@@ -143,6 +145,7 @@ def resolve(reqs: list[str], spec: OfflineSpec, work: Path) -> list[tuple[str, s
     """(name, version) of everything `reqs` needs that the host lacks, by pip's resolver."""
     with_deps = [r for r in reqs if normalize(re.split(r"[<>=!~\[; ]", r)[0]) not in spec.no_deps]
     pinned: dict[str, tuple[str, str]] = {}
+    unchecked: list[dict] = []
     for group, deps in ((with_deps, True), ([r for r in reqs if r not in with_deps], False)):
         if not group:
             continue
@@ -158,12 +161,41 @@ def resolve(reqs: list[str], spec: OfflineSpec, work: Path) -> list[tuple[str, s
             str(work / "t"),
         ]
         args += spec.pip_target() + ([] if deps else ["--no-deps"]) + group
+        if spec.constraints:
+            cfile = work / "constraints.txt"
+            cfile.write_text("".join(f"{c}\n" for c in spec.constraints))
+            args += ["-c", str(cfile)]
         _pip(args, "resolve the engine's requirements")
         for item in json.loads(report.read_text())["install"]:
             name, version = item["metadata"]["name"], item["metadata"]["version"]
             if normalize(name) not in spec.host_packages and normalize(name) not in spec.skip:
                 pinned[normalize(name)] = (name, version)
+            if not deps:
+                unchecked.append(item["metadata"])
+    _check_unresolved(unchecked, pinned, spec)
     return sorted(pinned.values())
+
+
+def _check_unresolved(metas: list[dict], pinned: dict[str, tuple[str, str]], spec: OfflineSpec) -> None:
+    """A `no_deps` package's own requirements were not resolved: each one the payload carries must
+    be met by the version it carries (a wheel built against a newer library fails at import)."""
+    from packaging.requirements import Requirement
+
+    env = {"python_version": spec.python, "platform_machine": "x86_64", "platform_system": "Linux", "extra": ""}
+    bad = []
+    for meta in metas:
+        for line in meta.get("requires_dist") or []:
+            req = Requirement(line)
+            if req.marker is not None and not req.marker.evaluate(env):
+                continue
+            have = pinned.get(normalize(req.name))
+            if have and not req.specifier.contains(have[1], prereleases=True):
+                bad.append(f"{meta['name']} {meta['version']} needs {req}, the payload has {have[1]}")
+    if bad:
+        raise PackError(
+            "the payload's versions do not meet what no_deps packages require:\n  " + "\n  ".join(bad),
+            help=f"add a pip constraint for the older release that fits to `constraints` in {SPEC_NAME}",
+        )
 
 
 def download_wheels(pins: list[tuple[str, str]], spec: OfflineSpec, cache: Path) -> list[Path]:

@@ -130,7 +130,12 @@ def console_scripts(engine: Path, bin_dir: Path) -> list[str]:
         for name, target in cp["console_scripts"].items() if cp.has_section("console_scripts") else []:
             module, _, attr = target.partition(":")
             script = bin_dir / name
-            script.write_text(f"#!{sys.executable}\nimport sys\nfrom {module} import {attr}\nsys.exit({attr}())\n")
+            # the guard matters: engines start workers with multiprocessing's spawn, which
+            # re-imports the main module; without it each worker would run the CLI again
+            script.write_text(
+                f"#!{sys.executable}\nimport sys\nfrom {module} import {attr}\n\n"
+                f"if __name__ == '__main__':\n    sys.exit({attr}())\n"
+            )
             script.chmod(0o755)
             made.append(name)
     return made

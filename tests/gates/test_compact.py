@@ -1,0 +1,64 @@
+"""cookbook gates compact: a committed bundle's transcripts gzipped, and the re-check unchanged by it."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+
+import pytest
+
+from cookbook.files import repo_root
+from cookbook.gates import evidence
+from cookbook.gates.bundle import compact, write_manifest
+from cookbook.gates.verify import verify
+from cookbook.recipe.resolve import resolve
+
+SLUG = "gemma3-270m-h200"
+
+
+@pytest.fixture
+def plain_bundle(tmp_path):
+    """The committed (compacted) H200 bundle, with its transcripts un-gzipped: as a run writes it."""
+    src = next((repo_root() / "recipes" / SLUG / "evidence").iterdir())
+    dst = tmp_path / src.name
+    shutil.copytree(src, dst)
+    for gz in (dst / "transcripts").glob("*.jsonl.gz"):
+        gz.with_suffix("").write_bytes(gzip.decompress(gz.read_bytes()))
+        gz.unlink()
+    write_manifest(dst)
+    return dst
+
+
+def test_compacted_bundle_rechecks_the_same(plain_bundle):
+    resolved = resolve(SLUG)
+    reasons, _ = verify(resolved, plain_bundle)
+    assert reasons == []
+    records = evidence.transcript(plain_bundle, "speed")
+    sizes = compact(plain_bundle)
+    assert {name for name, _, _ in sizes} >= {"transcripts/speed.jsonl", "transcripts/needles.jsonl"}
+    speed = next(s for s in sizes if s[0] == "transcripts/speed.jsonl")
+    assert speed[2] < speed[1] / 5  # streamed chunks compress well
+    assert not list((plain_bundle / "transcripts").glob("*.jsonl"))
+    assert evidence.check_manifest(plain_bundle) == []
+    assert evidence.transcript(plain_bundle, "speed") == records
+    assert verify(resolved, plain_bundle)[0] == []  # every gate recomputed from the .gz transcripts
+
+
+def test_compaction_is_deterministic(plain_bundle, tmp_path):
+    twin = tmp_path / "twin"
+    shutil.copytree(plain_bundle, twin)
+    compact(plain_bundle)
+    compact(twin)
+    assert (plain_bundle / "manifest.json").read_bytes() == (twin / "manifest.json").read_bytes()
+
+
+def test_bad_gzip_and_gzip_bomb_are_refused(plain_bundle, monkeypatch):
+    compact(plain_bundle)
+    gz = plain_bundle / "transcripts" / "greedy.jsonl.gz"
+    gz.write_bytes(b"not gzip")
+    with pytest.raises(ValueError, match="not a gzip file"):
+        evidence.transcript(plain_bundle, "greedy")
+    gz.write_bytes(gzip.compress(b"{}\n" * 4000))
+    monkeypatch.setattr(evidence, "MAX_FILE_BYTES", 1000)
+    with pytest.raises(ValueError, match="holds over"):
+        evidence.transcript(plain_bundle, "greedy")
