@@ -1,0 +1,212 @@
+"""`cookbook launch SLUG --nodes N`: how every seed multi-GPU recipe splits over nodes, the flags
+each node gets, the refusals (one message, exit 2, nothing on stdout), and that nothing a
+recipe or --head-addr holds runs as shell when the node blocks are pasted into bash (the
+server, python3 and ray replaced by an argv-recording stub: `_stub_server` in a name says so)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+from multinode_helpers import layouts, multi_gpu_slugs
+from shell_helpers import base_recipe, payloads, run_block, stub_bin, stub_calls, write_recipe
+
+from cookbook.cli import main
+from cookbook.recipe import multinode, shell
+from cookbook.recipe.launch import env_items
+from cookbook.recipe.resolve import resolve
+
+LAYOUTS = layouts()
+
+
+def flags(argv: list[str]) -> dict[str, str | None]:
+    out, i = {}, 0
+    while i < len(argv):
+        if argv[i].startswith("--"):
+            has_value = i + 1 < len(argv) and not argv[i + 1].startswith("--")
+            out[argv[i]] = argv[i + 1] if has_value else None
+            i += 2 if has_value else 1
+        else:
+            i += 1
+    return out
+
+
+def test_every_multi_gpu_recipe_splits_over_two_nodes():
+    split = {slug for slug, nodes, _ in LAYOUTS if nodes == 2}
+    assert split == set(multi_gpu_slugs()) and len(split) >= 10
+
+
+@pytest.mark.parametrize("slug,nodes,lay", LAYOUTS, ids=[f"{s}-{n}" for s, n, _ in LAYOUTS])
+def test_mp_nodes_share_one_world(slug, nodes, lay):
+    resolved = resolve(slug)
+    argvs = [multinode.node_argv(resolved, lay, r, "mp", "10.0.0.1") for r in range(nodes)]
+    fl = [flags(a) for a in argvs]
+    assert "--headless" not in fl[0] and all("--headless" in f for f in fl[1:])
+    assert lay.gpus_per_node * nodes == lay.world
+    if lay.dp > 1:
+        # every DP rank exactly once: node r runs ranks [start, start + local)
+        ranks = []
+        for r, f in enumerate(fl):
+            start = int(f.get("--data-parallel-start-rank", "0"))
+            ranks += range(start, start + int(f["--data-parallel-size-local"]))
+            assert f["--data-parallel-address"] == "10.0.0.1" and "--nnodes" not in f
+        assert ranks == list(range(lay.dp))
+        assert lay.tp * lay.pp * lay.dp_local == lay.gpus_per_node
+    else:
+        assert [f["--node-rank"] for f in fl] == [str(r) for r in range(nodes)]
+        assert {(f["--nnodes"], f["--master-addr"], f["--master-port"]) for f in fl} == {
+            (str(nodes), "10.0.0.1", str(multinode.MASTER_PORT))
+        }
+    # headless nodes run the `serve` CLI: api_server's module ignores --headless
+    for argv in argvs[1:]:
+        assert argv[:2] == ["vllm", "serve"] or argv[1:4] == ["-m", multinode.CLI_MODULE, "serve"]
+
+
+@pytest.mark.parametrize("slug,nodes,lay", LAYOUTS, ids=[f"{s}-{n}" for s, n, _ in LAYOUTS])
+def test_ray_runs_one_server_on_the_head(slug, nodes, lay):
+    text = multinode.render(resolve(slug), nodes, "ray", head_addr="10.0.0.1", comments=False)
+    blocks = text.split("\n\n")
+    assert len(blocks) == nodes
+    assert "ray start --head --port 6379" in blocks[0] and "--distributed-executor-backend ray" in blocks[0]
+    for b in blocks[1:]:
+        assert b.rstrip().endswith("ray start --address 10.0.0.1:6379 --block") and "serve" not in b
+    assert ("--data-parallel-backend ray" in blocks[0]) == (lay.dp > 1)
+
+
+def _cli(*args):
+    res = CliRunner().invoke(main, ["launch", *args])
+    return res.exit_code, res.stdout, res.stderr
+
+
+REFUSALS = [
+    (["glm52-8", "--nodes", "3"], "8 GPUs (TP 8) do not split evenly over 3 nodes"),
+    (["k3-8", "--nodes", "8"], "one data-parallel replica (TP 2 x PP 1 = 2 GPUs) is larger than a node's share (1"),
+    (["k3-8", "--nodes", "1"], "--nodes must be 2 or more"),
+    (["gemma3-270m-cpu", "--nodes", "2"], "is a CPU recipe"),
+    (["k3-8", "--nodes", "2", "--node-rank", "2"], "--node-rank 2 is not a node of 2"),
+    (["k3-8", "--nodes", "2", "--runtime", "lws", "--node-rank", "1"], "--node-rank does not apply to --runtime lws"),
+    (["k3-8", "--node-rank", "1"], "--node-rank needs --nodes"),
+    (["k3-8", "--runtime", "ray"], "needs --nodes"),
+    (["k3-8", "--nodes", "2", "--head-addr", "a\nb"], "--head-addr holds the control character"),
+]
+
+
+@pytest.mark.parametrize("args,message", REFUSALS, ids=lambda x: " ".join(x) if isinstance(x, list) else None)
+def test_refusals_say_one_thing_and_print_nothing(args, message):
+    code, out, err = _cli(*args)
+    assert code == 2 and out == ""
+    assert err.startswith("error: ") and message in err and err.count("error:") == 1, err
+
+
+def _gpu_recipe(tmp_path: Path, sentinel: Path, dp: int, **tweak) -> str:
+    data = base_recipe("hostile", sentinel)
+    data["hardware"] = {"platform": "h200", "gpus": 4}
+    data["serve"]["args"]["tensor_parallel_size"] = 4 // dp
+    if dp > 1:
+        data["serve"]["args"]["data_parallel_size"] = dp
+    for dotted, value in tweak.items():
+        node = data
+        *path, last = dotted.split("__")
+        for p in path:
+            node = node[p]
+        node[last] = value
+    write_recipe(tmp_path / "recipes", data)
+    return "hostile"
+
+
+def test_a_recipe_setting_a_per_node_flag_is_refused(tmp_path, monkeypatch):
+    _gpu_recipe(tmp_path, tmp_path / "s", 2, serve__args={"tensor_parallel_size": 2, "headless": True})
+    monkeypatch.setenv("COOKBOOK_RECIPES", str(tmp_path / "recipes"))
+    code, out, err = _cli("hostile", "--nodes", "2")
+    assert code == 2 and out == "" and "the recipe sets serve.args.headless, which --nodes sets per node" in err
+
+
+def test_dp_replicas_must_split_over_nodes(tmp_path, monkeypatch):
+    _gpu_recipe(tmp_path, tmp_path / "s", 1, serve__args={"tensor_parallel_size": 2, "data_parallel_size": 3})
+    monkeypatch.setenv("COOKBOOK_RECIPES", str(tmp_path / "recipes"))
+    code, out, err = _cli("hostile", "--nodes", "2")
+    assert code == 2 and out == "" and "3 data-parallel replicas do not split evenly over 2 nodes" in err
+
+
+class _Unset(dict):
+    """An environment where an unset name reads as empty, as bash (without set -u) reads it."""
+
+    def __contains__(self, key):
+        return True
+
+    def __getitem__(self, key):
+        return self.get(key, "")
+
+
+def _env(resolved, tmp_path: Path, extra: dict | None = None) -> _Unset:
+    env = _Unset({k: v for k, v in os.environ.items() if k not in ("CHECKPOINT_DIR", "COOKBOOK", "HOSTILE")})
+    env.update({"PWD": str(tmp_path), **(extra or {})})
+    for name, value in env_items(resolved):
+        env[name] = shell.expand(value, env)
+    return env
+
+
+def expected_calls(resolved, argv: list[str] | None, env, ray: list[str] | None = None) -> list[list[str]]:
+    """The stubs' calls: the fix-pack line, `ray start` when given, then the server argv, each
+    reference expanded as bash expands it and everything else as written."""
+    fixes = resolved.recipe.image.fixes
+    script = fixes.launch_script[1:-1] if fixes.launch_script.startswith('"') else fixes.launch_script
+    calls = [["python3", shell.expand(script, env), "--profile", fixes.profile] + [f.name for f in fixes.opt_in]]
+    if ray:
+        calls.append(["ray", *(shell.expand(t, env) for t in ray)])
+    if argv:
+        out = [shell.expand(t, env) for t in argv]
+        out[0] = os.path.basename(out[0])
+        calls.append(out)
+    return calls
+
+
+def _stubs(tmp_path: Path):
+    bin_dir, calls = stub_bin(tmp_path)
+    (bin_dir / "ray").write_text((bin_dir / "vllm").read_text())
+    (bin_dir / "ray").chmod(0o755)
+    return bin_dir, calls
+
+
+PAYLOADS = payloads(Path("/SENTINEL-DIR") / "PWNED")
+SAFE = [p for p in PAYLOADS if shell.control_char(p) is None]
+# Every payload through --head-addr (new text here); the recipe sites, which the launch block's
+# own tests cover payload by payload, with one payload of each kind.
+SHORT = [p for p in SAFE if p.startswith(("$(", "`", "x;", "'", '"', "${X:-$", "$HOSTILE"))]
+CASES = [("head-addr", p) for p in SAFE] + [
+    (site, p) for site in ("serve__args__served_model_name", "serve__model", "env__EXTRA") for p in SHORT
+]
+
+
+@pytest.mark.parametrize("site,payload", CASES, ids=[f"{s}-{ascii(p)[1:-1][:40]}" for s, p in CASES])
+@pytest.mark.parametrize("dp", [1, 2], ids=["nnodes", "dp"])
+@pytest.mark.parametrize("runtime", ["mp", "ray"])
+def test_hostile_text_in_node_blocks_runs_no_shell_stub_server(tmp_path, monkeypatch, payload, site, dp, runtime):
+    sentinel = tmp_path / "PWNED"
+    payload = payload.replace("/SENTINEL-DIR/PWNED", str(sentinel))
+    head = payload if site == "head-addr" else "10.0.0.1"
+    tweak = {} if site == "head-addr" else {site: payload}
+    if site == "env__EXTRA":
+        tweak = {"env": {**base_recipe("x", sentinel)["env"], "EXTRA": payload}}
+    slug = _gpu_recipe(tmp_path, sentinel, dp, **tweak)
+    monkeypatch.setenv("COOKBOOK_RECIPES", str(tmp_path / "recipes"))
+    resolved = resolve(slug)
+    lay = multinode.layout(resolved, 2)
+    bin_dir, _ = _stubs(tmp_path)
+    for rank in range(2):
+        calls = tmp_path / f"calls-{rank}"
+        calls.mkdir()
+        block = multinode.render(resolved, 2, runtime, rank, head_addr=head)
+        p = run_block(block, tmp_path, bin_dir, calls)
+        assert not sentinel.exists(), f"the payload ran:\n{block}"
+        assert p.returncode == 0, p.stderr + block
+        env = _env(resolved, tmp_path)
+        if runtime == "ray":
+            ray = ["start", "--head", "--port", "6379"] if rank == 0 else ["start", "--address", f"{head}:6379", "--block"]
+            argv = multinode.node_argv(resolved, lay, 0, "ray", head) if rank == 0 else None
+            assert stub_calls(calls) == expected_calls(resolved, argv, env, ray), block
+        else:
+            argv = multinode.node_argv(resolved, lay, rank, "mp", head)
+            assert stub_calls(calls) == expected_calls(resolved, argv, env), block
