@@ -48,7 +48,7 @@ def test_mp_nodes_share_one_world(slug, nodes, lay):
     if lay.dp > 1:
         # every DP rank exactly once: node r runs ranks [start, start + local)
         ranks = []
-        for r, f in enumerate(fl):
+        for f in fl:
             start = int(f.get("--data-parallel-start-rank", "0"))
             ranks += range(start, start + int(f["--data-parallel-size-local"]))
             assert f["--data-parallel-address"] == "10.0.0.1" and "--nnodes" not in f
@@ -204,7 +204,11 @@ def test_hostile_text_in_node_blocks_runs_no_shell_stub_server(tmp_path, monkeyp
         assert p.returncode == 0, p.stderr + block
         env = _env(resolved, tmp_path)
         if runtime == "ray":
-            ray = ["start", "--head", "--port", "6379"] if rank == 0 else ["start", "--address", f"{head}:6379", "--block"]
+            ray = (
+                ["start", "--head", "--port", "6379"]
+                if rank == 0
+                else ["start", "--address", f"{head}:6379", "--block"]
+            )
             argv = multinode.node_argv(resolved, lay, 0, "ray", head) if rank == 0 else None
             assert stub_calls(calls) == expected_calls(resolved, argv, env, ray), block
         else:
