@@ -4,11 +4,15 @@ expansion of container arguments, and the LeaderWorkerSet schema kept as test da
 from __future__ import annotations
 
 import json
+import os
 from functools import cache
 from pathlib import Path
 
+from shell_helpers import base_recipe, payloads, stub_bin, write_recipe
+
 from cookbook.errors import CookbookError
-from cookbook.recipe import multinode
+from cookbook.recipe import multinode, shell
+from cookbook.recipe.launch import env_items
 from cookbook.recipe.resolve import all_slugs, resolve
 
 LWS_SCHEMA = Path(__file__).resolve().parents[1] / "fixtures" / "lws" / "leaderworkerset-v1.schema.json"
@@ -85,3 +89,69 @@ def pruned_fields(instance, schema: dict, path: str = "") -> list[str]:
         for i, value in enumerate(instance):
             out += pruned_fields(value, schema["items"], f"{path}[{i}]")
     return out
+
+
+def gpu_recipe(tmp_path: Path, sentinel: Path, dp: int, **tweak) -> str:
+    data = base_recipe("hostile", sentinel)
+    data["hardware"] = {"platform": "h200", "gpus": 4}
+    data["serve"]["args"]["tensor_parallel_size"] = 4 // dp
+    if dp > 1:
+        data["serve"]["args"]["data_parallel_size"] = dp
+    for dotted, value in tweak.items():
+        node = data
+        *path, last = dotted.split("__")
+        for p in path:
+            node = node[p]
+        node[last] = value
+    write_recipe(tmp_path / "recipes", data)
+    return "hostile"
+
+
+class _Unset(dict):
+    """An environment where an unset name reads as empty, as bash (without set -u) reads it."""
+
+    def __contains__(self, key):
+        return True
+
+    def __getitem__(self, key):
+        return self.get(key, "")
+
+
+def node_env(resolved, tmp_path: Path, extra: dict | None = None) -> _Unset:
+    env = _Unset({k: v for k, v in os.environ.items() if k not in ("CHECKPOINT_DIR", "COOKBOOK", "HOSTILE")})
+    env.update({"PWD": str(tmp_path), **(extra or {})})
+    for name, value in env_items(resolved):
+        env[name] = shell.expand(value, env)
+    return env
+
+
+def expected_calls(resolved, argv: list[str] | None, env, ray: list[str] | None = None) -> list[list[str]]:
+    """The stubs' calls: the fix-pack line, `ray start` when given, then the server argv, each
+    reference expanded as bash expands it and everything else as written."""
+    fixes = resolved.recipe.image.fixes
+    script = fixes.launch_script[1:-1] if fixes.launch_script.startswith('"') else fixes.launch_script
+    calls = [["python3", shell.expand(script, env), "--profile", fixes.profile] + [f.name for f in fixes.opt_in]]
+    if ray:
+        calls.append(["ray", *(shell.expand(t, env) for t in ray)])
+    if argv:
+        out = [shell.expand(t, env) for t in argv]
+        out[0] = os.path.basename(out[0])
+        calls.append(out)
+    return calls
+
+
+def stubs(tmp_path: Path):
+    bin_dir, calls = stub_bin(tmp_path)
+    (bin_dir / "ray").write_text((bin_dir / "vllm").read_text())
+    (bin_dir / "ray").chmod(0o755)
+    return bin_dir, calls
+
+
+PAYLOADS = payloads(Path("/SENTINEL-DIR") / "PWNED")
+SAFE = [p for p in PAYLOADS if shell.control_char(p) is None]
+# Every payload through --head-addr (new text here); the recipe sites, which the launch block's
+# own tests cover payload by payload, with one payload of each kind.
+SHORT = [p for p in SAFE if p.startswith(("$(", "`", "x;", "'", '"', "${X:-$", "$HOSTILE"))]
+CASES = [("head-addr", p) for p in SAFE] + [
+    (site, p) for site in ("serve__args__served_model_name", "serve__model", "env__EXTRA") for p in SHORT
+]

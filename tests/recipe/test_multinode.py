@@ -5,17 +5,13 @@ server, python3 and ray replaced by an argv-recording stub: `_stub_server` in a 
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 from click.testing import CliRunner
-from multinode_helpers import layouts, multi_gpu_slugs
-from shell_helpers import base_recipe, payloads, run_block, stub_bin, stub_calls, write_recipe
+from multinode_helpers import CASES, expected_calls, gpu_recipe, layouts, multi_gpu_slugs, node_env, stubs
+from shell_helpers import base_recipe, run_block, stub_calls
 
 from cookbook.cli import main
-from cookbook.recipe import multinode, shell
-from cookbook.recipe.launch import env_items
+from cookbook.recipe import multinode
 from cookbook.recipe.resolve import resolve
 
 LAYOUTS = layouts()
@@ -100,84 +96,18 @@ def test_refusals_say_one_thing_and_print_nothing(args, message):
     assert err.startswith("error: ") and message in err and err.count("error:") == 1, err
 
 
-def _gpu_recipe(tmp_path: Path, sentinel: Path, dp: int, **tweak) -> str:
-    data = base_recipe("hostile", sentinel)
-    data["hardware"] = {"platform": "h200", "gpus": 4}
-    data["serve"]["args"]["tensor_parallel_size"] = 4 // dp
-    if dp > 1:
-        data["serve"]["args"]["data_parallel_size"] = dp
-    for dotted, value in tweak.items():
-        node = data
-        *path, last = dotted.split("__")
-        for p in path:
-            node = node[p]
-        node[last] = value
-    write_recipe(tmp_path / "recipes", data)
-    return "hostile"
-
-
 def test_a_recipe_setting_a_per_node_flag_is_refused(tmp_path, monkeypatch):
-    _gpu_recipe(tmp_path, tmp_path / "s", 2, serve__args={"tensor_parallel_size": 2, "headless": True})
+    gpu_recipe(tmp_path, tmp_path / "s", 2, serve__args={"tensor_parallel_size": 2, "headless": True})
     monkeypatch.setenv("COOKBOOK_RECIPES", str(tmp_path / "recipes"))
     code, out, err = _cli("hostile", "--nodes", "2")
     assert code == 2 and out == "" and "the recipe sets serve.args.headless, which --nodes sets per node" in err
 
 
 def test_dp_replicas_must_split_over_nodes(tmp_path, monkeypatch):
-    _gpu_recipe(tmp_path, tmp_path / "s", 1, serve__args={"tensor_parallel_size": 2, "data_parallel_size": 3})
+    gpu_recipe(tmp_path, tmp_path / "s", 1, serve__args={"tensor_parallel_size": 2, "data_parallel_size": 3})
     monkeypatch.setenv("COOKBOOK_RECIPES", str(tmp_path / "recipes"))
     code, out, err = _cli("hostile", "--nodes", "2")
     assert code == 2 and out == "" and "3 data-parallel replicas do not split evenly over 2 nodes" in err
-
-
-class _Unset(dict):
-    """An environment where an unset name reads as empty, as bash (without set -u) reads it."""
-
-    def __contains__(self, key):
-        return True
-
-    def __getitem__(self, key):
-        return self.get(key, "")
-
-
-def _env(resolved, tmp_path: Path, extra: dict | None = None) -> _Unset:
-    env = _Unset({k: v for k, v in os.environ.items() if k not in ("CHECKPOINT_DIR", "COOKBOOK", "HOSTILE")})
-    env.update({"PWD": str(tmp_path), **(extra or {})})
-    for name, value in env_items(resolved):
-        env[name] = shell.expand(value, env)
-    return env
-
-
-def expected_calls(resolved, argv: list[str] | None, env, ray: list[str] | None = None) -> list[list[str]]:
-    """The stubs' calls: the fix-pack line, `ray start` when given, then the server argv, each
-    reference expanded as bash expands it and everything else as written."""
-    fixes = resolved.recipe.image.fixes
-    script = fixes.launch_script[1:-1] if fixes.launch_script.startswith('"') else fixes.launch_script
-    calls = [["python3", shell.expand(script, env), "--profile", fixes.profile] + [f.name for f in fixes.opt_in]]
-    if ray:
-        calls.append(["ray", *(shell.expand(t, env) for t in ray)])
-    if argv:
-        out = [shell.expand(t, env) for t in argv]
-        out[0] = os.path.basename(out[0])
-        calls.append(out)
-    return calls
-
-
-def _stubs(tmp_path: Path):
-    bin_dir, calls = stub_bin(tmp_path)
-    (bin_dir / "ray").write_text((bin_dir / "vllm").read_text())
-    (bin_dir / "ray").chmod(0o755)
-    return bin_dir, calls
-
-
-PAYLOADS = payloads(Path("/SENTINEL-DIR") / "PWNED")
-SAFE = [p for p in PAYLOADS if shell.control_char(p) is None]
-# Every payload through --head-addr (new text here); the recipe sites, which the launch block's
-# own tests cover payload by payload, with one payload of each kind.
-SHORT = [p for p in SAFE if p.startswith(("$(", "`", "x;", "'", '"', "${X:-$", "$HOSTILE"))]
-CASES = [("head-addr", p) for p in SAFE] + [
-    (site, p) for site in ("serve__args__served_model_name", "serve__model", "env__EXTRA") for p in SHORT
-]
 
 
 @pytest.mark.parametrize("site,payload", CASES, ids=[f"{s}-{ascii(p)[1:-1][:40]}" for s, p in CASES])
@@ -190,11 +120,11 @@ def test_hostile_text_in_node_blocks_runs_no_shell_stub_server(tmp_path, monkeyp
     tweak = {} if site == "head-addr" else {site: payload}
     if site == "env__EXTRA":
         tweak = {"env": {**base_recipe("x", sentinel)["env"], "EXTRA": payload}}
-    slug = _gpu_recipe(tmp_path, sentinel, dp, **tweak)
+    slug = gpu_recipe(tmp_path, sentinel, dp, **tweak)
     monkeypatch.setenv("COOKBOOK_RECIPES", str(tmp_path / "recipes"))
     resolved = resolve(slug)
     lay = multinode.layout(resolved, 2)
-    bin_dir, _ = _stubs(tmp_path)
+    bin_dir, _ = stubs(tmp_path)
     for rank in range(2):
         calls = tmp_path / f"calls-{rank}"
         calls.mkdir()
@@ -202,7 +132,7 @@ def test_hostile_text_in_node_blocks_runs_no_shell_stub_server(tmp_path, monkeyp
         p = run_block(block, tmp_path, bin_dir, calls)
         assert not sentinel.exists(), f"the payload ran:\n{block}"
         assert p.returncode == 0, p.stderr + block
-        env = _env(resolved, tmp_path)
+        env = node_env(resolved, tmp_path)
         if runtime == "ray":
             ray = (
                 ["start", "--head", "--port", "6379"]
