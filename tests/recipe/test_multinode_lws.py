@@ -123,7 +123,7 @@ def test_lws_names_the_recipe_image_placeholder_when_no_image_is_given():
     assert c["ports"][0]["containerPort"] == 8000 and c["readinessProbe"]["httpGet"]["path"] == "/health"
 
 
-@pytest.mark.parametrize("text", ["$(LWS_WORKER_INDEX)", "$$(LWS_GROUP_SIZE)", "a$$b"])
+@pytest.mark.parametrize("text", ["$(LWS_WORKER_INDEX)", "$$(LWS_GROUP_SIZE)", "a$$-b"])
 def test_kubernetes_references_in_recipe_text_stay_text_stub_server(tmp_path, monkeypatch, text):
     """LWS defines these variables in every container, so the kubelet would expand them in an
     unescaped argument; the manifest doubles each `$`, and the server gets the recipe's text."""
