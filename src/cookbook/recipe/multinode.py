@@ -61,6 +61,10 @@ LWS_ADDR = "$LWS_LEADER_ADDRESS"
 LWS_INDEX = "$LWS_WORKER_INDEX"
 
 
+def gpus(n: int) -> str:
+    return f"{n} GPU" + ("" if n == 1 else "s")
+
+
 @dataclass(frozen=True)
 class Layout:
     nodes: int
@@ -80,11 +84,15 @@ class Layout:
     def dp_local(self) -> int:
         return self.dp // self.nodes
 
+    @property
+    def tp_crosses_nodes(self) -> bool:
+        return self.tp > self.gpus_per_node
+
     def describe(self) -> str:
         parts = (
             [f"TP {self.tp}"] + ([f"PP {self.pp}"] if self.pp > 1 else []) + ([f"DP {self.dp}"] if self.dp > 1 else [])
         )
-        return f"{' x '.join(parts)} = {self.world} GPUs over {self.nodes} nodes of {self.gpus_per_node}"
+        return f"{' x '.join(parts)} = {self.world} GPUs over {self.nodes} nodes of {gpus(self.gpus_per_node)}"
 
 
 def _int_arg(resolved: ResolvedRecipe, key: str) -> int:
@@ -125,7 +133,7 @@ def layout(resolved: ResolvedRecipe, nodes: int) -> Layout:
         if replica > lay.gpus_per_node:
             raise CookbookError(
                 f"{where}: one data-parallel replica (TP {lay.tp} x PP {lay.pp} = {replica} GPUs) is larger than "
-                f"a node's share ({lay.gpus_per_node} GPUs); vLLM keeps each replica's ranks on one node",
+                f"a node's share ({gpus(lay.gpus_per_node)}); vLLM keeps each replica's ranks on one node",
                 help=f"use fewer nodes (at most {lay.dp}), or a smaller tensor_parallel_size",
             )
         if lay.dp % nodes:
@@ -194,11 +202,12 @@ def node_block(resolved: ResolvedRecipe, lay: Layout, rank: int, runtime: str, h
         role = (
             "the head: serves the API" if rank == 0 else ("joins the Ray cluster" if runtime == "ray" else "headless")
         )
-        lines.insert(2, f"# node {rank} of {lay.nodes} ({role}); {lay.describe()}")
+        notes = [f"# node {rank} of {lay.nodes} ({role}); {lay.describe()}"]
+        if lay.tp_crosses_nodes:
+            notes.append(f"# TP {lay.tp} crosses nodes: every layer's all-reduce goes over the network between them")
         if head_addr == HEAD_ADDR and not (runtime == "ray" and rank == 0):
-            lines.insert(
-                3, "# export HEAD_ADDR=<the head node's address, reachable from every node> first, on every node"
-            )
+            notes.append("# export HEAD_ADDR=<the head node's address, reachable from every node> first, on every node")
+        lines[2:2] = notes
     if runtime == "ray":
         if rank == 0:
             lines.append(f"ray start --head --port {RAY_PORT}")
