@@ -144,3 +144,25 @@ def test_hostile_text_in_node_blocks_runs_no_shell_stub_server(tmp_path, monkeyp
         else:
             argv = multinode.node_argv(resolved, lay, rank, "mp", head)
             assert stub_calls(calls) == expected_calls(resolved, argv, env), block
+
+
+@pytest.mark.parametrize("slug,nodes,lay", LAYOUTS, ids=[f"{s}-{n}" for s, n, _ in LAYOUTS])
+def test_every_seed_node_block_and_pod_script_is_valid_bash(slug, nodes, lay):
+    import subprocess
+
+    resolved = resolve(slug)
+    texts = [multinode.render(resolved, nodes, rt, rank) for rt in ("mp", "ray") for rank in range(nodes)]
+    texts += list(multinode.lws_scripts(resolved, lay))  # as bash gets them (test_multinode_lws: the kubelet)
+    for text in texts:
+        res = subprocess.run(["bash", "-n"], input=text, capture_output=True, text=True)
+        assert res.returncode == 0, res.stderr + text
+
+
+def test_recipe_pages_show_the_two_node_blocks():
+    from cookbook.commands.docs import recipe_page
+
+    resolved = resolve("k3-8")
+    page = recipe_page("k3-8")
+    for runtime in ("mp", "ray", "lws"):
+        assert multinode.render(resolved, 2, runtime).rstrip() in page
+    assert "## Multi-node" not in recipe_page("gemma3-270m-cpu")
