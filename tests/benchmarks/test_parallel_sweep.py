@@ -61,6 +61,8 @@ def test_sweep_and_kv_pool_of_a_real_cpu_server(tmp_path, capsys):
     finally:
         server.stop()
     printed = capsys.readouterr().out
+    with capsys.disabled():
+        print("\n" + printed)
     figures = json.loads(out.read_text())
     rows = figures["sweep"]
     assert [r["streams"] for r in rows] == [1, 4] and [r["total_tokens"] for r in rows] == [8, 32]
