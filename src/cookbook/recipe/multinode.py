@@ -179,7 +179,7 @@ def node_argv(resolved: ResolvedRecipe, lay: Layout, rank: int, runtime: str, he
     return argv
 
 
-def _quote_addr(resolved: ResolvedRecipe, text: str) -> str:
+def _quote_addr(text: str) -> str:
     try:
         return shell.quote_arg(text)
     except shell.UnsafeText as exc:
@@ -197,7 +197,7 @@ def node_block(resolved: ResolvedRecipe, lay: Layout, rank: int, runtime: str, h
     """The block node `rank` pastes into bash: exports, fix check, Ray start if any, then its server."""
     title = _title(resolved, lay.nodes, rank if rank_in_title else None, runtime)
     lines = launch.prelude(resolved, comments, title=title)
-    addr = _quote_addr(resolved, head_addr)
+    addr = _quote_addr(head_addr)
     if comments:
         role = (
             "the head: serves the API" if rank == 0 else ("joins the Ray cluster" if runtime == "ray" else "headless")
