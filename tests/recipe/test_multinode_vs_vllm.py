@@ -6,7 +6,9 @@ ParallelConfig, which must see the node's share of the world that the layout pro
 Flags that vLLM does not know (fork- or platform-only flags of the recipes' own pins) are left
 out of the parse and listed, visibly, as not checked. The seed recipes pin other engines
 (slimserve, vllm-gaudi releases/v0.30.0, a vLLM sm120 branch): the multi-node flags are
-checked against 0.32.0 only."""
+checked against 0.32.0 only. Read by hand (2026-12-01): the vLLM 0.26.0 and 0.30.0 sources
+define the same ten parallel flags and --headless, and their api_server module ignores
+--headless too."""
 
 import json
 import subprocess
