@@ -185,6 +185,54 @@ def bucket_lines(r) -> list[str]:
     return lines
 
 
+def multinode_lines(resolved) -> list[str]:
+    """Multi-GPU recipes: the blocks of a two-node launch on each runtime, and which node counts split."""
+    from cookbook.recipe import multinode
+
+    r = resolved.recipe
+    if r.hardware.gpus < 2 or r.hardware.platform == "cpu":
+        return []
+    slug = resolved.slug
+    quant = f" --quant {resolved.quant}" if resolved.quant else ""
+    lines = ["## Multi-node", ""]
+    try:
+        lay = multinode.layout(resolved, 2)
+    except CookbookError as exc:
+        return lines + [f"`cookbook launch {slug} --nodes 2` is refused: {exc.format_message()}", ""]
+    lines += [
+        f"The same recipe split over two nodes ({lay.describe()}). Node 0 is the head and serves the API; "
+        "export `HEAD_ADDR` (the head's address, reachable from every node) on each node first, "
+        "or pass `--head-addr`. One node's block alone: `--node-rank R`.",
+        "",
+    ]
+    runtimes = (
+        ("mp", "vLLM's own runtime", "--data-parallel-* flags" if lay.dp > 1 else "--nnodes / --node-rank"),
+        ("ray", "Ray", "a Ray cluster, one server on the head"),
+    )
+    for runtime, title, what in runtimes:
+        lines += [f"### {title} ({what})", "", f"`cookbook launch {slug}{quant} --nodes 2 --runtime {runtime}`:", ""]
+        lines += ["```bash", multinode.render(resolved, 2, runtime).rstrip(), "```", ""]
+    lines += [
+        "### Kubernetes (LeaderWorkerSet)",
+        "",
+        f"`cookbook launch {slug}{quant} --nodes 2 --runtime lws` (`--image` names the serving image):",
+        "",
+        "```yaml",
+        multinode.render(resolved, 2, "lws").rstrip(),
+        "```",
+        "",
+    ]
+    other = []
+    for nodes in (n for n in (3, 4, 8) if n <= lay.world):
+        try:
+            other.append(f"{nodes} ({multinode.layout(resolved, nodes).describe()})")
+        except CookbookError as exc:
+            other.append(f"not {nodes}: {exc.format_message().split(': ', 1)[1]}")
+    if other:
+        lines += ["Other node counts: " + "; ".join(other) + ".", ""]
+    return lines
+
+
 def fix_section(r) -> list[str]:
     fixes = r.image.fixes
     lines: list[str] = []
@@ -499,6 +547,7 @@ def recipe_page(slug: str) -> str:
                 "```",
                 "",
             ]
+    lines += multinode_lines(resolved)
     lines += bucket_lines(r)
     lines += fix_section(r)
     lines += gate_lines(resolved, status)

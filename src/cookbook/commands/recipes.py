@@ -115,12 +115,43 @@ def show_cmd(slug, quant, sets, as_json):
 @quant_option
 @set_option
 @click.option("--no-comments", is_flag=True, help="Only the commands.")
-def launch_cmd(slug, quant, sets, no_comments):
-    """The copy-paste launch block: exports, then the server command, one flag per line."""
+@click.option("--nodes", type=int, help="Split the recipe's GPUs over this many nodes (2 or more); node 0 is the head.")
+@click.option("--node-rank", type=int, help="With --nodes: print only this node's block (default: every node's).")
+@click.option(
+    "--runtime",
+    type=click.Choice(["mp", "ray", "lws"]),
+    default="mp",
+    show_default=True,
+    help="With --nodes: vLLM's multiprocessing runtime (--nnodes, or data-parallel flags), a Ray cluster, "
+    "or a Kubernetes LeaderWorkerSet manifest.",
+)
+@click.option(
+    "--head-addr",
+    default="$HEAD_ADDR",
+    show_default=True,
+    help="With --nodes: the head node's address as the blocks name it (an address, or a $VARIABLE).",
+)
+@click.option("--image", help="With --runtime lws: the serving image (default: a placeholder to replace).")
+def launch_cmd(slug, quant, sets, no_comments, nodes, node_rank, runtime, head_addr, image):
+    """The copy-paste launch block: exports, then the server command, one flag per line.
+
+    With --nodes N: the blocks of an N-node launch (each node's, or --node-rank R's), or with
+    --runtime lws the LeaderWorkerSet manifest."""
     from cookbook.recipe.launch import render
 
     resolved = resolve_or_refuse(slug, quant, sets, f"cannot launch {slug}" + (f" --quant {quant}" if quant else ""))
-    click.echo(render(resolved, comments=not no_comments), nl=False)
+    if nodes is None:
+        given = [f for f, v in (("--node-rank", node_rank), ("--image", image)) if v is not None]
+        if given or runtime != "mp" or head_addr != "$HEAD_ADDR":
+            raise CookbookError(
+                f"{(given or ['--runtime/--head-addr'])[0]} needs --nodes", help="add --nodes N (2 or more)"
+            )
+        click.echo(render(resolved, comments=not no_comments), nl=False)
+        return
+    from cookbook.recipe import multinode
+
+    text = multinode.render(resolved, nodes, runtime, node_rank, head_addr, comments=not no_comments, image=image)
+    click.echo(text, nl=False)
 
 
 @click.command("lint")

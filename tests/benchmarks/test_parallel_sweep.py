@@ -1,0 +1,72 @@
+"""benchmarks/parallel_sweep.py against a real vLLM: the pinned CPU engine serving the embedded
+default recipe (Gemma 3 270M), started by its own launch block with the log going to a file."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import socket
+import sys
+from pathlib import Path
+
+import pytest
+
+from cookbook.recipe.resolve import resolve
+from cookbook.serving import local
+
+REPO = Path(__file__).resolve().parents[2]
+SCRIPT = REPO / "benchmarks" / "parallel_sweep.py"
+
+
+def _module():
+    spec = importlib.util.spec_from_file_location("parallel_sweep", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["parallel_sweep"] = mod
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_bad_arguments_are_refused_with_one_line(tmp_path, capsys):
+    sweep = _module()
+    for argv, what in (
+        (["http://x", "--streams", "1,four"], "--streams '1,four': give whole numbers"),
+        (["http://x", "--log", str(tmp_path / "none.log")], "no such file"),
+        (["http://x", "--waves", "0"], "must be positive"),
+    ):
+        with pytest.raises(SystemExit) as exc:
+            sweep.main(argv)
+        assert exc.value.code == 2 and what in capsys.readouterr().err
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.engine
+@pytest.mark.slow
+def test_sweep_and_kv_pool_of_a_real_cpu_server(tmp_path, capsys):
+    sweep = _module()
+    port = _port()
+    resolved = resolve("gemma3-270m-cpu", sets=[f"serve.args.port={port}"])
+    env = local.prepare(resolved, tmp_path)
+    server = local.launch(resolved, env, tmp_path)
+    try:
+        local.wait_ready(server, 900)
+        out = tmp_path / "sweep.json"
+        argv = [server.base_url, "--log", str(server.log), "--streams", "1,4", "--waves", "1"]
+        argv += ["--max-tokens", "8", "--predicted-kv-tokens", "1000", "--json", str(out)]
+        assert sweep.main(argv) == 0
+    finally:
+        server.stop()
+    printed = capsys.readouterr().out
+    with capsys.disabled():
+        print("\n" + printed)
+    figures = json.loads(out.read_text())
+    rows = figures["sweep"]
+    assert [r["streams"] for r in rows] == [1, 4] and [r["total_tokens"] for r in rows] == [8, 32]
+    assert all(r["aggregate_tok_s"] > 0 and r["median_ttft_s"] > 0 for r in rows)
+    pools = [p for p in figures["kv_pools"] if "kv_tokens" in p]
+    assert pools and pools[0]["pool"] == "CPU" and pools[0]["kv_tokens"] > 0, figures["kv_pools"]
+    assert f"CPU {pools[0]['kv_tokens']:,} tokens" in printed and "1,000 tokens" in printed
