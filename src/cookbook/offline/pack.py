@@ -141,9 +141,15 @@ def requirements(wheel: Path, spec: OfflineSpec) -> list[str]:
     return out
 
 
+def _name(requirement: str) -> str:
+    return normalize(re.split(r"[<>=!~\[; ]", requirement)[0])
+
+
 def resolve(reqs: list[str], spec: OfflineSpec, work: Path) -> list[tuple[str, str]]:
     """(name, version) of everything `reqs` needs that the host lacks, by pip's resolver."""
-    with_deps = [r for r in reqs if normalize(re.split(r"[<>=!~\[; ]", r)[0]) not in spec.no_deps]
+    with_deps = [r for r in reqs if _name(r) not in spec.no_deps]
+    # an `extra` the host also has replaces the host's version (PYTHONPATH puts the payload first)
+    replaced = {_name(r) for r in spec.extra}
     pinned: dict[str, tuple[str, str]] = {}
     unchecked: list[dict] = []
     for group, deps in ((with_deps, True), ([r for r in reqs if r not in with_deps], False)):
@@ -168,8 +174,9 @@ def resolve(reqs: list[str], spec: OfflineSpec, work: Path) -> list[tuple[str, s
         _pip(args, "resolve the engine's requirements")
         for item in json.loads(report.read_text())["install"]:
             name, version = item["metadata"]["name"], item["metadata"]["version"]
-            if normalize(name) not in spec.host_packages and normalize(name) not in spec.skip:
-                pinned[normalize(name)] = (name, version)
+            n = normalize(name)
+            if n in replaced or (n not in spec.host_packages and n not in spec.skip):
+                pinned[n] = (name, version)
             if not deps:
                 unchecked.append(item["metadata"])
     _check_unresolved(unchecked, pinned, spec)
