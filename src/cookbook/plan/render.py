@@ -174,8 +174,9 @@ def as_text(p: Plan) -> str:
     lines += [f"  {'total':<16}{_g(p.weights.total_bytes)}{_g(p.weights_per_gpu_bytes):>16}", ""]
     lines.append("KV per token per GPU:")
     for k in p.kv.parts:
-        extra = f", at most {k.window:,} tokens per sequence" if k.window else ""
-        note = f" ({k.note}{extra})" if k.note or extra else ""
+        said = [k.note] if k.note else []
+        said += [f"at most {k.window:,} tokens per sequence"] if k.window else []
+        note = f" ({', '.join(said)})" if said else ""
         lines.append(f"  {k.name:<28}{k.bytes_per_token:>12,.0f} B  {k.layers} layers{note}")
     lines += [f"  {'total':<28}{p.kv.bytes_per_token:>12,.0f} B", ""]
     lines += [
