@@ -117,10 +117,11 @@ def show_cmd(slug, quant, sets, as_json):
 @click.option("--no-comments", is_flag=True, help="Only the commands.")
 def launch_cmd(slug, quant, sets, no_comments):
     """The copy-paste launch block: exports, then the server command, one flag per line."""
+    from cookbook.plan.budget import launch_args
     from cookbook.recipe.launch import render
 
     resolved = resolve_or_refuse(slug, quant, sets, f"cannot launch {slug}" + (f" --quant {quant}" if quant else ""))
-    click.echo(render(resolved, comments=not no_comments), nl=False)
+    click.echo(render(resolved, comments=not no_comments, planned=launch_args(resolved)), nl=False)
 
 
 @click.command("lint")

@@ -62,8 +62,9 @@ def env_items(resolved: ResolvedRecipe) -> list[tuple[str, str]]:
     return out
 
 
-def server_argv(resolved: ResolvedRecipe, model: str | None = None) -> list[str]:
-    """The server command as argv (no shell). `model` replaces the recipe's model path."""
+def server_argv(resolved: ResolvedRecipe, model: str | None = None, planned: dict | None = None) -> list[str]:
+    """The server command as argv (no shell). `model` replaces the recipe's model path;
+    `planned` adds flags computed by the memory plan (cookbook.plan.budget.launch_args)."""
     serve = resolved.recipe.serve
     model = model or serve.model
     if serve.command == "vllm-serve":
@@ -72,6 +73,8 @@ def server_argv(resolved: ResolvedRecipe, model: str | None = None) -> list[str]
         argv = [serve.python, "-m", API_SERVER_MODULE, "--model", model]
     for key, setting in serve.args.items():
         argv += flag_tokens(key, setting.value)
+    for key, value in (planned or {}).items():
+        argv += flag_tokens(key, value)
     return argv
 
 
@@ -115,7 +118,7 @@ def _check_rendered(resolved: ResolvedRecipe) -> None:
             raise _unsafe(resolved, key, exc) from None
 
 
-def render(resolved: ResolvedRecipe, comments: bool = True) -> str:
+def render(resolved: ResolvedRecipe, comments: bool = True, planned: dict | None = None) -> str:
     lines: list[str] = []
     r = resolved.recipe
     _check_rendered(resolved)
@@ -135,7 +138,10 @@ def render(resolved: ResolvedRecipe, comments: bool = True) -> str:
         lines.append(fix)
     if lines and comments:
         lines.append("")
-    argv = server_argv(resolved)
+    if planned and comments:
+        flags = ", ".join(flag_name(k) for k in planned)
+        lines.append(f"# {flags}: from the memory plan (`cookbook plan {r.name}{quant}`)")
+    argv = server_argv(resolved, planned=planned)
     head_len = 3 if argv[:2] == ["vllm", "serve"] else 5
     try:
         # Command arguments: references double-quoted (an empty one stays an argument); the
