@@ -23,6 +23,11 @@ LAZY_GROUPS: dict[str, tuple[str, str]] = {
         "plan_cmd",
         "Will it fit: weights, KV per token, the KV pool, largest context and concurrency.",
     ),
+    "fetch": (
+        "cookbook.commands.fetch",
+        "fetch_cmd",
+        "Download a recipe's checkpoint (plan and disk checked first), then run its convert steps.",
+    ),
     "serve": ("cookbook.commands.serve", "serve_cmd", "Run a recipe here: fetch, convert, launch, gates, stop."),
     "docs": (
         "cookbook.commands.docs",
