@@ -21,7 +21,6 @@ pq = pytest.importorskip("pyarrow.parquet")
 pytest.importorskip("huggingface_hub", reason="the data extra: pip install -e '.[data]'")
 
 
-
 def parquet_bytes(rows: list[dict]) -> bytes:
     buf = io.BytesIO()
     pq.write_table(pa.table({"question": [r["question"] for r in rows], "answer": [r["answer"] for r in rows]}), buf)

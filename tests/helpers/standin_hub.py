@@ -1,7 +1,7 @@
 """A stand-in for the Hugging Face Hub (the real Hub is not reachable from the test machines):
 a local HTTP server on 127.0.0.1 that speaks the part of the Hub's API huggingface_hub uses:
 
-    GET  /api/{models|datasets}/<repo>/revision/<rev>   repo info: the commit sha, the files
+    GET  /api/{models|datasets}/<repo>[/revision/<rev>]  repo info: the commit sha, the files
     GET  /api/{models|datasets}/<repo>/tree/<rev>       the file list: sizes, git blob ids, LFS sha256
     HEAD /[datasets/]<repo>/resolve/<rev>/<path>        X-Repo-Commit, ETag, size
     GET  /[datasets/]<repo>/resolve/<rev>/<path>        the bytes; `Range: bytes=N-` answered with 206
@@ -45,7 +45,7 @@ class StandinHub:
         self.ranges: list[tuple[str, str]] = []  # (file path, Range header)
         hub = self
         resolve_prefix = ("/datasets/" if repo_type == "dataset" else "/") + repo + "/resolve/"
-        api_prefix = f"/api/{repo_type}s/{repo}/"
+        api_prefix = f"/api/{repo_type}s/{repo}"
 
         class Handler(BaseHTTPRequestHandler):
             def log_message(self, *a):
@@ -111,7 +111,7 @@ class StandinHub:
                 path = unquote(urlparse(self.path).path)
                 hub.requests.append((self.command, path))
                 if path.startswith(api_prefix) and self.command == "GET":
-                    return self._api(path[len(api_prefix) :])
+                    return self._api(path[len(api_prefix) :].lstrip("/") or "revision/main")
                 if path.startswith(resolve_prefix):
                     return self._resolve(path[len(resolve_prefix) :], body)
                 return self._status(404)

@@ -4,6 +4,6 @@
 planner's view of the model; `weights` counts weight bytes per tensor group (from the real
 file's tensor table when one is given); `kv` counts KV bytes per token; `budget` sizes the
 KV pool the way vLLM does and searches the largest context and concurrency that fit;
-`render` prints it. HOW-VLLM-SIZES.md in this folder says how vLLM sizes the pool and what
+`render` prints it. README.md in this folder says how vLLM sizes the pool and what
 the plan assumes where it cannot measure.
 """

@@ -1,5 +1,5 @@
 """The memory plan of one recipe on one GPU: weights, reserves, the KV pool, and the largest
-context and concurrency that fit. HOW-VLLM-SIZES.md says how vLLM sizes its pool and which
+context and concurrency that fit. src/cookbook/plan/README.md says how vLLM sizes its pool and which
 figures here are the plan's assumptions."""
 
 from __future__ import annotations
