@@ -154,3 +154,20 @@ def test_bad_checkpoint_is_one_clear_message(tmp_path):
     bad.write_bytes(b"GGUF" + b"\xff" * 20)
     r = CliRunner().invoke(main, ["plan", "gemma3-270m-cpu", "--checkpoint", str(bad)])
     assert r.exit_code == 2 and "bad.gguf" in r.stderr and "Traceback" not in r.output
+
+
+def test_launch_renders_the_planned_pool_where_the_recipe_asks():
+    r = CliRunner().invoke(main, ["launch", "glm52-2"])
+    assert r.exit_code == 0, r.output
+    planned = make_plan(resolve("glm52-2")).pool_bytes
+    assert f"--kv-cache-memory-bytes {planned}" in r.stdout
+    assert "# --kv-cache-memory-bytes: from the memory plan (`cookbook plan glm52-2 --quant Q2_K`)" in r.stdout
+    # A value the user sets wins; a recipe that does not ask gets none.
+    r = CliRunner().invoke(main, ["launch", "glm52-2", "--set", "serve.args.kv_cache_memory_bytes=1000"])
+    assert r.stdout.count("--kv-cache-memory-bytes") == 1 and "--kv-cache-memory-bytes 1000" in r.stdout
+    assert "--kv-cache-memory-bytes" not in CliRunner().invoke(main, ["launch", "glm52-mxfp4-8x-gaudi2"]).stdout
+    # The generated page shows the same block.
+    from cookbook.recipe import paths
+
+    page = (paths.repo_root() / "docs" / "recipes" / "glm52-2.md").read_text()
+    assert f"--kv-cache-memory-bytes {planned}" in page

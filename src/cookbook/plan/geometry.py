@@ -124,6 +124,14 @@ def safetensors_config_meta(config: dict) -> dict:
         "mtp_layers": get("num_nextn_predict_layers"),
         "native_context_tokens": get("max_position_embeddings"),
     }
+    types = c.get("layer_types")
+    if isinstance(types, list) and get("sliding_window"):
+        meta["sliding_window"] = get("sliding_window")
+        meta["sliding_layers"] = sum(1 for t in types if t == "sliding_attention")
+    if isinstance(c.get("tie_word_embeddings", config.get("tie_word_embeddings")), bool):
+        meta["tie_word_embeddings"] = c.get("tie_word_embeddings", config.get("tie_word_embeddings"))
+    if meta.get("kv_heads") and not meta.get("kv_lora_rank"):
+        meta["attention"] = "gqa"
     return {k: v for k, v in meta.items() if v is not None}
 
 
