@@ -143,7 +143,7 @@ def test_a_configuration_that_does_not_fit_is_refused_with_its_numbers():
     r = CliRunner().invoke(main, ["plan", "glm52-4", "--quant", "Q4_K", "--gpus", "2"])
     assert r.exit_code == 2
     assert "error: glm52-4 --quant Q4_K does not fit" in r.stderr
-    assert "207.49 GiB per GPU" in r.stderr and "172.52 GiB" in r.stderr  # 404 / 2 + the 5.49 GiB draft
+    assert "207.93 GiB per GPU" in r.stderr and "172.52 GiB" in r.stderr  # 404 / 2, the draft, the vision tower
     assert "help:" in r.stderr
 
 

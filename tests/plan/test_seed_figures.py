@@ -29,8 +29,8 @@ def close(plan_value: float, doc_value: float) -> bool:
 
 
 def test_q2k_on_two_mi300x_leaves_about_63_gib_per_card():
-    """SlimServe: 'On 2 GPUs ... the weights leave only ~63 GiB per card.' Plan: 244 GiB / 2
-    plus the 5.49 GiB DSpark draft on a 191.69 GiB card."""
+    """SlimServe: 'On 2 GPUs ... the weights leave only ~63 GiB per card.' Plan: 244 GiB / 2,
+    the 5.49 GiB DSpark draft and half the 0.88 GiB vision tower on a 191.69 GiB card."""
     doc = number(reported("glm52-base", "weights_left_per_card_q2k_tp2"))
     p = make_plan(resolve("glm52-2"))
     left = (p.setup.device_bytes - p.weights_per_gpu_bytes) / GIB

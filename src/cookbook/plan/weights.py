@@ -191,7 +191,8 @@ def from_recipe(geom: Geometry, size_gib: float | None, fmt: str) -> Weights:
 
     Everything but the routed experts is taken at the bits a format keeps them at (GGUF routed
     quants keep them near Q8_0, safetensors checkpoints at BF16); the routed experts (and the
-    MTP layer's) get the rest of the on-disk size, so their bits are derived, not known."""
+    MTP layer's) get the rest of the on-disk size, so their bits are derived, not known. A vision
+    tower (vision_params_b, BF16) is added on top: it is a file of its own."""
     counts = param_counts(geom)
     notes = []
     if size_gib is None:
@@ -212,7 +213,8 @@ def from_recipe(geom: Geometry, size_gib: float | None, fmt: str) -> Weights:
         fixed += b
     rest_params = sum(counts[k] for k in quantized)
     if quantized:
-        rest = int(size_gib * GIB) - fixed
+        # A vision tower ships in its own file (the projector), on top of the quant's size.
+        rest = int(size_gib * GIB) - (fixed - (groups["vision"].bytes if "vision" in groups else 0))
         if rest <= 0:
             notes.append("the other groups alone exceed the quant's size: their assumed bits are too high")
             rest = int(size_gib * GIB * 0.8)
