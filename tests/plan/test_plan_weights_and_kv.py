@@ -171,3 +171,53 @@ def test_launch_renders_the_planned_pool_where_the_recipe_asks():
 
     page = (paths.repo_root() / "docs" / "recipes" / "glm52-2.md").read_text()
     assert f"--kv-cache-memory-bytes {planned}" in page
+
+
+def test_safetensors_shards_weights_equal_their_tensor_bytes(tmp_path):
+    """Two shards written by the reference library (safetensors), a DeepSeek-style MoE layer and
+    its MTP layer (index 1 of a 1-layer model), packed MXFP4 experts as U8 beside BF16/F32."""
+    np = pytest.importorskip("numpy")
+    st = pytest.importorskip("safetensors.numpy")
+    shard1 = {
+        "model.embed_tokens.weight": np.zeros((64, 32), np.float16),
+        "model.layers.0.self_attn.kv_a_proj_with_mqa.weight": np.zeros((24, 32), np.float16),
+        "model.layers.0.self_attn.indexer.wk.weight": np.zeros((16, 32), np.float16),
+        "model.layers.0.mlp.gate.weight": np.zeros((4, 32), np.float32),
+        "model.layers.0.input_layernorm.weight": np.zeros((32,), np.float32),
+    }
+    shard2 = {
+        **{f"model.layers.0.mlp.experts.{e}.gate_up_proj.weight": np.zeros((32, 16), np.uint8) for e in range(4)},
+        "model.layers.0.mlp.shared_experts.down_proj.weight": np.zeros((32, 8), np.float16),
+        "model.layers.1.mlp.experts.0.down_proj.weight": np.zeros((32, 8), np.uint8),
+        "lm_head.weight": np.zeros((64, 32), np.float16),
+    }
+    st.save_file(shard1, str(tmp_path / "model-00001-of-00002.safetensors"))
+    st.save_file(shard2, str(tmp_path / "model-00002-of-00002.safetensors"))
+    (tmp_path / "config.json").write_text(
+        json.dumps(
+            {
+                "num_hidden_layers": 1,
+                "hidden_size": 32,
+                "kv_lora_rank": 16,
+                "qk_rope_head_dim": 8,
+                "n_routed_experts": 4,
+            }
+        )
+    )
+    expected = {
+        "embeddings": 64 * 32 * 2,
+        "attention": 24 * 32 * 2,
+        "indexer": 16 * 32 * 2,
+        "router": 4 * 32 * 4,
+        "norms": 32 * 4,
+        "routed_experts": 4 * 32 * 16,
+        "shared_experts": 32 * 8 * 2,
+        "mtp": 32 * 8,
+        "lm_head": 64 * 32 * 2,
+    }
+    r, out = plan_json("glm52-mxfp4-8x-gaudi2", "--checkpoint", str(tmp_path))
+    groups = {g["name"]: g for g in out["weights"]["groups"]}
+    assert {k: g["bytes"] for k, g in groups.items()} == expected
+    assert out["weights"]["total_bytes"] == sum(a.nbytes for a in (shard1 | shard2).values())
+    assert groups["routed_experts"]["dtypes"] == {"U8": 4 * 32 * 16}
+    assert groups["routed_experts"]["per_gpu_bytes"] == 4 * 32 * 16 // 8  # TP 8

@@ -173,7 +173,7 @@ def load_checkpoint(path: Path, geom_arch):
     if path.is_file() and path.suffix == ".gguf" or _is_gguf(path):
         g = read_gguf(path, decode_arrays=True, check_data=True)
         meta = G.gguf_meta(g)
-        layers = geom_arch.layers or meta.get("layers")
+        layers = meta.get("layers") or geom_arch.layers
         return W.from_gguf(g, layers), meta
     tables = [read_header(f)[0] for f in files]
     meta = {}
@@ -188,7 +188,7 @@ def load_checkpoint(path: Path, geom_arch):
                 help="fix or remove the config.json beside the checkpoint",
                 exit_code=BAD_INPUT,
             ) from None
-    layers = geom_arch.layers or meta.get("layers")
+    layers = meta.get("layers") or geom_arch.layers
     return W.from_safetensors(files, tables, layers), meta
 
 
