@@ -146,3 +146,23 @@ def test_a_configuration_that_does_not_fit_downloads_nothing(hub, tmp_path):
 def test_a_recipe_without_a_hub_repository_says_so():
     r = CliRunner().invoke(main, ["fetch", "k3-6", "--dry-run"])
     assert r.exit_code == 2 and "not a Hub repository id" in r.stderr and "help:" in r.stderr
+
+
+def test_a_source_without_patterns_is_the_whole_repository(monkeypatch, tmp_path):
+    """amd/GLM-5.2-MXFP4 names no include patterns: every file is listed (dry run)."""
+    h = StandinHub(
+        {"config.json": b"{}", "model-00001-of-00001.safetensors": b"\0" * 64, "README.md": b"x"},
+        repo="amd/GLM-5.2-MXFP4",
+        repo_type="model",
+    )
+    monkeypatch.setenv("HF_ENDPOINT", h.url)
+    try:
+        r = CliRunner().invoke(
+            main, ["fetch", "glm52-mxfp4-8x-gaudi2", "--dry-run", "--local-dir", str(tmp_path / "m")]
+        )
+    finally:
+        h.close()
+    assert r.exit_code == 0, r.output
+    for name in ("config.json", "model-00001-of-00001.safetensors", "README.md"):
+        assert name in r.output
+    assert "1. quark-mxfp4-fuse" in r.output

@@ -57,7 +57,7 @@ def plan_cmd(slug, quant, sets, gpus, ctx, seqs, checkpoint, platform, device_mi
         platform=platform,
         device_mib=device_mib,
     )
-    click.echo(json.dumps(to_json(p), indent=2) if as_json else as_text(p), nl=not as_json or True)
+    click.echo(json.dumps(to_json(p), indent=2) if as_json else as_text(p).rstrip())
     if not p.fits:
         raise CookbookError(
             f"{slug}" + (f" --quant {p.quant}" if p.quant else "") + " does not fit: " + "; ".join(p.refusals),

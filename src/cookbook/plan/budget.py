@@ -81,6 +81,12 @@ class Plan:
         return not self.refusals
 
     @property
+    def left_bytes(self) -> int:
+        """The device's memory left once everything above and the pool are in place."""
+        used = self.weights_per_gpu_bytes + self.activation_bytes + self.non_torch_bytes
+        return self.setup.device_bytes - used - self.workspace_bytes - self.graph_bytes - self.pool_bytes
+
+    @property
     def weights_per_gpu_bytes(self) -> int:
         return sum(self.weights_per_gpu.values()) + self.draft_weights_per_gpu
 

@@ -3,7 +3,6 @@ checkpoint's own metadata says filled in where the recipe is silent."""
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
 
 from cookbook.recipe.model import Architecture
@@ -18,9 +17,6 @@ SLIDING_PERIOD = {"gemma3": 6}
 class Geometry:
     arch: Architecture
     filled_from_file: list[str] = field(default_factory=list)  # fields the checkpoint supplied
-
-    def __getattr__(self, name):  # the architecture's fields, read through
-        return getattr(self.__dict__["arch"], name)
 
     @property
     def attention_kind(self) -> str | None:
@@ -133,7 +129,3 @@ def safetensors_config_meta(config: dict) -> dict:
     if meta.get("kv_heads") and not meta.get("kv_lora_rank"):
         meta["attention"] = "gqa"
     return {k: v for k, v in meta.items() if v is not None}
-
-
-def replace(geom: Geometry, **changes) -> Geometry:
-    return dataclasses.replace(geom, arch=geom.arch.model_copy(update=changes))

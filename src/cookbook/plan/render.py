@@ -60,6 +60,7 @@ PLAN_JSON_SCHEMA = {
                 "vllm_pool_bytes",
                 "pool_bytes",
                 "pool_tokens",
+                "left_bytes",
             ],
         },
         "fit": {"type": "object", "required": ["seq_bytes_at_ctx", "max_seqs_at_ctx", "max_ctx_at_seqs"]},
@@ -134,6 +135,7 @@ def as_json(p: Plan) -> dict:
             "vllm_pool_bytes": p.vllm_pool_bytes,
             "pool_bytes": p.pool_bytes,
             "pool_tokens": p.pool_tokens,
+            "left_bytes": p.left_bytes,
         },
         "fit": {
             "seq_bytes_at_ctx": p.seq_bytes_at_ctx,
@@ -179,6 +181,13 @@ def as_text(p: Plan) -> str:
         note = f" ({', '.join(said)})" if said else ""
         lines.append(f"  {k.name:<28}{k.bytes_per_token:>12,.0f} B  {k.layers} layers{note}")
     lines += [f"  {'total':<28}{p.kv.bytes_per_token:>12,.0f} B", ""]
+    how = (
+        "explicit"
+        if s.explicit_kv_bytes or s.plan_sets_kv_bytes
+        else "CPU KV space"
+        if s.platform == "cpu"
+        else "vLLM's sizing"
+    )
     lines += [
         "memory per GPU:",
         f"  device                       {_g(s.device_bytes)}",
@@ -188,8 +197,8 @@ def as_text(p: Plan) -> str:
         f"  non-torch memory             {_g(p.non_torch_bytes)}",
         f"  workspaces at max_model_len  {_g(p.workspace_bytes)}  (not seen by vLLM's profile run)",
         f"  CUDA graphs                  {_g(p.graph_bytes)}",
-        f"  KV pool (vLLM's sizing)      {_g(p.vllm_pool_bytes)}",
-        f"  KV pool (this plan)          {_g(p.pool_bytes)}  = {p.pool_tokens:,} tokens as vLLM counts them",
+        f"  {'KV pool (' + how + ')':<29}{_g(p.pool_bytes)}  = {p.pool_tokens:,} tokens as vLLM counts them",
+        f"  left                         {_g(p.left_bytes)}",
         "",
         f"one sequence of {s.max_model_len:,} tokens: {p.seq_bytes_at_ctx / GIB:,.2f} GiB of KV; "
         f"{p.max_seqs_at_ctx} fit at once",

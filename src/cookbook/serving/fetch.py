@@ -72,12 +72,8 @@ def downloads(resolved: ResolvedRecipe) -> list[Download]:
                 help="the recipe's source document does not name one; fetch the files by hand",
                 exit_code=BAD_INPUT,
             )
-        if not d.patterns:
-            raise CookbookError(
-                f"{resolved.slug}: {d.repo} has no include patterns (the whole repository would be fetched)",
-                help="give the recipe's quant or model.source an `include` list",
-                exit_code=BAD_INPUT,
-            )
+        if not d.patterns:  # the recipe names no files: the whole repository (amd/GLM-5.2-MXFP4 is fetched so)
+            d.patterns = ["*"]
     return out
 
 
