@@ -166,3 +166,12 @@ def test_a_source_without_patterns_is_the_whole_repository(monkeypatch, tmp_path
     for name in ("config.json", "model-00001-of-00001.safetensors", "README.md"):
         assert name in r.output
     assert "1. quark-mxfp4-fuse" in r.output
+
+
+def test_a_listed_path_leaving_the_folder_is_refused_before_any_download(hub, tmp_path):
+    evil = "antirez-routed/GLM-5.2-UD-Q2_K_RoutedQ2K-/../../../../evil.gguf"  # matches the quant's pattern
+    h = hub(extra={evil: b"GGUF" + b"\0" * 16})
+    r = fetch()
+    assert r.exit_code == 2 and "leaves the download folder" in r.stderr
+    assert h.resolved("GET") == [] and h.resolved("HEAD") == []
+    assert not (tmp_path / "evil.gguf").exists() and not (tmp_path / "home" / "evil.gguf").exists()

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from cookbook.errors import BAD_INPUT, FAILED, CookbookError
 from cookbook.recipe.resolve import ResolvedRecipe
+from cookbook.untrusted import printable
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
 GIB = 2**30
@@ -112,6 +113,15 @@ def list_files(d: Download) -> Download:
             help="the recipe's include patterns do not match the repository; check the quant's include",
             exit_code=BAD_INPUT,
         )
+    for e in chosen:  # paths come from the server: none may leave the download folder
+        parts = e.path.split("/")
+        if e.path.startswith("/") or "\\" in e.path or any(p in ("", ".", "..") for p in parts):
+            raise CookbookError(
+                f"{d.repo} lists the file {printable(e.path)}, a path that leaves the download folder; "
+                "nothing was downloaded",
+                help="the server (HF_ENDPOINT) is not the Hub or the repository is hostile; do not fetch from it",
+                exit_code=BAD_INPUT,
+            )
     d.files = [
         RemoteFile(e.path, int(e.size), e.lfs.sha256 if e.lfs else None) for e in sorted(chosen, key=lambda e: e.path)
     ]
