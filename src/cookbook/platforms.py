@@ -29,7 +29,10 @@ class Platform:
 
 # device_mib per platform, and where the figure comes from.
 DEVICE_MIB = {
-    "h200": (143771, "measured: this project's H200 (nvidia-smi total, 2026-12-01)"),
+    "h200": (
+        143156,
+        "measured: torch.cuda.mem_get_info's total on this project's H200, 2026-12-01 (nvidia-smi shows 143,771 MiB)",
+    ),
     "mi300x": (196288, "ROCm's total for the 192 GB part (205,822,885,888 B); not measured here"),
     "a100-80gb": (81920, "nvidia-smi's total for the 80 GB part; not measured here"),
     "a100-40gb": (40960, "nvidia-smi's total for the 40 GB part; not measured here"),
