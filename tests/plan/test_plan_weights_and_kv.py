@@ -144,8 +144,14 @@ def test_a_configuration_that_does_not_fit_is_refused_with_its_numbers():
     r = CliRunner().invoke(main, ["plan", "glm52-4", "--quant", "Q4_K", "--gpus", "2"])
     assert r.exit_code == 2
     assert "error: glm52-4 --quant Q4_K does not fit" in r.stderr
-    assert "207.93 GiB per GPU" in r.stderr and "172.52 GiB" in r.stderr  # 404 / 2, the draft, the vision tower
-    assert "help:" in r.stderr
+    assert (
+        "207.93 GiB per GPU" in r.stderr and "exceed the device's 191.69 GiB" in r.stderr
+    )  # 404 / 2, the draft, the vision tower
+    assert "help: a smaller quant or more --gpus" in r.stderr
+    # A context too long for the pool: the help names the context that fits.
+    r = CliRunner().invoke(main, ["plan", "glm52-2", "--ctx", "4000000", "--seqs", "1"])
+    assert r.exit_code == 2 and "one sequence of 4,000,000 tokens needs" in r.stderr
+    assert "help: --ctx " in r.stderr and "fits 1 sequence(s)" in r.stderr
 
 
 def test_bad_checkpoint_is_one_clear_message(tmp_path):

@@ -61,7 +61,10 @@ def plan_cmd(slug, quant, sets, gpus, ctx, seqs, checkpoint, platform, device_mi
     if not p.fits:
         raise CookbookError(
             f"{slug}" + (f" --quant {p.quant}" if p.quant else "") + " does not fit: " + "; ".join(p.refusals),
-            help=f"largest max_model_len for {p.setup.max_num_seqs} sequence(s): {p.max_ctx_at_seqs:,}; "
-            "try fewer --seqs, a smaller --ctx, a smaller quant or more --gpus",
+            help=(
+                f"--ctx {p.max_ctx_at_seqs} fits {p.setup.max_num_seqs} sequence(s); or fewer --seqs, more --gpus"
+                if p.max_ctx_at_seqs
+                else "a smaller quant or more --gpus"
+            ),
             exit_code=BAD_INPUT,
         )

@@ -288,34 +288,33 @@ def make_plan(resolved, *, gpus=None, ctx=None, seqs=None, checkpoint=None, plat
             base = int(base * (1 - s.graph_reserved_fraction))
         return base
 
-    def pool_at(ctx_len: int) -> tuple[int, int, int]:
-        """(vLLM's pool, the pool the plan counts on, workspace) at this max_model_len."""
+    def pool_at(ctx_len: int) -> tuple[int, int]:
+        """(the pool the plan counts on, the workspaces) at this max_model_len."""
         ws = _workspace(geom, s, ctx_len)
         if kv.outside_pool_bytes_per_token and kv.bytes_per_token:
             ws += int(_base_pool() / kv.bytes_per_token * kv.outside_pool_bytes_per_token)
         if s.platform == "cpu":
             space = float(str(r.env["VLLM_CPU_KVCACHE_SPACE"].value)) if "VLLM_CPU_KVCACHE_SPACE" in r.env else 4.0
-            p = int(space * GIB)
-            return p, p, ws
+            return int(space * GIB), ws
         if s.explicit_kv_bytes:
-            p = int(s.explicit_kv_bytes)
-            return p, p, ws
-        base = _base_pool()
+            return int(s.explicit_kv_bytes), ws
         if s.plan_sets_kv_bytes:
             p = int(s.device_bytes * (1 - EXPLICIT_MARGIN)) - weights_bytes - act - non_torch - ws - graphs
-            p = p // MIB * MIB
-            return p, p, ws
-        return base, base, ws
+            return p // MIB * MIB, ws
+        return _base_pool(), ws
 
-    vllm_pool, pool, ws = pool_at(s.max_model_len)
+    pool, ws = pool_at(s.max_model_len)
+    vllm_pool = pool if s.platform == "cpu" else _base_pool()  # what gpu_memory_utilization alone would give
     need_one = kv.bytes_for_sequence(s.max_model_len)
-    if s.platform != "cpu" and weights_bytes + act + non_torch >= (
-        requested if not s.plan_sets_kv_bytes else s.device_bytes
-    ):
+    limit, limit_is = (
+        (s.device_bytes, "the device's")
+        if s.plan_sets_kv_bytes or s.explicit_kv_bytes
+        else (requested, f"the {s.gpu_memory_utilization:g} x {_g(s.device_bytes)} vLLM may use:")
+    )
+    if s.platform != "cpu" and weights_bytes + act + non_torch >= limit:
         refusals.append(
             f"the weights ({_g(weights_bytes)} per GPU) with the activation peak ({_g(act)}) and non-torch "
-            f"memory ({_g(non_torch)}) exceed the {_g(requested)} vLLM may use "
-            f"({s.gpu_memory_utilization:g} x {_g(s.device_bytes)})"
+            f"memory ({_g(non_torch)}) exceed {limit_is} {_g(limit)}"
         )
     elif kv.parts and pool < need_one:
         refusals.append(
@@ -386,7 +385,7 @@ def _largest_ctx(kv: K.KV, pool_at, seqs: int, ceiling: int) -> int:
         return 0
 
     def fits(n: int) -> bool:
-        _, pool, _ = pool_at(n)
+        pool, _ = pool_at(n)
         return seqs * kv.bytes_for_sequence(n) <= pool
 
     lo, hi = 0, max(ceiling, 1)

@@ -198,6 +198,11 @@ def as_text(p: Plan) -> str:
         f"  workspaces at max_model_len  {_g(p.workspace_bytes)}  (not seen by vLLM's profile run)",
         f"  CUDA graphs                  {_g(p.graph_bytes)}",
         f"  {'KV pool (' + how + ')':<29}{_g(p.pool_bytes)}  = {p.pool_tokens:,} tokens as vLLM counts them",
+        *(
+            [f"  (gpu_memory_utilization alone {_g(p.vllm_pool_bytes)})"]
+            if how == "explicit" and p.vllm_pool_bytes != p.pool_bytes
+            else []
+        ),
         f"  left                         {_g(p.left_bytes)}",
         "",
         f"one sequence of {s.max_model_len:,} tokens: {p.seq_bytes_at_ctx / GIB:,.2f} GiB of KV; "
