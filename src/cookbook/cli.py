@@ -44,6 +44,11 @@ LAZY_GROUPS: dict[str, tuple[str, str]] = {
         "buckets_cmd",
         "Gaudi warm-up bucket files: generate from a geometry (--check), validate.",
     ),
+    "offline": (
+        "cookbook.commands.offline",
+        "offline",
+        "Move a GPU recipe to a host with no registry: pack pieces here, receive there.",
+    ),
     "convert": (
         "cookbook.commands.convert",
         "convert",

@@ -1,6 +1,6 @@
 """Fetch a released vLLM source tree from PyPI (the sdist), to check a profile's fixes
 against the source of a pin this machine cannot run (e.g. vllm 0.30.0 for Gaudi).
-Only tests/fixes/test_v030_source.py uses it.
+Used by tests/fixes/test_v030_source.py and test_v026_source.py.
 
 The sdist is found on PyPI's simple index, checked against the sha256 the index gives,
 and unpacked under .cache/vllm-src/<version>/ (reused on later calls).

@@ -12,7 +12,9 @@ from __future__ import annotations
 import glob
 import json
 import os
+import re
 import shlex
+import shutil
 import signal
 import subprocess
 import sys
@@ -270,12 +272,41 @@ def wait_ready(server: Server, timeout_s: float) -> float:
     )
 
 
+# Printed by the serving interpreter: the builds pip freeze cannot name (torch's CUDA, vLLM's commit).
+_BUILD_LINES = """
+import importlib.util
+def line(k, v): print(f"# {k}: {v}")
+if importlib.util.find_spec("torch"):
+    import torch
+    line("torch", f"{torch.__version__} (cuda {torch.version.cuda})")
+    if torch.cuda.is_available():
+        line("device", f"{torch.cuda.get_device_name(0)} x{torch.cuda.device_count()}, sm_{''.join(map(str, torch.cuda.get_device_capability(0)))}")
+if importlib.util.find_spec("vllm"):
+    from vllm import _version
+    line("vllm", f"{_version.__version__} (commit {getattr(_version, '__commit_id__', None) or 'unknown'})")
+"""
+
+
 def env_lock(env: dict[str, str]) -> str:
-    """pip freeze of the interpreter that runs the server (the venv on PATH)."""
-    p = subprocess.run(
-        [str(Path(sys.executable)), "-m", "pip", "freeze", "--all"], capture_output=True, text=True, env=env
-    )
-    return p.stdout
+    """pip freeze of the interpreter that runs the server (the venv on PATH), after a header naming
+    the builds pip cannot: the GPU and its driver (nvidia-smi), torch's CUDA and vLLM's commit."""
+    py = str(Path(sys.executable))
+    header = []
+    smi = shutil.which("nvidia-smi", path=env.get("PATH"))
+    if smi:
+        q = subprocess.run(
+            [smi, "--query-gpu=name,driver_version,memory.total", "--format=csv,noheader"],
+            capture_output=True,
+            text=True,
+        )
+        header += [f"# gpu: {row.strip()}" for row in q.stdout.splitlines() if row.strip()]
+        cuda = re.search(r"CUDA Version: ([0-9.]+)", subprocess.run([smi], capture_output=True, text=True).stdout)
+        if cuda:
+            header.append(f"# driver cuda: {cuda.group(1)}")
+    builds = subprocess.run([py, "-c", _BUILD_LINES], capture_output=True, text=True, env=env)
+    header += [ln for ln in builds.stdout.splitlines() if ln.startswith("# ")]
+    p = subprocess.run([py, "-m", "pip", "freeze", "--all"], capture_output=True, text=True, env=env)
+    return "".join(f"{h}\n" for h in header) + p.stdout
 
 
 def quote_cmd(argv: list[str]) -> str:

@@ -1,0 +1,56 @@
+"""`cookbook offline pack`: a GPU recipe's engine, dependencies and model as pieces for a host that
+reaches no registry (cookbook.offline). On the host, `python3 src/cookbook/offline/receive.py`
+takes them in, one transfer at a time."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from cookbook.commands.recipes import resolve_or_refuse
+from cookbook.errors import CookbookError
+
+
+@click.group("offline")
+def offline():
+    """Move a recipe to an offline GPU host: pack here, receive there.
+
+    \b
+      cookbook offline pack gemma3-270m-h200            # .carry/gemma3-270m-h200/piece-NN + pieces.json
+      # on the host, once per transfer of one or more pieces (standard library only):
+      python3 src/cookbook/offline/receive.py .carry/gemma3-270m-h200 --into /tmp/cookbook-offline
+      source /tmp/cookbook-offline/env.sh               # PYTHONPATH and PATH for the engine
+    """
+
+
+@offline.command("pack")
+@click.argument("slug")
+@click.option("--out", type=click.Path(path_type=Path), help="Folder for the pieces (default .carry/<slug>; replaced).")
+@click.option(
+    "--piece-mib",
+    default=59,
+    show_default=True,
+    help="Size of each piece, MiB: the transfer limit less the checkout that travels beside it (64 MiB a call to this project's H200, with a 3 MB checkout).",
+)
+def pack_cmd(slug, out, piece_mib):
+    """Resolve, download and cut SLUG's engine, missing dependencies and model into pieces.
+
+    What the host already has and what the serve path can do without are in
+    recipes/SLUG/offline.yaml; the engine pin is the recipe's image.engine.
+    """
+    from cookbook.files import repo_root
+    from cookbook.offline import pack
+
+    if piece_mib < 1:
+        raise CookbookError(f"--piece-mib {piece_mib}: must be at least 1")
+    resolved = resolve_or_refuse(slug, None, (), f"cannot pack {slug}")
+    engine = resolved.recipe.image.engine
+    out = out or repo_root() / ".carry" / slug
+    manifest = pack.pack(slug, f"{engine.package}=={engine.version}", out, piece_mib)
+    n = len(manifest["pieces"])
+    click.echo(
+        f"{out}: {n} pieces, {manifest['size'] / 2**20:.0f} MiB in all ({manifest['engine']} and "
+        f"{manifest['wheels']} wheels), payload sha256 {manifest['sha256'][:16]}"
+    )
+    click.echo(f"send pieces.json with each piece; run receive.py after each transfer ({n} transfers)")

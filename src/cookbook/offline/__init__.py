@@ -1,0 +1,2 @@
+"""The offline GPU run: pack a recipe's engine, dependencies and model here (pack.py), receive
+and install them on a host that reaches no registry (receive.py, standard library only)."""

