@@ -228,3 +228,15 @@ def test_safetensors_shards_weights_equal_their_tensor_bytes(tmp_path):
     assert out["weights"]["total_bytes"] == sum(a.nbytes for a in (shard1 | shard2).values())
     assert groups["routed_experts"]["dtypes"] == {"U8": 4 * 32 * 16}
     assert groups["routed_experts"]["per_gpu_bytes"] == 4 * 32 * 16 // 8  # TP 8
+
+
+def test_the_h200_recipe_geometry_agrees_with_the_packaged_gguf(gemma_gguf):
+    """The H200 recipe states Gemma 3 270M's geometry; the GGUF header it serves says the same."""
+    from_recipe_kv = make_plan(resolve("gemma3-270m-h200")).kv
+    r, out = plan_json("gemma3-270m-h200", "--checkpoint", str(gemma_gguf))
+    assert out["kv"]["bytes_per_token"] == from_recipe_kv.bytes_per_token == 18432
+    assert [(p.name, p.layers, p.window) for p in from_recipe_kv.parts] == [
+        (p["name"], p["layers"], p["window"]) for p in out["kv"]["parts"]
+    ]
+    plan = make_plan(resolve("gemma3-270m-h200"))
+    assert plan.setup.device_bytes == H200_MIB * 2**20 and plan.fits
