@@ -3,7 +3,8 @@ ast, so a lazy import cannot slip an upward edge past the rule.
 
     cli, commands              the CLI: nothing below imports them
     verification               a recipe's status with its bundle re-checked: recipe + gates
-    gates, serving, convert    use the recipe model, gguf, the engine
+    gates, serving, convert    use the recipe model, gguf, the engine (serving: also the plan)
+    plan                       the memory planner: recipe, gguf, the safetensors reader; never gates, serving or the CLI
     recipe (incl. gates_spec)  the recipe model and its resolution: never gates or the CLI
     gguf                       the GGUF format: never convert
     files, errors, untrusted, platforms, kernel_catalogue, mxfp4, engine, ...   the bottom
@@ -18,9 +19,10 @@ SRC = Path(__file__).resolve().parents[1] / "src"
 
 # package prefix -> prefixes it must never import
 FORBIDDEN = {
-    "cookbook.recipe": ("cookbook.gates", "cookbook.serving", "cookbook.convert", "cookbook.kernels"),
+    "cookbook.recipe": ("cookbook.gates", "cookbook.serving", "cookbook.convert", "cookbook.kernels", "cookbook.plan"),
     "cookbook.gguf": ("cookbook.convert", "cookbook.recipe", "cookbook.gates", "cookbook.serving"),
     "cookbook.gates": ("cookbook.serving", "cookbook.convert"),
+    "cookbook.plan": ("cookbook.gates", "cookbook.serving", "cookbook.kernels", "cookbook.verification"),
     "cookbook.files": ("cookbook.",),
     "cookbook.errors": ("cookbook.",),
     "cookbook.untrusted": ("cookbook.",),

@@ -18,6 +18,16 @@ LAZY_GROUPS: dict[str, tuple[str, str]] = {
     "launch": ("cookbook.commands.recipes", "launch_cmd", "The copy-paste launch block (exports + vllm serve)."),
     "lint": ("cookbook.commands.recipes", "lint_cmd", "Validate recipes; report every error with file:line:col."),
     "schema": ("cookbook.commands.recipes", "schema_cmd", "Write (or --check) the generated recipe JSON Schema."),
+    "plan": (
+        "cookbook.commands.plan",
+        "plan_cmd",
+        "Will it fit: weights, KV per token, the KV pool, largest context and concurrency.",
+    ),
+    "fetch": (
+        "cookbook.commands.fetch",
+        "fetch_cmd",
+        "Download a recipe's checkpoint (plan and disk checked first), then run its convert steps.",
+    ),
     "serve": ("cookbook.commands.serve", "serve_cmd", "Run a recipe here: fetch, convert, launch, gates, stop."),
     "docs": (
         "cookbook.commands.docs",

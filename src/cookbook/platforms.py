@@ -11,7 +11,7 @@ import functools
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 
 @dataclass(frozen=True)
@@ -22,6 +22,23 @@ class Platform:
     arch: str  # gfx942, sm80, sm90, sm120, hpu, cpu
     memory_gib: float | None  # per device; None for cpu (host RAM is what counts)
     cannot: tuple[str, ...] = field(default=())  # what this platform cannot run, with why
+    # Total device memory as the runtime reports it (torch.cuda.mem_get_info's total), in MiB:
+    # what vLLM multiplies by gpu_memory_utilization. The planner's input (cookbook.plan).
+    device_mib: int | None = None
+
+
+# device_mib per platform, and where the figure comes from.
+DEVICE_MIB = {
+    "h200": (
+        143156,
+        "measured: torch.cuda.mem_get_info's total on this project's H200, 2026-12-01 (nvidia-smi shows 143,771 MiB)",
+    ),
+    "mi300x": (196288, "ROCm's total for the 192 GB part (205,822,885,888 B); not measured here"),
+    "a100-80gb": (81920, "nvidia-smi's total for the 80 GB part; not measured here"),
+    "a100-40gb": (40960, "nvidia-smi's total for the 40 GB part; not measured here"),
+    "rtx-pro-6000": (97887, "nvidia-smi's total for the 96 GB Blackwell workstation part; not measured here"),
+    "gaudi2": (98304, "hl-smi's total for the 96 GB part; not measured here"),
+}
 
 
 CATALOGUE: dict[str, Platform] = {
@@ -57,6 +74,7 @@ CATALOGUE: dict[str, Platform] = {
         Platform("cpu", "CPU (x86-64)", "cpu", "cpu", None, ("GGUF serving (vLLM's GGUF dequant kernels need CUDA)",)),
     )
 }
+CATALOGUE = {k: replace(p, device_mib=DEVICE_MIB.get(k, (None, ""))[0]) for k, p in CATALOGUE.items()}
 
 
 def get(platform_id: str) -> Platform | None:

@@ -10,7 +10,7 @@ import pytest
 from cookbook.files import repo_root
 from cookbook.gates import evidence
 from cookbook.gates.bundle import compact, write_manifest
-from cookbook.gates.verify import verify
+from cookbook.gates.evidence import recheck
 from cookbook.recipe.resolve import resolve
 
 SLUG = "gemma3-270m-h200"
@@ -31,8 +31,7 @@ def plain_bundle(tmp_path):
 
 def test_compacted_bundle_rechecks_the_same(plain_bundle):
     resolved = resolve(SLUG)
-    reasons, _ = verify(resolved, plain_bundle)
-    assert reasons == []
+    assert recheck(resolved, plain_bundle) == []
     records = evidence.transcript(plain_bundle, "speed")
     sizes = compact(plain_bundle)
     assert {name for name, _, _ in sizes} >= {"transcripts/speed.jsonl", "transcripts/needles.jsonl"}
@@ -41,7 +40,7 @@ def test_compacted_bundle_rechecks_the_same(plain_bundle):
     assert not list((plain_bundle / "transcripts").glob("*.jsonl"))
     assert evidence.check_manifest(plain_bundle) == []
     assert evidence.transcript(plain_bundle, "speed") == records
-    assert verify(resolved, plain_bundle)[0] == []  # every gate recomputed from the .gz transcripts
+    assert recheck(resolved, plain_bundle) == []  # every gate recomputed from the .gz transcripts
 
 
 def test_compaction_is_deterministic(plain_bundle, tmp_path):

@@ -2,18 +2,16 @@
 reachable from the test machines): a local HTTP server on 127.0.0.1, HF_ENDPOINT pointing at
 it, answering the HEAD and GET requests huggingface_hub's hf_hub_download makes."""
 
-import hashlib
 import io
 import json
 import socket
 import subprocess
 import sys
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from standin_hub import COMMIT, StandinHub
 
 from cookbook.cli import main
 from cookbook.gates import data as gate_data
@@ -21,8 +19,6 @@ from cookbook.gates import data as gate_data
 pa = pytest.importorskip("pyarrow", reason="the data extra: pip install -e '.[data]'")
 pq = pytest.importorskip("pyarrow.parquet")
 pytest.importorskip("huggingface_hub", reason="the data extra: pip install -e '.[data]'")
-
-COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
 
 def parquet_bytes(rows: list[dict]) -> bytes:
@@ -39,50 +35,6 @@ def problems(n: int, tag: str) -> list[dict]:
         }
         for i in range(n)
     ]
-
-
-class StandinHub:
-    """Serves files[path] at /datasets/openai/gsm8k/resolve/<revision>/<path>, as the Hub does."""
-
-    def __init__(self, files: dict[str, bytes | int]):
-        self.files, self.requests = files, []
-        hub = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *a):
-                pass
-
-            def _answer(self, body: bool):
-                hub.requests.append((self.command, self.path))
-                prefix = "/datasets/openai/gsm8k/resolve/main/"
-                content = hub.files.get(self.path[len(prefix) :]) if self.path.startswith(prefix) else 404
-                if content is None or isinstance(content, int):
-                    self.send_response(content or 404)
-                    self.send_header("X-Error-Code", "EntryNotFound")
-                    self.send_header("Content-Length", "0")
-                    self.end_headers()
-                    return
-                self.send_response(200)
-                self.send_header("X-Repo-Commit", COMMIT)
-                self.send_header("ETag", '"' + hashlib.sha256(content).hexdigest() + '"')
-                self.send_header("Content-Length", str(len(content)))
-                self.end_headers()
-                if body:
-                    self.wfile.write(content)
-
-            def do_HEAD(self):
-                self._answer(False)
-
-            def do_GET(self):
-                self._answer(True)
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture

@@ -137,6 +137,7 @@ def launch_cmd(slug, quant, sets, no_comments, nodes, node_rank, runtime, head_a
 
     With --nodes N: the blocks of an N-node launch (each node's, or --node-rank R's), or with
     --runtime lws the LeaderWorkerSet manifest."""
+    from cookbook.plan.budget import launch_args
     from cookbook.recipe.launch import render
 
     resolved = resolve_or_refuse(slug, quant, sets, f"cannot launch {slug}" + (f" --quant {quant}" if quant else ""))
@@ -146,7 +147,7 @@ def launch_cmd(slug, quant, sets, no_comments, nodes, node_rank, runtime, head_a
             raise CookbookError(
                 f"{(given or ['--runtime/--head-addr'])[0]} needs --nodes", help="add --nodes N (2 or more)"
             )
-        click.echo(render(resolved, comments=not no_comments), nl=False)
+        click.echo(render(resolved, comments=not no_comments, planned=launch_args(resolved)), nl=False)
         return
     from cookbook.recipe import multinode
 

@@ -62,8 +62,9 @@ def env_items(resolved: ResolvedRecipe) -> list[tuple[str, str]]:
     return out
 
 
-def server_argv(resolved: ResolvedRecipe, model: str | None = None) -> list[str]:
-    """The server command as argv (no shell). `model` replaces the recipe's model path."""
+def server_argv(resolved: ResolvedRecipe, model: str | None = None, planned: dict | None = None) -> list[str]:
+    """The server command as argv (no shell). `model` replaces the recipe's model path;
+    `planned` adds flags computed by the memory plan (cookbook.plan.budget.launch_args)."""
     serve = resolved.recipe.serve
     model = model or serve.model
     if serve.command == "vllm-serve":
@@ -72,6 +73,8 @@ def server_argv(resolved: ResolvedRecipe, model: str | None = None) -> list[str]
         argv = [serve.python, "-m", API_SERVER_MODULE, "--model", model]
     for key, setting in serve.args.items():
         argv += flag_tokens(key, setting.value)
+    for key, value in (planned or {}).items():
+        argv += flag_tokens(key, value)
     return argv
 
 
@@ -115,7 +118,9 @@ def _check_rendered(resolved: ResolvedRecipe) -> None:
             raise _unsafe(resolved, key, exc) from None
 
 
-def prelude(resolved: ResolvedRecipe, comments: bool = True, title: str | None = None) -> list[str]:
+def prelude(
+    resolved: ResolvedRecipe, comments: bool = True, title: str | None = None, planned: dict | None = None
+) -> list[str]:
     """The block's lines before the server command: its header comments, the exports and the
     fix-pack check. `title` replaces the `cookbook launch` command the header names."""
     lines: list[str] = []
@@ -139,6 +144,10 @@ def prelude(resolved: ResolvedRecipe, comments: bool = True, title: str | None =
         lines.append(fix)
     if lines and comments:
         lines.append("")
+    if planned and comments:
+        quant = f" --quant {resolved.quant}" if resolved.quant else ""
+        flags = ", ".join(flag_name(k) for k in planned)
+        lines.append(f"# {flags}: from the memory plan (`cookbook plan {r.name}{quant}`)")
     return lines
 
 
@@ -165,7 +174,7 @@ def command_text(resolved: ResolvedRecipe, argv: list[str]) -> str:
     return " \\\n".join(cmd)
 
 
-def render(resolved: ResolvedRecipe, comments: bool = True) -> str:
-    lines = prelude(resolved, comments)
-    lines.append(command_text(resolved, server_argv(resolved)))
+def render(resolved: ResolvedRecipe, comments: bool = True, planned: dict | None = None) -> str:
+    lines = prelude(resolved, comments, planned=planned)
+    lines.append(command_text(resolved, server_argv(resolved, planned=planned)))
     return "\n".join(lines) + "\n"

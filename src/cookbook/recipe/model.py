@@ -86,17 +86,82 @@ class Source(Strict):
     why: str | None = None
 
 
+class Indexer(Strict):
+    """The DSA (lightning) indexer: a key cache of its own in the layers that hold one."""
+
+    heads: int = Field(ge=1, description="Indexer query heads.")
+    head_dim: int = Field(ge=1, description="Indexer key length (cached per token, fp8 with one fp32 scale per 128).")
+    topk: int | None = Field(None, ge=1, description="Keys each query attends to.")
+    layers: int = Field(ge=0, description="Layers holding an indexer key cache (GLM-5.x: the 'full' indexer layers).")
+
+
+class DraftModel(Strict):
+    """A separate draft model (DSpark, EAGLE): its weights and KV sit beside the target's on every GPU."""
+
+    layers: int = Field(ge=0, description="Draft decoder layers, each with a KV cache.")
+    kv_heads: int = Field(ge=1)
+    head_dim: int = Field(ge=1)
+    kv_bytes_per_value: float | None = Field(
+        None,
+        gt=0,
+        description="Bytes per cached K/V value when the draft's KV is compressed (None: the target's dtype).",
+    )
+    size_gib: float | None = Field(None, description="Draft weights, replicated on every GPU.")
+    source: str | None = Field(None, description="Where these figures come from.")
+
+
 class Architecture(Strict):
+    """Model geometry: what the planner (`cookbook plan`) computes weights and KV bytes from.
+    Every figure comes from a public config or a document; `sources` names them."""
+
     total_params_b: float | None = Field(None, description="Total parameters, billions.")
     active_params_b: float | None = Field(None, description="Active parameters per token, billions.")
-    layers: int | None = None
+    layers: int | None = Field(None, description="Decoder layers (num_hidden_layers), MTP layers not counted.")
+    attention: Literal["gqa", "mla", "kda-mla", "compressed-mla"] | None = Field(
+        None,
+        description="gqa: per-head K and V (MHA when kv_heads == attention_heads); mla: one latent per token "
+        "(kv_lora_rank + qk_rope_head_dim), the same on every TP rank; kda-mla: linear KDA layers (a fixed "
+        "state per sequence, no per-token KV) mixed with MLA layers; compressed-mla: DeepSeek-V4's latent "
+        "compressed along the sequence by compress_ratios.",
+    )
     attention_heads: int | None = Field(None, description="Attention heads; TP size must split them.")
+    kv_heads: int | None = Field(None, description="K/V heads (num_key_value_heads) of a gqa model.")
+    head_dim: int | None = Field(
+        None, description="Per-head K/V length of a gqa model; the latent length of compressed-mla."
+    )
+    q_lora_rank: int | None = None
+    kv_lora_rank: int | None = Field(None, description="MLA latent length (cached per token).")
+    qk_rope_head_dim: int | None = Field(None, description="MLA rope key length (cached per token beside the latent).")
+    qk_nope_head_dim: int | None = None
+    v_head_dim: int | None = None
+    sliding_window: int | None = Field(None, description="Tokens a sliding-window layer keeps per sequence.")
+    sliding_layers: int | None = Field(
+        None, ge=0, description="How many of `layers` attend through the sliding window."
+    )
+    kda_layers: int | None = Field(None, ge=0, description="Linear (KDA) layers of a kda-mla model: no per-token KV.")
+    mla_layers: int | None = Field(None, ge=0, description="MLA layers of a kda-mla model (the others are KDA).")
+    compress_ratios: list[int] | None = Field(
+        None,
+        description="compressed-mla: per layer, tokens folded into one cached entry (0: sliding window only).",
+    )
+    indexer: Indexer | None = None
+    mtp_layers: int | None = Field(None, ge=0, description="Multi-token-prediction layers (num_nextn_predict_layers).")
     routed_experts: int | None = None
+    shared_experts: int | None = Field(None, ge=0)
     experts_per_token: int | None = None
+    dense_layers: int | None = Field(None, ge=0, description="Leading layers with a dense MLP (first_k_dense_replace).")
+    vocab_size: int | None = None
+    tie_word_embeddings: bool | None = None
     hidden_size: int | None = None
-    moe_intermediate_size: int | None = None
+    intermediate_size: int | None = Field(None, description="Dense MLP width.")
+    moe_intermediate_size: int | None = Field(None, description="Width of one routed or shared expert.")
+    vision_params_b: float | None = Field(None, description="Vision tower parameters, billions (BF16 on the GPU).")
+    draft: DraftModel | None = Field(None, description="The draft model of the recipe's speculative decoding.")
     native_context_tokens: int | None = None
     vision: bool = False
+    sources: list[str] | None = Field(
+        None, description="Where the geometry comes from: repo and file, or document and section."
+    )
     notes: list[str] = Field(default_factory=list)
 
 
@@ -263,6 +328,18 @@ class Reported(Strict):
     notes: list[str] = Field(default_factory=list)
 
 
+class PlanSpec(Strict):
+    """What `cookbook plan` and `cookbook launch` do with the memory plan."""
+
+    explicit_kv_bytes: bool = Field(
+        False,
+        description="Render --kv-cache-memory-bytes from the plan into the launch block (vLLM's auto-sizer "
+        "misjudges the model), instead of letting gpu_memory_utilization size the pool.",
+    )
+    why: str | None = None
+    source: str | None = None
+
+
 class Verified(BaseModel):
     """Written only by `cookbook gates verify` from an evidence bundle."""
 
@@ -298,6 +375,7 @@ class Recipe(Strict):
     reported: list[Reported] = Field(default_factory=list)
     known_issues: list[str] = Field(default_factory=list)
     docs: dict[str, str] = Field(default_factory=dict, description="Extra prose sections for the generated page.")
+    plan: PlanSpec | None = Field(None, description="Memory-plan settings (cookbook plan, cookbook launch).")
     verified: Verified | None = Field(None, description="Written only by the gate tool.")
 
 

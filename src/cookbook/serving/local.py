@@ -9,6 +9,7 @@ expands them (cookbook.recipe.shell). Every step prints progress on stderr.
 
 from __future__ import annotations
 
+import glob
 import json
 import os
 import re
@@ -128,17 +129,26 @@ def prepare(resolved: ResolvedRecipe, workdir: Path) -> dict[str, str]:
     environment the launch block starts in."""
     source = fetch(resolved)
     env = shell_env(source)
-    converted = exported_env(resolved, env)
+    run_convert_steps(resolved, exported_env(resolved, env))
+    return env
+
+
+def run_convert_steps(resolved: ResolvedRecipe, converted: dict[str, str], expand_globs: bool = False) -> None:
+    """Each convert step in order, skipped when what it creates exists. With `expand_globs`,
+    an argument holding * or ? becomes the files it matches, in name order (`cookbook fetch`:
+    a gguf-join step names a quant's shards so)."""
     for conv in convert_steps(resolved, converted):
         if conv.creates is not None and conv.creates.exists():
             step(f"{conv.label}: cached at {conv.creates}")
             continue
+        argv = conv.argv
+        if expand_globs:
+            argv = [m for a in argv for m in (sorted(glob.glob(a)) if any(c in a for c in "*?") else [a]) or [a]]
         step(conv.label)
-        note(quote_cmd(conv.argv))
-        p = subprocess.run(conv.argv, env=converted)
+        note(quote_cmd(argv))
+        p = subprocess.run(argv, env=converted)
         if p.returncode != 0:
-            raise ServeError(f"{conv.label} failed (exit {p.returncode}): {quote_cmd(conv.argv)}")
-    return env
+            raise ServeError(f"{conv.label} failed (exit {p.returncode}): {quote_cmd(argv)}")
 
 
 @dataclass

@@ -1,0 +1,70 @@
+"""`cookbook plan`: will the recipe fit its GPUs, and with how much context and concurrency."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+from cookbook.commands.recipes import quant_option, resolve_or_refuse, set_option
+from cookbook.errors import BAD_INPUT, CookbookError
+
+
+def plan_for(slug, quant, sets, **kw):
+    from cookbook.plan.budget import make_plan
+
+    resolved = resolve_or_refuse(slug, quant, sets, f"cannot plan {slug}")
+    return make_plan(resolved, **kw)
+
+
+@click.command("plan")
+@click.argument("slug")
+@quant_option
+@set_option
+@click.option("--gpus", type=click.IntRange(min=1), help="Plan for N GPUs (one TP group of N) instead of the recipe's.")
+@click.option("--ctx", type=click.IntRange(min=1), help="max_model_len to plan for (default: the recipe's).")
+@click.option("--seqs", type=click.IntRange(min=1), help="Concurrent sequences to plan for (default: max_num_seqs).")
+@click.option(
+    "--checkpoint",
+    type=click.Path(path_type=Path),
+    help="A GGUF file, a safetensors file or a folder of shards: weights from its tensor table.",
+)
+@click.option("--platform", help="Plan on another platform of the catalogue (e.g. h200).")
+@click.option("--device-mib", type=click.IntRange(min=1), help="Total device memory in MiB, as the runtime reports it.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output (its schema: cookbook.plan.render).")
+def plan_cmd(slug, quant, sets, gpus, ctx, seqs, checkpoint, platform, device_mib, as_json):
+    """Per GPU: weights by tensor group, KV bytes per token, reserves, the KV pool, and the
+    largest context and concurrency that fit. Refuses (exit 2, with the numbers) what does not fit.
+
+    \b
+      cookbook plan glm52-2                      # the recipe as written
+      cookbook plan glm52-2 --quant Q4_K         # refused: the weights do not fit two GPUs
+      cookbook plan glm52-4 --ctx 1048576 --seqs 4
+      cookbook plan gemma3-270m-cpu --checkpoint model.gguf --platform h200 --set gpu_memory_utilization=0.9
+    """
+    from cookbook.plan.render import as_json as to_json
+    from cookbook.plan.render import as_text
+
+    p = plan_for(
+        slug,
+        quant,
+        sets,
+        gpus=gpus,
+        ctx=ctx,
+        seqs=seqs,
+        checkpoint=checkpoint,
+        platform=platform,
+        device_mib=device_mib,
+    )
+    click.echo(json.dumps(to_json(p), indent=2) if as_json else as_text(p).rstrip())
+    if not p.fits:
+        raise CookbookError(
+            f"{slug}" + (f" --quant {p.quant}" if p.quant else "") + " does not fit: " + "; ".join(p.refusals),
+            help=(
+                f"--ctx {p.max_ctx_at_seqs} fits {p.setup.max_num_seqs} sequence(s); or fewer --seqs, more --gpus"
+                if p.max_ctx_at_seqs
+                else "a smaller quant or more --gpus"
+            ),
+            exit_code=BAD_INPUT,
+        )

@@ -1,0 +1,420 @@
+"""The memory plan of one recipe on one GPU: weights, reserves, the KV pool, and the largest
+context and concurrency that fit. src/cookbook/plan/README.md says how vLLM sizes its pool and which
+figures here are the plan's assumptions."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cookbook import platforms
+from cookbook.errors import BAD_INPUT, CookbookError
+from cookbook.plan import geometry as G
+from cookbook.plan import kv as K
+from cookbook.plan import weights as W
+
+GIB = 2**30
+MIB = 2**20
+# Memory outside torch that appears after vLLM's first snapshot (the CUDA context is in it, so
+# not counted): on this project's H200 (torch 2.11, 2026-12-01) the first BF16 matmul added
+# 160 MiB of cuBLAS workspace; rounded up for the other libraries a server loads.
+NON_TORCH_BYTES = 256 * MIB
+NCCL_BYTES = 768 * MIB  # NCCL and custom all-reduce buffers when TP > 1
+CUDA_GRAPH_BYTES = 1 * GIB  # graphs are captured after the pool is allocated: out of the headroom
+EXPLICIT_MARGIN = 0.02  # of device memory, left free when the plan sets --kv-cache-memory-bytes
+SAMPLER_COPIES = 3  # fp32 logits, their softmax, and a sort buffer in the dummy sampler run
+DEFAULT_INDEXER_LOGITS_MB = 512  # VLLM_SPARSE_INDEXER_MAX_LOGITS_MB's default
+
+
+@dataclass
+class Setup:
+    """What the plan is computed for (the recipe's values, or the command line's)."""
+
+    platform: str
+    device_bytes: int
+    device_source: str
+    tp: int
+    dp: int
+    dcp: int
+    expert_parallel: bool
+    gpus: int
+    max_model_len: int
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    gpu_memory_utilization: float
+    kv_cache_dtype: str
+    model_dtype: str | None
+    speculative: dict | None
+    explicit_kv_bytes: int | None  # serve.args.kv_cache_memory_bytes
+    plan_sets_kv_bytes: bool  # recipe.plan.explicit_kv_bytes
+    graph_reserved_fraction: float | None  # Gaudi: VLLM_GRAPH_RESERVED_MEM
+    indexer_logits_mb: int
+    moe_chunk: int | None  # VLLM_MOE_CHUNK: tokens per MoE call (vllm-gaudi)
+    enforce_eager: bool
+
+
+@dataclass
+class Plan:
+    slug: str
+    quant: str | None
+    setup: Setup
+    geometry: G.Geometry
+    weights: W.Weights
+    weights_per_gpu: dict[str, int]
+    draft_weights_per_gpu: int
+    kv: K.KV
+    activation_bytes: int
+    non_torch_bytes: int
+    workspace_bytes: int
+    graph_bytes: int
+    requested_bytes: int
+    vllm_pool_bytes: int  # what vLLM's own sizing gives
+    pool_bytes: int  # the pool the plan counts on (explicit, or vLLM's less what it does not see)
+    pool_tokens: int  # the token count vLLM logs for the pool (every layer counted per token)
+    seq_bytes_at_ctx: float
+    max_seqs_at_ctx: int
+    max_ctx_at_seqs: int
+    refusals: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    assumptions: list[str] = field(default_factory=list)
+
+    @property
+    def fits(self) -> bool:
+        return not self.refusals
+
+    @property
+    def left_bytes(self) -> int:
+        """The device's memory left once everything above and the pool are in place."""
+        used = self.weights_per_gpu_bytes + self.activation_bytes + self.non_torch_bytes
+        return self.setup.device_bytes - used - self.workspace_bytes - self.graph_bytes - self.pool_bytes
+
+    @property
+    def weights_per_gpu_bytes(self) -> int:
+        return sum(self.weights_per_gpu.values()) + self.draft_weights_per_gpu
+
+
+def _arg(resolved, key, default=None):
+    return resolved.recipe.serve.arg(key, default)
+
+
+def setup_for(resolved, *, gpus=None, ctx=None, seqs=None, platform=None, device_mib=None) -> Setup:
+    r = resolved.recipe
+    plat_id = platform or r.hardware.platform
+    plat = platforms.CATALOGUE.get(plat_id)
+    if plat is None:
+        raise CookbookError(
+            f"--platform {plat_id}: not in the platform catalogue",
+            help="one of: " + ", ".join(sorted(platforms.CATALOGUE)),
+            exit_code=BAD_INPUT,
+        )
+    if device_mib:
+        device_bytes, device_source = int(device_mib) * MIB, "--device-mib"
+    elif plat.id == "cpu":
+        host = r.hardware.min_host_memory_gib or platforms.detect().host_memory_gib
+        device_bytes, device_source = int(host * GIB), "host RAM (the cpu platform's memory)"
+    elif plat.device_mib:
+        device_bytes, device_source = plat.device_mib * MIB, platforms.DEVICE_MIB[plat.id][1]
+    else:
+        device_bytes, device_source = int((plat.memory_gib or 0) * GIB), "the catalogue's memory_gib"
+    tp = int(_arg(resolved, "tensor_parallel_size", 1) or 1)
+    dp = int(_arg(resolved, "data_parallel_size", 1) or 1)
+    if gpus:  # --gpus N: the same data-parallel replicas where N splits into them, else one TP group
+        tp, dp = (gpus // dp, dp) if dp > 1 and gpus % dp == 0 else (gpus, 1)
+    big = device_bytes >= 70 * GIB
+    env = {k: str(v.value) for k, v in r.env.items()}
+    graph_frac = env.get("VLLM_GRAPH_RESERVED_MEM") if plat.id == "gaudi2" else None
+    return Setup(
+        platform=plat.id,
+        device_bytes=device_bytes,
+        device_source=device_source,
+        tp=tp,
+        dp=dp,
+        dcp=int(_arg(resolved, "decode_context_parallel_size", 1) or 1),
+        expert_parallel=bool(_arg(resolved, "enable_expert_parallel", False)),
+        gpus=gpus or r.hardware.gpus or 1,
+        max_model_len=int(ctx or _arg(resolved, "max_model_len") or r.model.architecture.native_context_tokens or 4096),
+        max_num_seqs=int(seqs or _arg(resolved, "max_num_seqs") or (1024 if big else 256)),
+        max_num_batched_tokens=int(_arg(resolved, "max_num_batched_tokens") or (8192 if big else 2048)),
+        gpu_memory_utilization=float(_arg(resolved, "gpu_memory_utilization", 0.9)),
+        kv_cache_dtype=str(_arg(resolved, "kv_cache_dtype", "auto")),
+        model_dtype=_arg(resolved, "dtype"),
+        speculative=_arg(resolved, "speculative_config"),
+        explicit_kv_bytes=_arg(resolved, "kv_cache_memory_bytes"),
+        plan_sets_kv_bytes=bool(r.plan and r.plan.explicit_kv_bytes),
+        graph_reserved_fraction=float(graph_frac) if graph_frac else None,
+        indexer_logits_mb=int(env.get("VLLM_SPARSE_INDEXER_MAX_LOGITS_MB", DEFAULT_INDEXER_LOGITS_MB)),
+        moe_chunk=int(env["VLLM_MOE_CHUNK"]) if env.get("VLLM_MOE_CHUNK", "").isdigit() else None,
+        enforce_eager=bool(_arg(resolved, "enforce_eager", False)),
+    )
+
+
+def load_checkpoint(path: Path, geom_arch):
+    """(weights, file geometry) from a GGUF file, a safetensors file, or a folder of shards."""
+    from cookbook.convert.safetensors_io import read_header
+    from cookbook.gguf.reader import read_gguf
+
+    path = Path(path)
+    if not path.exists():
+        raise CookbookError(
+            f"--checkpoint {path}: no such file or folder",
+            help="pass a .gguf file, a .safetensors file or a folder of them",
+            exit_code=BAD_INPUT,
+        )
+    if path.is_dir():
+        files = sorted(path.glob("*.gguf")) or sorted(path.glob("*.safetensors"))
+        if not files:
+            raise CookbookError(
+                f"--checkpoint {path}: the folder holds no .gguf or .safetensors file",
+                help="point at the checkpoint's folder or one of its files",
+                exit_code=BAD_INPUT,
+            )
+        if files[0].suffix == ".gguf":
+            if len(files) > 1:
+                raise CookbookError(
+                    f"--checkpoint {path}: {len(files)} GGUF files; the plan reads one",
+                    help="join the shards first (`cookbook convert gguf-join`) or name one file",
+                    exit_code=BAD_INPUT,
+                )
+            path = files[0]
+    else:
+        files = [path]
+    if path.is_file() and path.suffix == ".gguf" or _is_gguf(path):
+        g = read_gguf(path, decode_arrays=True, check_data=True)
+        meta = G.gguf_meta(g)
+        layers = meta.get("layers") or geom_arch.layers
+        return W.from_gguf(g, layers), meta
+    tables = [read_header(f)[0] for f in files]
+    meta = {}
+    cfg = (files[0].parent / "config.json") if files else None
+    if cfg and cfg.is_file():
+        try:
+            meta = G.safetensors_config_meta(json.loads(cfg.read_text(encoding="utf-8")))
+            meta["sources"] = [f"{cfg}"]
+        except (ValueError, UnicodeDecodeError) as e:
+            raise CookbookError(
+                f"{cfg}: not a JSON config ({e})",
+                help="fix or remove the config.json beside the checkpoint",
+                exit_code=BAD_INPUT,
+            ) from None
+    layers = meta.get("layers") or geom_arch.layers
+    return W.from_safetensors(files, tables, layers), meta
+
+
+def _is_gguf(path: Path) -> bool:
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == b"GGUF"
+    except OSError:
+        return False
+
+
+def _per_gpu(weights: W.Weights, s: Setup) -> dict[str, int]:
+    out = {}
+    for name, g in weights.groups.items():
+        ways = s.tp * (s.dp if s.expert_parallel and name == "routed_experts" else 1)
+        out[name] = -(-g.bytes // ways)
+    return out
+
+
+def _activation(geom: G.Geometry, s: Setup) -> int:
+    a = geom.arch
+    h = a.hidden_size or 4096
+    t = s.max_num_batched_tokens
+    ffn = (a.intermediate_size or 4 * h) / s.tp
+    if a.routed_experts and a.moe_intermediate_size and a.experts_per_token:
+        ffn = max(ffn, a.experts_per_token * (3 * a.moe_intermediate_size / s.tp + h))
+    moe_t = min(t, s.moe_chunk) if s.moe_chunk else t
+    hidden_states = t * 2 * 6 * h + moe_t * 2 * 2 * ffn
+    sampler = min(s.max_num_seqs, t) * (a.vocab_size or 128000) * 4 * SAMPLER_COPIES
+    return int(hidden_states + sampler)
+
+
+def _workspace(geom: G.Geometry, s: Setup, ctx: int) -> int:
+    """Buffers that grow with max_model_len and that vLLM's profile run does not see."""
+    a = geom.arch
+    if not a.indexer:
+        return 0
+    latent = (a.kv_lora_rank or a.head_dim or 512) + (a.qk_rope_head_dim or 0)
+    gather = 2 * ctx * latent * 2 / s.dcp  # one sequence's latent dequantized to BF16, twice
+    index_keys = ctx * (a.indexer.head_dim + 4)
+    logits = min(s.max_num_batched_tokens * ctx * 4, s.indexer_logits_mb * MIB)
+    topk = s.max_num_batched_tokens * (a.indexer.topk or 2048) * 4
+    return int(gather + index_keys + logits + topk)
+
+
+def make_plan(resolved, *, gpus=None, ctx=None, seqs=None, checkpoint=None, platform=None, device_mib=None) -> Plan:
+    r = resolved.recipe
+    s = setup_for(resolved, gpus=gpus, ctx=ctx, seqs=seqs, platform=platform, device_mib=device_mib)
+    arch = r.model.architecture
+    if checkpoint:
+        weights, meta = load_checkpoint(Path(checkpoint), arch)
+        geom = G.from_recipe(arch, meta)
+    else:
+        geom = G.from_recipe(arch)
+        quant = r.quants.get(resolved.quant) if resolved.quant else None
+        size = (quant.size_gib if quant else None) or r.model.source.size_gib
+        weights = W.from_recipe(geom, size, r.model.format)
+    try:
+        kv = K.per_token(
+            geom,
+            tp=s.tp,
+            kv_dtype=s.kv_cache_dtype,
+            model_dtype=s.model_dtype,
+            dcp=s.dcp,
+            spec=s.speculative,
+            # vllm-gaudi allocates the DSA indexer-key buffers after its memory profiling (seed 002)
+            indexer_in_pool=s.platform != "gaudi2",
+        )
+    except ValueError as e:
+        raise CookbookError(
+            f"cannot plan {resolved.slug}: {e}", help="use a kv_cache_dtype vLLM knows", exit_code=BAD_INPUT
+        ) from None
+    per_gpu = _per_gpu(weights, s)
+    draft = geom.arch.draft
+    draft_bytes = (
+        int((draft.size_gib or 0) * GIB) if draft and (s.speculative or {}).get("method") in K.DRAFT_METHODS else 0
+    )
+    act = _activation(geom, s)
+    non_torch = NON_TORCH_BYTES + (NCCL_BYTES if s.tp > 1 else 0)
+    graphs = 0 if s.enforce_eager or s.platform in ("cpu", "gaudi2") else CUDA_GRAPH_BYTES
+    weights_bytes = sum(per_gpu.values()) + draft_bytes
+    requested = int(s.device_bytes * s.gpu_memory_utilization)
+    refusals, warnings, assumptions = [], [], []
+
+    def _base_pool() -> int:
+        base = requested - weights_bytes - act - non_torch
+        if s.graph_reserved_fraction is not None:
+            base = int(base * (1 - s.graph_reserved_fraction))
+        return base
+
+    def pool_at(ctx_len: int) -> tuple[int, int]:
+        """(the pool the plan counts on, the workspaces) at this max_model_len."""
+        ws = _workspace(geom, s, ctx_len)
+        if kv.outside_pool_bytes_per_token and kv.bytes_per_token:
+            ws += int(_base_pool() / kv.bytes_per_token * kv.outside_pool_bytes_per_token)
+        if s.platform == "cpu":
+            space = float(str(r.env["VLLM_CPU_KVCACHE_SPACE"].value)) if "VLLM_CPU_KVCACHE_SPACE" in r.env else 4.0
+            return int(space * GIB), ws
+        if s.explicit_kv_bytes:
+            return int(s.explicit_kv_bytes), ws
+        if s.plan_sets_kv_bytes:
+            p = int(s.device_bytes * (1 - EXPLICIT_MARGIN)) - weights_bytes - act - non_torch - ws - graphs
+            return p // MIB * MIB, ws
+        return _base_pool(), ws
+
+    pool, ws = pool_at(s.max_model_len)
+    vllm_pool = pool if s.platform == "cpu" else _base_pool()  # what gpu_memory_utilization alone would give
+    need_one = kv.bytes_for_sequence(s.max_model_len)
+    limit, limit_is = (
+        (s.device_bytes, "the device's")
+        if s.plan_sets_kv_bytes or s.explicit_kv_bytes
+        else (requested, f"the {s.gpu_memory_utilization:g} x {_g(s.device_bytes)} vLLM may use:")
+    )
+    if s.platform != "cpu" and weights_bytes + act + non_torch >= limit:
+        refusals.append(
+            f"the weights ({_g(weights_bytes)} per GPU) with the activation peak ({_g(act)}) and non-torch "
+            f"memory ({_g(non_torch)}) exceed {limit_is} {_g(limit)}"
+        )
+    elif kv.parts and pool < need_one:
+        refusals.append(
+            f"one sequence of {s.max_model_len:,} tokens needs {_g(need_one)} of KV per GPU; the pool is {_g(pool)}"
+        )
+    headroom = s.device_bytes - requested
+    if not s.explicit_kv_bytes and not s.plan_sets_kv_bytes and s.platform != "cpu" and ws + graphs > headroom:
+        warnings.append(
+            f"the workspaces that grow with max_model_len ({_g(ws)}) and CUDA graphs ({_g(graphs)}) are allocated "
+            f"after vLLM sizes the pool; the headroom left by gpu_memory_utilization {s.gpu_memory_utilization:g} "
+            f"is {_g(headroom)}: expect an out-of-memory error mid-run"
+        )
+    if s.explicit_kv_bytes and s.platform != "cpu":
+        total = weights_bytes + act + non_torch + ws + graphs + int(s.explicit_kv_bytes)
+        if total > s.device_bytes:
+            refusals.append(
+                f"--kv-cache-memory-bytes {int(s.explicit_kv_bytes):,} with the weights, reserves and workspaces "
+                f"needs {_g(total)} per GPU; the device has {_g(s.device_bytes)}"
+            )
+    per_token = kv.bytes_per_token
+    pool_tokens = int(pool // per_token) if per_token else 0
+    max_seqs = int(pool // need_one) if need_one else 0
+    max_ctx = _largest_ctx(kv, pool_at, s.max_num_seqs, geom.arch.native_context_tokens or s.max_model_len)
+    assumptions += [
+        f"device memory {_g(s.device_bytes)}: {s.device_source}",
+        f"activation peak {_g(act)}: {s.max_num_batched_tokens:,} batched tokens through the widest layer, "
+        f"plus the dummy sampler run over min(max_num_seqs, batched tokens) rows of fp32 logits x{SAMPLER_COPIES}",
+        f"non-torch memory {_g(non_torch)}" + (" (NCCL buffers included)" if s.tp > 1 else ""),
+    ]
+    if graphs:
+        assumptions.append(f"CUDA graphs {_g(graphs)}, captured after the pool: out of the headroom")
+    if s.graph_reserved_fraction is not None:
+        assumptions.append(
+            f"Gaudi: VLLM_GRAPH_RESERVED_MEM={s.graph_reserved_fraction:g} of the memory left after the weights "
+            "and the profile run is kept for HPU graphs"
+        )
+    if geom.filled_from_file:
+        assumptions.append("from the checkpoint's header: " + ", ".join(sorted(geom.filled_from_file)))
+    return Plan(
+        slug=resolved.slug,
+        quant=resolved.quant,
+        setup=s,
+        geometry=geom,
+        weights=weights,
+        weights_per_gpu=per_gpu,
+        draft_weights_per_gpu=draft_bytes,
+        kv=kv,
+        activation_bytes=act,
+        non_torch_bytes=non_torch,
+        workspace_bytes=ws,
+        graph_bytes=graphs,
+        requested_bytes=requested,
+        vllm_pool_bytes=vllm_pool,
+        pool_bytes=pool,
+        pool_tokens=pool_tokens,
+        seq_bytes_at_ctx=need_one,
+        max_seqs_at_ctx=max_seqs,
+        max_ctx_at_seqs=max_ctx,
+        refusals=refusals,
+        warnings=warnings + weights.notes + kv.notes,
+        assumptions=assumptions,
+    )
+
+
+def _largest_ctx(kv: K.KV, pool_at, seqs: int, ceiling: int) -> int:
+    """Largest max_model_len at which `seqs` full-length sequences fit (workspaces grow with it)."""
+    if not kv.parts:
+        return 0
+
+    def fits(n: int) -> bool:
+        pool, _ = pool_at(n)
+        return seqs * kv.bytes_for_sequence(n) <= pool
+
+    lo, hi = 0, max(ceiling, 1)
+    if fits(hi):
+        return hi
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if fits(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+def _g(n: float) -> str:
+    return f"{n / GIB:,.2f} GiB"
+
+
+def launch_args(resolved) -> dict:
+    """Flags the launch block takes from the plan: --kv-cache-memory-bytes where the recipe
+    asks for an explicit pool (plan.explicit_kv_bytes) and sets none itself."""
+    r = resolved.recipe
+    if r.abstract or not (r.plan and r.plan.explicit_kv_bytes) or r.serve.arg("kv_cache_memory_bytes") is not None:
+        return {}
+    p = make_plan(resolved)
+    if not p.fits or p.pool_bytes <= 0:
+        raise CookbookError(
+            f"cannot size the KV pool of {resolved.slug}: " + "; ".join(p.refusals or ["no room for a pool"]),
+            help=f"`cookbook plan {resolved.slug}` shows the numbers",
+            exit_code=BAD_INPUT,
+        )
+    return {"kv_cache_memory_bytes": p.pool_bytes}
