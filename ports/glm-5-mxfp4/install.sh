@@ -21,7 +21,7 @@ PY
 
 case "${1:?step}" in
 cookbook)
-    python3 -m pip install --no-cache-dir "$COOKBOOK"
+    python3 -m pip install --no-cache-dir -e "$COOKBOOK"
     ;;
 commits)
     # "vllm-gaudi releases/v0.30.0 at 058f107, vLLM ced6857a" (GLM-5.2 (MXFP4), Image)

@@ -7,4 +7,4 @@ rm -rf /var/lib/apt/lists/*
 python3 -m venv /opt/venv
 cd /opt/vllm-glm52-sm120
 pip install --no-cache-dir -e .
-pip install --no-cache-dir /opt/cookbook
+pip install --no-cache-dir -e /opt/cookbook

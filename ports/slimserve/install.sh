@@ -14,4 +14,4 @@ if [ "${PLATFORM:?}" = mi300x ]; then
     /opt/cookbook/ports/require-input.sh /opt/quixicore-rocm
     uv pip install /opt/quixicore-rocm
 fi
-uv pip install /opt/cookbook
+uv pip install -e /opt/cookbook

@@ -18,7 +18,7 @@ def dry_run_text(p, context_dir: str) -> str:
     lines += [f"# missing build input: {i.name} -> {i.put}" for i in p.missing_inputs]
     if p.missing_wheels is not None:
         lines.append(f"# missing: {p.missing_wheels.format_message()}")
-    lines += ["", "## Dockerfile", p.dockerfile.rstrip("\n"), "", "## context"]
+    lines += ["", "## Dockerfile", *p.dockerfile.rstrip("\n").split("\n"), "", "## context"]
     lines += [k for k in sorted(p.files) if not k.startswith("wheels/")]
     if p.port.wheels:
         lines.append("wheels/*.whl (the host's wheel set, .cache/wheels; scripts/fetch-wheels fills it)")

@@ -36,6 +36,7 @@ class Plan:
     base: str | None
     tag: str
     dockerfile: str  # its text
+    dockerfile_rel: str  # where it is in this repository
     buildargs: dict[str, str]
     labels: dict[str, str]
     files: dict[str, Path | str] = field(default_factory=dict)  # context path -> source file or text
@@ -119,7 +120,8 @@ def plan(resolved: ResolvedRecipe, base: str | None = None, tag: str | None = No
     port = ports.for_recipe(recipe, root)
     base_def = bases.for_platform(platform_id, root)
     chosen = base or (None if _is_placeholder(recipe.image.base) else recipe.image.base) or base_def.image
-    dockerfile = (root / port.folder / port.dockerfile).read_text(encoding="utf-8")
+    dockerfile_rel = recipe.image.dockerfile or f"{port.folder}/{port.dockerfile}"
+    dockerfile = (root / dockerfile_rel).read_text(encoding="utf-8")
     profile, fix_hash, opt_in = _fix_set(resolved)
     engine = recipe.image.engine
     args = {
@@ -153,6 +155,7 @@ def plan(resolved: ResolvedRecipe, base: str | None = None, tag: str | None = No
         base=chosen,
         tag=tag or f"cookbook/{resolved.slug}:{digest[:12]}",
         dockerfile=dockerfile,
+        dockerfile_rel=dockerfile_rel,
         buildargs={k: v for k, v in args.items() if k in _declared_args(dockerfile)},
         labels=labels,
     )
@@ -162,7 +165,7 @@ def plan(resolved: ResolvedRecipe, base: str | None = None, tag: str | None = No
 
 def _fill(p: Plan, root: Path) -> None:
     recipe = p.resolved.recipe
-    p.files["Dockerfile"] = root / p.port.folder / p.port.dockerfile
+    p.files["Dockerfile"] = root / p.dockerfile_rel
     rels = ["pyproject.toml", "README.md", "src/cookbook", "fixes", "recipes", "gates", "ports/require-input.sh"]
     rels += ["ports/check-image.sh", p.port.folder]
     rels += [f"kernels/{k.name}/{f}" for k in recipe.image.kernels for f in ("build.sh", "README.md")]
@@ -196,7 +199,8 @@ def _fill(p: Plan, root: Path) -> None:
 
 
 def write(p: Plan, dest: Path) -> Path:
-    """The context folder, all at once (atomic_dir); wheels and inputs are hard links where they can be."""
+    """The context folder, all at once (atomic_dir). The repository's files are copied; wheels and
+    build inputs (large, never edited) are hard links where they can be."""
     with atomic_dir(dest, force=True) as tmp:
         for rel, src in p.files.items():
             out = tmp / rel
@@ -204,8 +208,11 @@ def write(p: Plan, dest: Path) -> Path:
             if isinstance(src, str):
                 out.write_text(src, encoding="utf-8")
                 continue
-            try:
-                os.link(src, out)
-            except OSError:
-                shutil.copy2(src, out)
+            if rel.startswith(("wheels/", "inputs/")):
+                try:
+                    os.link(src, out)
+                    continue
+                except OSError:
+                    pass
+            shutil.copy2(src, out)
     return dest
