@@ -4,14 +4,15 @@
 #   PARALLEL=tp4-1m-mtp (default)  recipes/glm52-nvfp4-4x-rtxpro6000
 #   PARALLEL=tp4-1m                recipes/glm52-nvfp4-4x-rtxpro6000-tp4-1m
 #   PARALLEL=tp4-dspark            recipes/glm52-nvfp4-4x-rtxpro6000-tp4-dspark
-#   NUM_SPEC=N                     speculative tokens (the MTP modes tune 3)
+#   NUM_SPEC=N                     speculative tokens of the modes that speculate (tp4-1m does not)
 #   ENABLE_TOOLS=0                 tool calling off
 # Arguments replace the server: docker run ... glm52-sm120 cookbook fixes list
 set -euo pipefail
 if [ "$#" -gt 0 ]; then
     exec "$@"
 fi
-case "${PARALLEL:-tp4-1m-mtp}" in
+PARALLEL="${PARALLEL:-tp4-1m-mtp}"
+case "$PARALLEL" in
     tp4-1m-mtp) slug=glm52-nvfp4-4x-rtxpro6000 ;;
     tp4-1m) slug=glm52-nvfp4-4x-rtxpro6000-tp4-1m ;;
     tp4-dspark) slug=glm52-nvfp4-4x-rtxpro6000-tp4-dspark ;;
@@ -23,7 +24,12 @@ case "${PARALLEL:-tp4-1m-mtp}" in
 esac
 sets=()
 if [ -n "${NUM_SPEC:-}" ]; then
-    sets+=(--set "serve.args.speculative_config.num_speculative_tokens=$NUM_SPEC")
+    if [ "$PARALLEL" = tp4-1m ]; then
+        echo "error: NUM_SPEC=$NUM_SPEC: PARALLEL=tp4-1m does not speculate" >&2
+        echo "  help: drop NUM_SPEC, or use PARALLEL=tp4-1m-mtp or tp4-dspark" >&2
+        exit 2
+    fi
+    sets+=(--set "serve.args.speculative_config.value.num_speculative_tokens=$NUM_SPEC")
 fi
 if [ "${ENABLE_TOOLS:-1}" = 0 ]; then
     sets+=(--set "enable_auto_tool_choice=false" --set "tool_call_parser=null")

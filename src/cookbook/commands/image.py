@@ -56,6 +56,7 @@ def image_cmd(slug, quant, dry_run, base, tag):
         return
     if p.missing_wheels is not None:
         raise p.missing_wheels
+    build.require_named_base(p)
     c = build.client()
     build.require_base(c, p)
     context.write(p, context_dir)

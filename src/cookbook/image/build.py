@@ -43,12 +43,17 @@ def image_of(c, ref: str):
         return None
 
 
-def require_base(c, p: Plan) -> None:
+def require_named_base(p: Plan) -> None:
+    """A base that is a build input must be named (--base) before a daemon is asked anything."""
     if not p.base:
         raise CookbookError(
             f"{p.slug} has no base image to build on: {p.base_def.why}",
             help=f"{p.base_def.get} (docker/{p.base_def.folder}/base.yaml)",
         )
+
+
+def require_base(c, p: Plan) -> None:
+    require_named_base(p)
     if image_of(c, p.base) is None:
         raise CookbookError(
             f"base image {p.base} is not in the local Docker daemon (docker/{p.base_def.folder}/base.yaml)",
