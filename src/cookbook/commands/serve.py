@@ -28,13 +28,26 @@ from cookbook.recipe import paths
 @click.option("--out", type=click.Path(path_type=Path), help="Evidence bundle folder (default runs/<slug>-<time>).")
 @click.option("--ready-timeout-s", default=900.0, show_default=True, help="How long to wait for the server.")
 @click.option("--keep-running", is_flag=True, help="Leave the server up (print how to stop it).")
-def serve_cmd(slug, quant, sets, run_gates, data_dir, out, ready_timeout_s, keep_running):
+@click.option(
+    "--image",
+    "use_image",
+    is_flag=True,
+    help="Serve from the recipe's image (`make image RECIPE=SLUG`) in Docker instead of this venv; "
+    "the evidence names the image's ID and digest.",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    help="With --image: serve on this port instead of the recipe's (where that one is taken here).",
+)
+def serve_cmd(slug, quant, sets, run_gates, data_dir, out, ready_timeout_s, keep_running, use_image, port):
     """Fetch and convert the model, start the server from the recipe's own launch block,
     wait until it answers, optionally run the gates, and stop it.
 
     \b
     A second run reuses the fetched and converted model (.cache/).
       cookbook serve gemma3-270m-cpu --gates
+      cookbook serve gemma3-270m-cpu --image --gates   # the same, from its image
     """
     from cookbook import platforms
     from cookbook.serving import local
@@ -46,6 +59,8 @@ def serve_cmd(slug, quant, sets, run_gates, data_dir, out, ready_timeout_s, keep
             "--gates runs on the recipe as written, so its evidence matches the recipe's hash",
             help="drop --set/--quant, or serve without --gates and run `cookbook gates run` yourself",
         )
+    if port and not use_image:
+        raise CookbookError("--port is for --image", help="without --image, use --set port=N (and no --gates)")
     hw = resolved.recipe.hardware
     ok, reason = platforms.can_run(hw.platform, hw.gpus, hw.min_host_memory_gib)
     if not ok:
@@ -64,13 +79,27 @@ def serve_cmd(slug, quant, sets, run_gates, data_dir, out, ready_timeout_s, keep
             + f" ({resolved.content_hash[:19]})"
         )
         env = local.prepare(resolved, workdir)
-        server = local.launch(resolved, env, workdir)
+        if use_image:
+            if sets or quant:
+                raise CookbookError(
+                    "--image serves the image built from the recipe as written", help="drop --set/--quant"
+                )
+            from cookbook.serving import container
+
+            checkpoint = Path(local.exported_env(resolved, env)["CHECKPOINT_DIR"])
+            server = container.launch(resolved, checkpoint, workdir / "image-cache", workdir, port=port)
+        else:
+            server = local.launch(resolved, env, workdir)
         local.wait_ready(server, ready_timeout_s)
         if run_gates:
             stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
             bundle = out or paths.repo_root() / "runs" / f"{slug}-{stamp}"
-            lock = workdir / "environment.lock"
-            lock.write_text(local.env_lock(env))
+            if use_image:
+                environment = ["--image", server.image["ref"]]
+            else:
+                lock = workdir / "environment.lock"
+                lock.write_text(local.env_lock(env))
+                environment = ["--env-lock", str(lock)]
             argv = [
                 sys.executable,
                 "-m",
@@ -82,8 +111,7 @@ def serve_cmd(slug, quant, sets, run_gates, data_dir, out, ready_timeout_s, keep
                 server.base_url,
                 "--out",
                 str(bundle),
-                "--env-lock",
-                str(lock),
+                *environment,
             ]
             if data_dir:  # else `gates run` takes the one default (cookbook.gates.data.default_data_dir)
                 argv += ["--data-dir", str(data_dir)]
@@ -106,6 +134,11 @@ def serve_cmd(slug, quant, sets, run_gates, data_dir, out, ready_timeout_s, keep
                     f"recipe status: {status}"
                     + ("" if status == "verified" else f"  (to record it: cookbook gates verify {slug} {bundle})")
                 )
+        if keep_running and use_image and server is not None:
+            local.step(
+                f"container left running at {server.base_url}; stop it with: docker rm -f {server.container.name}"
+            )
+            server = None
         if keep_running and server is not None:
             local.step(
                 f"server left running at {server.base_url} (pid {server.process.pid}); "

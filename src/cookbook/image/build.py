@@ -104,3 +104,18 @@ def build(c, p: Plan, context_dir: Path) -> dict:
     size = img.attrs.get("Size", 0)
     _say(f"==> built {p.tag} ({img.id}, {size / 2**30:.2f} GiB) in {seconds:.0f} s")
     return {"id": image_id or img.id, "tag": p.tag, "seconds": round(seconds, 1), "size": size}
+
+
+def identity(ref: str) -> dict:
+    """The image's ID (the sha256 of its config, what the daemon names it by) and digest (its
+    registry manifest digest when it was pushed or pulled; else the ID, as no registry is here)."""
+    c = client()
+    img = image_of(c, ref)
+    if img is None:
+        raise CookbookError(
+            f"image {ref} is not in the local Docker daemon",
+            help=f"build it: cookbook image SLUG (or docker pull {ref})",
+        )
+    repo_digests = img.attrs.get("RepoDigests") or []
+    digest = repo_digests[0].split("@", 1)[1] if repo_digests else img.id
+    return {"ref": ref, "id": img.id, "digest": digest}

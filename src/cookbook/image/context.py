@@ -127,6 +127,7 @@ def plan(resolved: ResolvedRecipe, base: str | None = None, tag: str | None = No
     args = {
         "BASE": chosen or "",
         "PLATFORM": platform_id,
+        "RECIPE": resolved.slug,
         "ENGINE_DIST": engine.package,
         "ENGINE_PIN": engine.version or "",
         "FIX_PROFILE": profile,
