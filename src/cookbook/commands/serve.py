@@ -91,6 +91,8 @@ def serve_cmd(slug, quant, sets, run_gates, data_dir, out, ready_timeout_s, keep
         else:
             server = local.launch(resolved, env, workdir)
         local.wait_ready(server, ready_timeout_s)
+        if use_image:
+            container.check_answering(server)
         if run_gates:
             stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
             bundle = out or paths.repo_root() / "runs" / f"{slug}-{stamp}"

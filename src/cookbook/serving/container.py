@@ -92,3 +92,19 @@ def launch(resolved, checkpoint: Path, cache: Path, workdir: Path, port: int | N
         environment={"COOKBOOK_PORT": str(port)} if port != serve.arg("port", 8000) else {},
     )
     return ContainerServer(container, workdir / "server.log", base_url, image)
+
+
+def check_answering(server: ContainerServer) -> None:
+    """The server that answered is the container's: vLLM's /v1/models names the model path it
+    serves as root, and only the container serves CHECKPOINT_IN_IMAGE. (With the host's network,
+    another server that took the port first would otherwise be gated in its place.)"""
+    import json
+
+    body = _get(server.base_url + "/v1/models", 5)
+    roots = [m.get("root") for m in json.loads(body).get("data", [])] if body else []
+    if not server.alive() or CHECKPOINT_IN_IMAGE not in roots:
+        raise ServeError(
+            f"the server at {server.base_url} is not the container's (it serves {roots or 'nothing'}, "
+            f"not {CHECKPOINT_IN_IMAGE}); last lines of the container:\n{server.tail()}",
+            help="another server holds that port: serve on a free one with --port N",
+        )
