@@ -15,6 +15,10 @@ from cookbook.serving.local import ServeError, _get, step
 
 CHECKPOINT_IN_IMAGE = "/models/checkpoint"  # ports/cpu/Dockerfile: CHECKPOINT_DIR
 CACHE_IN_IMAGE = "/cache"
+# vLLM's engine core and API server share a 160 MiB+ buffer in /dev/shm (Docker's default is
+# 64 MiB: "Insufficient space in /dev/shm"); it also wants more open files than Docker's default.
+SHM_SIZE = "2g"
+NOFILE = 65536
 
 
 @dataclass
@@ -75,8 +79,11 @@ def launch(resolved, checkpoint: Path, cache: Path, workdir: Path, port: int | N
         raise ServeError(f"something already answers on {base_url}", help="stop it, or serve on another: --port N")
     cache.mkdir(parents=True, exist_ok=True)
     name = f"cookbook-{resolved.slug}-{int(time.time())}"
+    from docker.types import Ulimit
+
     step(
-        f"docker run --network host -v {checkpoint}:{CHECKPOINT_IN_IMAGE}:ro -v {cache}:{CACHE_IN_IMAGE} "
+        f"docker run --network host --shm-size {SHM_SIZE} --ulimit nofile={NOFILE} "
+        f"-v {checkpoint}:{CHECKPOINT_IN_IMAGE}:ro -v {cache}:{CACHE_IN_IMAGE} "
         f"{tag}  ({image['id'][:19]}, container {name})"
     )
     container = c.containers.run(
@@ -84,6 +91,8 @@ def launch(resolved, checkpoint: Path, cache: Path, workdir: Path, port: int | N
         detach=True,
         name=name,
         network_mode="host",
+        shm_size=SHM_SIZE,
+        ulimits=[Ulimit(name="nofile", soft=NOFILE, hard=NOFILE)],
         volumes={
             str(checkpoint.resolve()): {"bind": CHECKPOINT_IN_IMAGE, "mode": "ro"},
             str(cache.resolve()): {"bind": CACHE_IN_IMAGE, "mode": "rw"},
