@@ -16,9 +16,8 @@ from cookbook.serving.local import ServeError, _get, step
 CHECKPOINT_IN_IMAGE = "/models/checkpoint"  # ports/cpu/Dockerfile: CHECKPOINT_DIR
 CACHE_IN_IMAGE = "/cache"
 # vLLM's engine core and API server share a 160 MiB+ buffer in /dev/shm (Docker's default is
-# 64 MiB: "Insufficient space in /dev/shm"); it also wants more open files than Docker's default.
+# 64 MiB: "Insufficient space in /dev/shm").
 SHM_SIZE = "2g"
-NOFILE = 65536
 
 
 @dataclass
@@ -79,20 +78,18 @@ def launch(resolved, checkpoint: Path, cache: Path, workdir: Path, port: int | N
         raise ServeError(f"something already answers on {base_url}", help="stop it, or serve on another: --port N")
     cache.mkdir(parents=True, exist_ok=True)
     name = f"cookbook-{resolved.slug}-{int(time.time())}"
-    from docker.types import Ulimit
+    from docker.errors import APIError
 
     step(
-        f"docker run --network host --shm-size {SHM_SIZE} --ulimit nofile={NOFILE} "
+        f"docker run --network host --shm-size {SHM_SIZE} "
         f"-v {checkpoint}:{CHECKPOINT_IN_IMAGE}:ro -v {cache}:{CACHE_IN_IMAGE} "
         f"{tag}  ({image['id'][:19]}, container {name})"
     )
-    container = c.containers.run(
+    container = c.containers.create(
         tag,
-        detach=True,
         name=name,
         network_mode="host",
         shm_size=SHM_SIZE,
-        ulimits=[Ulimit(name="nofile", soft=NOFILE, hard=NOFILE)],
         volumes={
             str(checkpoint.resolve()): {"bind": CHECKPOINT_IN_IMAGE, "mode": "ro"},
             str(cache.resolve()): {"bind": CACHE_IN_IMAGE, "mode": "rw"},
@@ -100,6 +97,11 @@ def launch(resolved, checkpoint: Path, cache: Path, workdir: Path, port: int | N
         labels={"io.cookbook.serve": resolved.slug},
         environment={"COOKBOOK_PORT": str(port)} if port != serve.arg("port", 8000) else {},
     )
+    try:
+        container.start()
+    except APIError as exc:
+        container.remove(force=True)
+        raise ServeError(f"the container of {tag} did not start: {exc.explanation or exc}") from None
     return ContainerServer(container, workdir / "server.log", base_url, image)
 
 
