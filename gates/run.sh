@@ -6,11 +6,12 @@
 # BASE_URL defaults to http://127.0.0.1:8000. Gate data: `cookbook gates run` reads
 # $COOKBOOK_DATA, else .cache/data (`cookbook data fetch` fills it); see gates/README.md.
 # When the server is local and $COOKBOOK_SERVING_PYTHON (default: the repo's .venv) has
-# vLLM, its `pip freeze` is recorded as the environment lock.
+# vLLM, its `pip freeze` is recorded as the environment lock; against a container, pass
+# --image cookbook/<slug>:<tag> and the bundle records that image's ID and digest instead.
 set -euo pipefail
 
 if [[ $# -lt 1 || "$1" == -h || "$1" == --help ]]; then
-  sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'
+  sed -n '2,10p' "$0" | sed 's/^# \{0,1\}//'
   exit 2
 fi
 recipe=$1; shift
@@ -25,7 +26,7 @@ env_args=()
 serving_python=${COOKBOOK_SERVING_PYTHON:-$repo/.venv/bin/python}
 case "$base_url" in
   http://127.0.0.1:*|http://localhost:*|http://0.0.0.0:*)
-    if [[ " $* " != *" --env-lock"* && " $* " != *" --image-digest"* ]] \
+    if [[ " $* " != *" --env-lock"* && " $* " != *" --image"* ]] \
        && "$serving_python" -c 'import importlib.util,sys; sys.exit(importlib.util.find_spec("vllm") is None)' 2>/dev/null; then
       env_args=(--env-lock-cmd "$serving_python -m pip freeze --all")
     fi ;;

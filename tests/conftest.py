@@ -7,6 +7,7 @@ from convert_helpers import small_gguf_bytes
 
 
 def pytest_collection_modifyitems(config, items):
+    _skip_docker_without_daemon(items)
     # Tests marked `engine` need the pinned CPU vLLM; skip them visibly when it is absent.
     engine_items = [item for item in items if item.get_closest_marker("engine")]
     if not engine_items:
@@ -17,6 +18,21 @@ def pytest_collection_modifyitems(config, items):
         skip = pytest.mark.skip(reason=SKIP_REASON)
         for item in engine_items:
             item.add_marker(skip)
+
+
+def _skip_docker_without_daemon(items):
+    docker_items = [item for item in items if item.get_closest_marker("docker")]
+    if not docker_items:
+        return
+    try:
+        import docker
+
+        docker.from_env(timeout=5).ping()
+        return
+    except Exception as exc:  # any failure to reach it is the reason to skip
+        reason = f"no Docker daemon answers ({type(exc).__name__}); start dockerd (.ci/run does)"
+    for item in docker_items:
+        item.add_marker(pytest.mark.skip(reason=reason))
 
 
 # GGUF files shared by the gguf reader and converter tests.

@@ -5,6 +5,8 @@ ast, so a lazy import cannot slip an upward edge past the rule.
     verification               a recipe's status with its bundle re-checked: recipe + gates
     gates, serving, convert    use the recipe model, gguf, the engine (serving: also the plan)
     plan                       the memory planner: recipe, gguf, the safetensors reader; never gates, serving or the CLI
+    gates, serving, convert    use the recipe model, gguf, the engine
+    image                      images: the recipe model and the fix pack; never gates or serving
     recipe (incl. gates_spec)  the recipe model and its resolution: never gates or the CLI
     gguf                       the GGUF format: never convert
     files, errors, untrusted, platforms, kernel_catalogue, mxfp4, engine, ...   the bottom
@@ -23,6 +25,7 @@ FORBIDDEN = {
     "cookbook.gguf": ("cookbook.convert", "cookbook.recipe", "cookbook.gates", "cookbook.serving"),
     "cookbook.gates": ("cookbook.serving", "cookbook.convert"),
     "cookbook.plan": ("cookbook.gates", "cookbook.serving", "cookbook.kernels", "cookbook.verification"),
+    "cookbook.image": ("cookbook.gates", "cookbook.serving", "cookbook.convert", "cookbook.verification"),
     "cookbook.files": ("cookbook.",),
     "cookbook.errors": ("cookbook.",),
     "cookbook.untrusted": ("cookbook.",),

@@ -54,6 +54,11 @@ LAZY_GROUPS: dict[str, tuple[str, str]] = {
         "convert",
         "Checkpoint converters: GGUF inspect/join/set/split/to-hf, Quark MXFP4 fuse.",
     ),
+    "image": (
+        "cookbook.commands.image",
+        "image_cmd",
+        "Build a recipe's serving image (Docker SDK), or print its plan with --dry-run.",
+    ),
     "fixes": ("cookbook.commands.fixes", "fixes_group", "Apply, check or revert the fix pack on an installed vLLM."),
     "data": (
         "cookbook.commands.data",

@@ -41,23 +41,27 @@ def test_the_gaudi_kernel_entry_has_a_backend_that_is_not_here():
 
 
 def test_dockerfiles_named_as_files_of_this_repository_must_be_here(tmp_path):
+    # both recipes name real Dockerfiles of this repository (ports/); point them at absent ones
     recipes = tmp_path / "recipes"
     shutil.copytree(ROOT / "recipes", recipes)
     rtx = recipes / "glm52-nvfp4-4x-rtxpro6000" / "recipe.yaml"
-    text = rtx.read_text()
-    old = "    dockerfile: Dockerfile.glm52-sm120   # in the fork's repository, not in this one\n"
-    assert old in text
-    rtx.write_text(
-        text.replace(old, "").replace("  build: >-\n", "  dockerfile: Dockerfile.glm52-sm120\n  build: >-\n", 1)
-    )
     gaudi = recipes / "glm52-mxfp4-8x-gaudi2" / "recipe.yaml"
-    gaudi.write_text(
-        gaudi.read_text().replace(
-            "  port: glm-5-mxfp4\n", "  port: glm-5-mxfp4\n  dockerfile: ports/glm-5-mxfp4/Dockerfile\n", 1
-        )
-    )
+    for path, old in (
+        (rtx, "  dockerfile: ports/glm52-sm120/Dockerfile.glm52-sm120\n"),
+        (gaudi, "  dockerfile: ports/glm-5-mxfp4/Dockerfile\n"),
+    ):
+        text = path.read_text()
+        assert old in text
+        path.write_text(text.replace(old, old.replace("\n", ".absent\n"), 1))
     p = lint(str(rtx), str(gaudi), recipes=recipes)
     assert p.returncode == 1
-    assert "R018 image.dockerfile: Dockerfile.glm52-sm120 is not a file of this repository" in p.stdout
-    assert "R018 image.dockerfile: ports/glm-5-mxfp4/Dockerfile is not a file of this repository" in p.stdout
+    assert "R018 image.dockerfile: ports/glm52-sm120/Dockerfile.glm52-sm120.absent is not a file" in p.stdout
+    assert "R018 image.dockerfile: ports/glm-5-mxfp4/Dockerfile.absent is not a file of this repository" in p.stdout
     assert p.stdout.count("R018") == 2, p.stdout
+    assert (
+        lint(
+            str(ROOT / "recipes/glm52-nvfp4-4x-rtxpro6000/recipe.yaml"),
+            str(ROOT / "recipes/glm52-mxfp4-8x-gaudi2/recipe.yaml"),
+        ).returncode
+        == 0
+    )

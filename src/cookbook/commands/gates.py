@@ -58,6 +58,11 @@ def gates():
     help="Command whose output is the serving environment's lock, e.g. '.venv/bin/python -m pip freeze'.",
 )
 @click.option("--image-digest", help="Digest of the serving image (sha256:...).")
+@click.option(
+    "--image",
+    "image_ref",
+    help="The serving image, e.g. cookbook/<slug>:<tag>: its ID and digest are read from the local Docker daemon.",
+)
 @click.option("--model", help="Served model name (default: the recipe's served_model_name).")
 @click.option(
     "--request-timeout-s",
@@ -84,6 +89,7 @@ def run_cmd(
     env_lock,
     env_lock_cmd,
     image_digest,
+    image_ref,
     model,
     request_timeout_s,
     suite_timeout_s,
@@ -118,8 +124,13 @@ def run_cmd(
                 f"{flag} {p}: not a directory", help="see gates/README.md ('Gate data') for how to fetch the data"
             )
     lock_text = source = None
-    if sum(x is not None for x in (env_lock, env_lock_cmd, image_digest)) > 1:
-        raise CookbookError("give only one of --env-lock, --env-lock-cmd, --image-digest")
+    if sum(x is not None for x in (env_lock, env_lock_cmd, image_digest, image_ref)) > 1:
+        raise CookbookError("give only one of --env-lock, --env-lock-cmd, --image-digest, --image")
+    image = None
+    if image_ref is not None:
+        from cookbook.image.build import identity
+
+        image = identity(image_ref)
     if env_lock is not None:
         if not env_lock.is_file():
             raise CookbookError(
@@ -157,6 +168,7 @@ def run_cmd(
         },
         env_lock_text=lock_text,
         env_lock_source=source,
+        image=image,
         image_digest=image_digest,
         request_timeout_s=request_timeout_s,
         suite_timeout_s=suite_timeout_s,

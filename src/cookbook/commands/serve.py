@@ -34,7 +34,19 @@ from cookbook.recipe import paths
     "then again against them for the evidence bundle.",
 )
 @click.option("--keep-running", is_flag=True, help="Leave the server up (print how to stop it).")
-def serve_cmd(slug, quant, sets, run_gates, data_dir, out, ready_timeout_s, calibrate, keep_running):
+@click.option(
+    "--image",
+    "use_image",
+    is_flag=True,
+    help="Serve from the recipe's image (`make image RECIPE=SLUG`) in Docker instead of this venv; "
+    "the evidence names the image's ID and digest.",
+)
+@click.option(
+    "--port",
+    type=click.IntRange(1, 65535),
+    help="With --image: serve on this port instead of the recipe's (where that one is taken here).",
+)
+def serve_cmd(slug, quant, sets, run_gates, data_dir, out, ready_timeout_s, calibrate, keep_running, use_image, port):
     """Fetch and convert the model, start the server from the recipe's own launch block,
     wait until it answers, optionally run the gates, and stop it.
 
@@ -42,6 +54,7 @@ def serve_cmd(slug, quant, sets, run_gates, data_dir, out, ready_timeout_s, cali
     A second run reuses the fetched and converted model (.cache/).
       cookbook serve gemma3-270m-cpu --gates
       cookbook serve gemma3-270m-h200 --calibrate   # bars from this machine, then the evidence run
+      cookbook serve gemma3-270m-cpu --image --gates   # the same, from its image
     """
     from cookbook import platforms
     from cookbook.serving import local
@@ -53,6 +66,8 @@ def serve_cmd(slug, quant, sets, run_gates, data_dir, out, ready_timeout_s, cali
             "--gates runs on the recipe as written, so its evidence matches the recipe's hash",
             help="drop --set/--quant, or serve without --gates and run `cookbook gates run` yourself",
         )
+    if port and not use_image:
+        raise CookbookError("--port is for --image", help="without --image, use --set port=N (and no --gates)")
     hw = resolved.recipe.hardware
     ok, reason = platforms.can_run(hw.platform, hw.gpus, hw.min_host_memory_gib)
     if not ok:
@@ -71,22 +86,38 @@ def serve_cmd(slug, quant, sets, run_gates, data_dir, out, ready_timeout_s, cali
             + f" ({resolved.content_hash[:19]})"
         )
         env = local.prepare(resolved, workdir)
-        server = local.launch(resolved, env, workdir)
+        if use_image:
+            if sets or quant:
+                raise CookbookError(
+                    "--image serves the image built from the recipe as written", help="drop --set/--quant"
+                )
+            from cookbook.serving import container
+
+            checkpoint = Path(local.exported_env(resolved, env)["CHECKPOINT_DIR"])
+            server = container.launch(resolved, checkpoint, workdir / "image-cache", workdir, port=port)
+        else:
+            server = local.launch(resolved, env, workdir)
         local.wait_ready(server, ready_timeout_s)
+        if use_image:
+            container.check_answering(server)
         if run_gates or calibrate:
             stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
             bundle = out or paths.repo_root() / "runs" / f"{slug}-{stamp}"
-            lock = workdir / "environment.lock"
-            lock.write_text(local.env_lock(env))
+            if use_image:
+                environment = ["--image", server.image["ref"]]
+            else:
+                lock = workdir / "environment.lock"
+                lock.write_text(local.env_lock(env))
+                environment = ["--env-lock", str(lock)]
             if calibrate:
                 cal = bundle.with_name(bundle.name + "-calibration")
-                code = _gates_run(slug, server, cal, lock, data_dir)
+                code = _gates_run(slug, server, cal, environment, data_dir)
                 local.step(f"calibration gates {'passed' if code == 0 else 'ran (some bars not met)'}: {cal}")
                 argv = [sys.executable, "-m", "cookbook.cli", "gates", "calibrate", slug, str(cal)]
                 local.step("calibrate: " + local.quote_cmd(argv[2:]))
                 if subprocess.run(argv).returncode != 0:
                     raise CookbookError(f"calibration from {cal} refused (above); the recipe is unchanged")
-            code = _gates_run(slug, server, bundle, lock, data_dir)
+            code = _gates_run(slug, server, bundle, environment, data_dir)
             if server is not None and not server.alive():
                 click.echo(
                     CookbookError(
@@ -104,6 +135,11 @@ def serve_cmd(slug, quant, sets, run_gates, data_dir, out, ready_timeout_s, cali
                     f"recipe status: {status}"
                     + ("" if status == "verified" else f"  (to record it: cookbook gates verify {slug} {bundle})")
                 )
+        if keep_running and use_image and server is not None:
+            local.step(
+                f"container left running at {server.base_url}; stop it with: docker rm -f {server.container.name}"
+            )
+            server = None
         if keep_running and server is not None:
             local.step(
                 f"server left running at {server.base_url} (pid {server.process.pid}); "
@@ -118,12 +154,12 @@ def serve_cmd(slug, quant, sets, run_gates, data_dir, out, ready_timeout_s, cali
     sys.exit(code)
 
 
-def _gates_run(slug: str, server, bundle: Path, lock: Path, data_dir: Path | None) -> int:
+def _gates_run(slug: str, server, bundle: Path, environment: list[str], data_dir: Path | None) -> int:
     """`cookbook gates run` against the server, in a child process (its exit code)."""
     from cookbook.serving import local
 
     argv = [sys.executable, "-m", "cookbook.cli", "gates", "run", slug, "--base-url", server.base_url]
-    argv += ["--out", str(bundle), "--env-lock", str(lock)]
+    argv += ["--out", str(bundle), *environment]
     if data_dir:  # else `gates run` takes the one default (cookbook.gates.data.default_data_dir)
         argv += ["--data-dir", str(data_dir)]
     local.step("gates: " + local.quote_cmd(argv[2:]))

@@ -113,10 +113,18 @@ class Bundle:
         self.write_text(name, json.dumps(value, indent=2, ensure_ascii=False, default=str) + "\n")
 
     def set_environment(
-        self, *, lock_text: str | None = None, source: str | None = None, image_digest: str | None = None
+        self,
+        *,
+        lock_text: str | None = None,
+        source: str | None = None,
+        image_digest: str | None = None,
+        image: dict[str, str] | None = None,
     ) -> None:
+        """image: {'ref', 'id', 'digest'} of the serving image (cookbook.image.build.identity)."""
         env: dict[str, Any]
-        if image_digest:
+        if image:
+            env = {"kind": "image", "digest": image["digest"], "id": image["id"], "ref": image["ref"]}
+        elif image_digest:
             env = {"kind": "image", "digest": image_digest}
         elif lock_text is not None:
             self.write_text("environment.lock", lock_text)

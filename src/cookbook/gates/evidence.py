@@ -87,6 +87,9 @@ def check_environment(root: Path, doc: dict) -> list[str]:
         digest = env.get("digest")
         if not isinstance(digest, str) or not DIGEST.fullmatch(digest):
             return [f"the image digest {digest!r} is not of the form sha256:<64 lowercase hex>"]
+        image_id = env.get("id")
+        if image_id is not None and (not isinstance(image_id, str) or not DIGEST.fullmatch(image_id)):
+            return [f"the image ID {image_id!r} is not of the form sha256:<64 lowercase hex>"]
         return []
     if kind == "env-lock":
         want = env.get("sha256")
@@ -564,7 +567,10 @@ def environment_of(doc: dict) -> str | None:
     """The `environment:` string the verified block records for this bundle."""
     env = doc.get("environment") or {}
     if env.get("kind") == "image":
-        return f"image {env.get('digest')}"
+        out = f"image {env.get('digest')}"
+        if env.get("id") and env.get("id") != env.get("digest"):
+            out += f" (id {env['id']})"
+        return out
     if env.get("kind") == "env-lock":
         return f"env-lock sha256:{env.get('sha256')}"
     return None

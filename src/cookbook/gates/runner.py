@@ -31,6 +31,7 @@ class SuiteConfig:
     env_lock_text: str | None = None
     env_lock_source: str | None = None
     image_digest: str | None = None
+    image: dict[str, str] | None = None  # ref, id, digest of the serving image
     request_timeout_s: float = 300.0
     # The whole suite's deadline; None: the declared gates' timeout_s added up, plus SUITE_SLACK_S.
     suite_timeout_s: float | None = None
@@ -73,7 +74,9 @@ async def run_suite(cfg: SuiteConfig) -> Bundle:
             **cfg.header,
         },
     )
-    bundle.set_environment(lock_text=cfg.env_lock_text, source=cfg.env_lock_source, image_digest=cfg.image_digest)
+    bundle.set_environment(
+        lock_text=cfg.env_lock_text, source=cfg.env_lock_source, image_digest=cfg.image_digest, image=cfg.image
+    )
     server = Server(cfg.base_url, cfg.model, cfg.request_timeout_s)
     try:
         return await _run(cfg, declared, bundle, server)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from cookbook.gates.bundle import load_results
+from cookbook.gates.evidence import environment_of
 from cookbook.recipe.gates_spec import GATE_NAMES
 from cookbook.recipe.verified import write_verified
 
@@ -54,8 +55,7 @@ def _key_figures(measured: dict) -> dict:
 
 
 def block_for(resolved, doc: dict, bundle: Path) -> dict[str, Any]:
-    env = doc["environment"]
-    environment = f"image {env['digest']}" if env["kind"] == "image" else f"env-lock sha256:{env['sha256']}"
+    environment = environment_of(doc)
     try:
         from cookbook.recipe.paths import repo_root
 

@@ -160,6 +160,9 @@ class Server:
     def alive(self) -> bool:
         return self.process.poll() is None
 
+    def exit_status(self) -> int | None:
+        return self.process.returncode
+
     def tail(self, lines: int = 30) -> str:
         try:
             return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
@@ -250,7 +253,7 @@ def wait_ready(server: Server, timeout_s: float) -> float:
     while time.monotonic() - t0 < timeout_s:
         if not server.alive():
             raise ServeError(
-                f"the server exited with code {server.process.returncode} before it was ready; "
+                f"the server exited with code {server.exit_status()} before it was ready; "
                 f"last lines of {server.log}:\n{server.tail()}"
             )
         if _get(server.base_url + "/health", 2) is not None:

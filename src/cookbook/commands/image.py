@@ -1,0 +1,65 @@
+"""`cookbook image`: build a recipe's serving image, or print its plan (--dry-run)."""
+
+from __future__ import annotations
+
+import click
+
+from cookbook.commands.recipes import quant_option, resolve_or_refuse
+
+
+def dry_run_text(p, context_dir: str, quant: str | None = None) -> str:
+    from cookbook.untrusted import printable
+
+    chosen = f" --quant {quant}" if quant else ""
+    lines = [
+        f"# cookbook image {p.slug}{chosen} --dry-run: nothing is built",
+        f"# image {p.tag}",
+        f"# base {p.base or '(none)'}",
+    ]
+    lines += [f"# missing build input: {i.name} -> {i.put}" for i in p.missing_inputs]
+    if p.missing_wheels is not None:
+        lines.append(f"# missing: {p.missing_wheels.format_message()}")
+    lines += ["", "## Dockerfile", *p.dockerfile.rstrip("\n").split("\n"), "", "## context"]
+    lines += [k for k in sorted(p.files) if not k.startswith("wheels/")]
+    if p.port.wheels:
+        lines.append("wheels/*.whl (the host's wheel set, .cache/wheels; scripts/fetch-wheels fills it)")
+    lines += ["", "## build", p.build_command(context_dir)]
+    return "".join(printable(line) + "\n" for line in lines)
+
+
+@click.command("image")
+@click.argument("slug")
+@quant_option
+@click.option(
+    "--dry-run", is_flag=True, help="Print the Dockerfile, the context's files and the build command; no daemon."
+)
+@click.option("--base", help="Base image to build on (default: the recipe's, else docker/<platform>/base.yaml).")
+@click.option("--tag", help="Image reference to tag (default cookbook/<slug>:<recipe-hash12>).")
+def image_cmd(slug, quant, dry_run, base, tag):
+    """Build the serving image of a recipe: its port's Dockerfile on the platform's base, with the
+    fix pack, kernels and resolved recipe; tagged cookbook/<slug>:<recipe-hash12>, labelled with
+    source, revision, recipe hash, fix-set hash and engine pin. Its last step runs
+    `cookbook fixes check`.
+
+    \b
+      cookbook image gemma3-270m-cpu --dry-run
+      cookbook image gemma3-270m-cpu          # needs dockerd and the base (scripts/make-cpu-base)
+    """
+    from cookbook.files import repo_root
+    from cookbook.image import build, context
+
+    resolved = resolve_or_refuse(slug, quant, (), f"cannot build the image of {slug}")
+    p = context.plan(resolved, base=base, tag=tag)
+    context_dir = repo_root() / ".cache" / "image" / (slug + (f"-{quant}" if quant else "")) / "context"
+    if dry_run:
+        rel = context_dir.relative_to(repo_root()).as_posix()
+        click.echo(dry_run_text(p, rel, quant), nl=False)
+        return
+    if p.missing_wheels is not None:
+        raise p.missing_wheels
+    build.require_named_base(p)
+    c = build.client()
+    build.require_base(c, p)
+    context.write(p, context_dir)
+    result = build.build(c, p, context_dir)
+    click.echo(f"{result['tag']} {result['id']}")

@@ -1,0 +1,219 @@
+"""The build context of a recipe's image, planned before anything is written: the port's
+Dockerfile, the repository subset the image carries as cookbook/ (package, fix pack, recipes,
+the port, the kernels the recipe names), the resolved recipe and its launch block, the wheel
+set of an offline build, and the port's named build inputs. `--dry-run` prints the plan;
+a build writes it to .cache/image/<slug>/context and hands that folder to Docker."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform as host
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from cookbook.errors import CookbookError
+from cookbook.files import atomic_dir, repo_root
+from cookbook.image import bases, ports
+from cookbook.recipe.launch import render
+from cookbook.recipe.resolve import ResolvedRecipe
+
+BUILD_HOST_ARCHES = ("x86_64", "amd64")  # every port's Dockerfile builds linux/amd64
+WHEELS = Path(".cache") / "wheels"
+SKIP_PARTS = {"__pycache__", ".pytest_cache", "evidence", "results"}
+LABEL = "org.opencontainers.image"
+
+
+@dataclass
+class Plan:
+    slug: str
+    resolved: ResolvedRecipe
+    port: ports.Port
+    base_def: bases.Base
+    base: str | None
+    tag: str
+    dockerfile: str  # its text
+    dockerfile_rel: str  # where it is in this repository
+    buildargs: dict[str, str]
+    labels: dict[str, str]
+    files: dict[str, Path | str] = field(default_factory=dict)  # context path -> source file or text
+    missing_inputs: list[ports.BuildInput] = field(default_factory=list)
+    missing_wheels: CookbookError | None = None  # raised by a build, printed by a dry run
+
+    def build_command(self, context_dir: str) -> str:
+        args = " ".join(f"--build-arg {k}={_q(v)}" for k, v in sorted(self.buildargs.items()))
+        labels = " ".join(f"--label {k}={_q(v)}" for k, v in sorted(self.labels.items()))
+        return f"docker build -t {self.tag} {args} {labels} {context_dir}"
+
+
+def _q(v: str) -> str:
+    import shlex
+
+    return shlex.quote(v)
+
+
+def _git(root: Path, *args: str) -> str | None:
+    try:
+        done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+def _tree(root: Path, rel: str) -> list[str]:
+    top = root / rel
+    if top.is_file():
+        return [rel]
+    out = []
+    for path in sorted(top.rglob("*")):
+        parts = path.relative_to(root).parts
+        if path.is_file() and not SKIP_PARTS & set(parts) and not path.name.endswith(".pyc"):
+            out.append(path.relative_to(root).as_posix())
+    return out
+
+
+def _declared_args(dockerfile: str) -> set[str]:
+    return set(re.findall(r"^\s*ARG\s+([A-Za-z_][A-Za-z0-9_]*)", dockerfile, flags=re.M))
+
+
+def _fix_set(resolved: ResolvedRecipe) -> tuple[str, str, list[str]]:
+    """(profile, fix-set hash, opt-in names); empty strings when the recipe has no profile."""
+    fx = resolved.recipe.image.fixes
+    if not fx.profile:
+        return "", "", []
+    from cookbook.fixes.pack import resolve_profile, set_hash
+
+    opt = [f.name for f in fx.opt_in]
+    profile, fixes = resolve_profile(fx.profile, opt)
+    return fx.profile, set_hash(profile, fixes), opt
+
+
+def _engine_pin(resolved: ResolvedRecipe) -> str:
+    e = resolved.recipe.image.engine
+    if e.version:
+        return f"{e.package}=={e.version}"
+    return " ".join(x for x in (e.package, e.repo, e.branch, e.commit) if x)
+
+
+def check_host(plan_platform: str, machine: str | None = None) -> None:
+    machine = (machine or host.machine()).lower()
+    if machine not in BUILD_HOST_ARCHES:
+        raise CookbookError(
+            f"this host ({machine}) cannot build the {plan_platform} image: every port builds linux/amd64 "
+            "and installs x86-64 wheels",
+            help="build on an x86-64 Linux machine",
+        )
+
+
+def _is_placeholder(base: str | None) -> bool:
+    return not base or (base.startswith("<") and base.endswith(">"))
+
+
+def plan(resolved: ResolvedRecipe, base: str | None = None, tag: str | None = None, root: Path | None = None) -> Plan:
+    root = root or repo_root()
+    recipe = resolved.recipe
+    platform_id = recipe.hardware.platform
+    check_host(platform_id)
+    port = ports.for_recipe(recipe, root)
+    base_def = bases.for_platform(platform_id, root)
+    chosen = base or (None if _is_placeholder(recipe.image.base) else recipe.image.base) or base_def.image
+    dockerfile_rel = recipe.image.dockerfile or f"{port.folder}/{port.dockerfile}"
+    dockerfile = (root / dockerfile_rel).read_text(encoding="utf-8")
+    profile, fix_hash, opt_in = _fix_set(resolved)
+    engine = recipe.image.engine
+    args = {
+        "BASE": chosen or "",
+        "PLATFORM": platform_id,
+        "RECIPE": resolved.slug,
+        "ENGINE_DIST": engine.package,
+        "ENGINE_PIN": engine.version or "",
+        "FIX_PROFILE": profile,
+        "FIX_OPT_IN": " ".join(opt_in),
+    }
+    if port.wheels:
+        from cookbook.engine import pin
+
+        args["TORCH_PIN"] = pin().torch
+    digest = resolved.content_hash.split(":", 1)[1]
+    labels = {
+        f"{LABEL}.source": _git(root, "remote", "get-url", "origin") or f"file://{root}",
+        f"{LABEL}.revision": _git(root, "rev-parse", "HEAD") or "unknown",
+        f"{LABEL}.title": f"cookbook/{resolved.slug}",
+        f"{LABEL}.base.name": chosen or "",
+        "io.cookbook.recipe": resolved.slug + (f" --quant {resolved.quant}" if resolved.quant else ""),
+        "io.cookbook.recipe-hash": resolved.content_hash,
+        "io.cookbook.fix-set-hash": fix_hash or "none",
+        "io.cookbook.engine-pin": _engine_pin(resolved),
+    }
+    p = Plan(
+        slug=resolved.slug,
+        resolved=resolved,
+        port=port,
+        base_def=base_def,
+        base=chosen,
+        tag=tag or f"cookbook/{resolved.slug}:{digest[:12]}",
+        dockerfile=dockerfile,
+        dockerfile_rel=dockerfile_rel,
+        buildargs={k: v for k, v in args.items() if k in _declared_args(dockerfile)},
+        labels=labels,
+    )
+    _fill(p, root)
+    return p
+
+
+def _fill(p: Plan, root: Path) -> None:
+    recipe = p.resolved.recipe
+    p.files["Dockerfile"] = root / p.dockerfile_rel
+    rels = ["pyproject.toml", "README.md", "src/cookbook", "fixes", "recipes", "gates", "ports/require-input.sh"]
+    rels += ["ports/check-image.sh", p.port.folder]
+    rels += [f"kernels/{k.name}/{f}" for k in recipe.image.kernels for f in ("build.sh", "README.md")]
+    for rel in rels:
+        for f in _tree(root, rel):
+            p.files[f"cookbook/{f}"] = root / f
+    p.files["cookbook/recipe.resolved.json"] = json.dumps(p.resolved.data, indent=2, sort_keys=True, default=str) + "\n"
+    p.files["launch.sh"] = render(p.resolved) + "\n"
+    if p.port.wheels:
+        wheels = root / WHEELS
+        found = sorted(wheels.glob("*.whl")) if wheels.is_dir() else []
+        engine = recipe.image.engine
+        want = f"{engine.package.replace('-', '_')}-{engine.version}-"
+        if not any(w.name.startswith(want) for w in found):
+            p.missing_wheels = CookbookError(
+                f"the wheel set {WHEELS}/ has no {engine.package} {engine.version} wheel; the image builds offline from it",
+                help="fill it: scripts/fetch-wheels (pip download of the engine, torch and the cookbook's dependencies)",
+            )
+        for w in found:
+            p.files[f"wheels/{w.name}"] = w
+    for inp in p.port.inputs:
+        src = root / ports.INPUTS_DIR / inp.name
+        needed = not inp.platforms or recipe.hardware.platform in inp.platforms
+        if src.is_dir() and any(src.iterdir()):
+            for f in _tree(src, "."):
+                p.files[f"inputs/{inp.name}/{f.removeprefix('./')}"] = src / f
+        else:
+            p.files[f"inputs/{inp.name}/MISSING"] = inp.missing_message(p.port.family) if needed else ""
+            if needed:
+                p.missing_inputs.append(inp)
+
+
+def write(p: Plan, dest: Path) -> Path:
+    """The context folder, all at once (atomic_dir). The repository's files are copied; wheels and
+    build inputs (large, never edited) are hard links where they can be."""
+    with atomic_dir(dest, force=True) as tmp:
+        for rel, src in p.files.items():
+            out = tmp / rel
+            out.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(src, str):
+                out.write_text(src, encoding="utf-8")
+                continue
+            if rel.startswith(("wheels/", "inputs/")):
+                try:
+                    os.link(src, out)
+                    continue
+                except OSError:
+                    pass
+            shutil.copy2(src, out)
+    return dest
