@@ -56,10 +56,11 @@ def dequant_torch(packed, scales, dtype=None):
     return (vals * mult[..., None]).reshape(codes.shape).to(dtype)
 
 
-def moe_torch(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weights, topk_ids, dtype=None):
+def moe_torch(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weights, topk_ids, dtype=None, swiglu_limit=None):
     """Per-expert dequantize-then-matmul MoE in PyTorch (the benchmark's baseline; float32 = reference).
 
     dtype bfloat16 mirrors a plain serving path: BF16 weights and activations, FP32 top-k sum.
+    swiglu_limit: vLLM's clamp (`swiglu_clamp`), or None.
     """
     import torch
 
@@ -73,7 +74,10 @@ def moe_torch(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weights, top
         w13 = dequant_torch(w13_packed[e], w13_scales[e], dtype)
         w2 = dequant_torch(w2_packed[e], w2_scales[e], dtype)
         gu = xd[rows] @ w13.T
-        act = torch.nn.functional.silu(gu[:, :i]) * gu[:, i:]
+        g, u = gu[:, :i], gu[:, i:]
+        if swiglu_limit is not None:
+            g, u = g.clamp(max=swiglu_limit), u.clamp(-swiglu_limit, swiglu_limit)
+        act = torch.nn.functional.silu(g) * u
         y = (act @ w2.T).float()
         out.index_add_(0, rows, topk_weights[rows, slots].float()[:, None] * y)
     return out
