@@ -12,7 +12,9 @@ from __future__ import annotations
 
 import os
 
-ENV_ENABLE = "COOKBOOK_MXFP4_MOE"
+from cookbook.kernel_catalogue import MXFP4_MOE
+
+ENV_ENABLE = MXFP4_MOE.backend("sm90").enable_env
 ENV_DUMMY_EXPERTS = "COOKBOOK_MXFP4_MOE_DUMMY_EXPERTS"
 
 
