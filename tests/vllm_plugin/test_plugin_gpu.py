@@ -9,9 +9,6 @@ Tolerance: ||ours - vLLM's|| / ||vLLM's|| <= 1e-2, the kernel's stated bound aga
 reference (kernels/mxfp4-moe/README.md: measured 2.2-2.4e-3 for ours, 3.7e-3 for vLLM's kernels).
 """
 
-import os
-import socket
-
 import pytest
 
 torch = pytest.importorskip("torch")
@@ -23,70 +20,24 @@ if vllm.__version__.split("+")[0] != "0.26.0":
 
 from cookbook.kernels.mxfp4_moe import prepare_experts  # noqa: E402
 from cookbook.kernels.mxfp4_moe.reference import moe_torch, rel_error  # noqa: E402
-from cookbook.vllm_plugin import mxfp4_moe  # noqa: E402
+from cookbook.vllm_plugin import layer_bench, mxfp4_moe  # noqa: E402
 
 TOL = 1e-2
-E, H, I, K, LIMIT = 256, 4096, 2048, 6, 10.0  # DeepSeek-V4-Flash's routed experts and swiglu_limit
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+LIMIT = layer_bench.LIMIT
 
 
 @pytest.fixture(scope="module")
 def layer():
-    """(vLLM's RoutedExperts after load, its raw experts as loaded, the Mxfp4MoEMethod class)."""
-    from vllm.config import VllmConfig, set_current_vllm_config
-    from vllm.distributed import init_distributed_environment, initialize_model_parallel
-    from vllm.model_executor.layers.fused_moe import FusedMoE
-    from vllm.model_executor.layers.quantization.fp8 import Fp8Config
-    from vllm.model_executor.layers.quantization.mxfp4 import Mxfp4MoEMethod
-
-    os.environ["COOKBOOK_MXFP4_MOE"] = "1"
-    mxfp4_moe.install(route=True, fill=False)
-    cfg = VllmConfig()
-    with set_current_vllm_config(cfg):
-        init_distributed_environment(1, 0, f"tcp://127.0.0.1:{_port()}", 0, backend="nccl")
-        initialize_model_parallel(1, 1)
-        quant = Fp8Config(is_checkpoint_fp8_serialized=True, weight_block_size=[128, 128], store_dtype="mxfp4")
-        with torch.device("cuda"):
-            runner = FusedMoE(
-                num_experts=E,
-                top_k=K,
-                hidden_size=H,
-                intermediate_size=I,
-                params_dtype=torch.bfloat16,
-                quant_config=quant,
-                prefix="model.layers.3.ffn.experts",
-                swiglu_limit=LIMIT,
-            )
-        routed = runner.routed_experts
-        assert isinstance(routed.quant_method, Mxfp4MoEMethod)
-        mxfp4_moe.fill_dummy_experts(routed)  # random MXFP4, scales 2^-9..2^-6
-        raw = [
-            getattr(routed, n).data.clone() for n in ("w13_weight", "w13_weight_scale", "w2_weight", "w2_weight_scale")
-        ]
-        routed.quant_method.process_weights_after_loading(routed)
-        yield routed, raw, Mxfp4MoEMethod
-
-
-def _routing(tokens: int, seed: int, scale: float = 1.0):
-    g = torch.Generator(device="cuda").manual_seed(seed)
-    x = (torch.randn(tokens, H, device="cuda", generator=g) * scale).bfloat16()
-    vals, ids = torch.rand(tokens, E, device="cuda", generator=g).topk(K, dim=1)
-    return x, torch.softmax(vals, 1).float(), ids.to(torch.int32)
+    return layer_bench.dsv4_layer()
 
 
 def _both(layer, tokens, seed, scale=1.0):
     routed, _, cls = layer
-    x, w, ids = _routing(tokens, seed, scale)
-    method = routed.quant_method
-    ours = method.apply(routed, x, w, ids, None, None)
-    theirs = cls.apply.__wrapped__(method, routed, x, w, ids, None, None)
+    xs = layer_bench.routing(tokens, seed, scale)
+    fns = layer_bench.paths(routed, cls)
+    ours, theirs = fns["ours"](*xs), fns["vllm"](*xs)
     torch.cuda.synchronize()
-    return ours, theirs, (x, w, ids)
+    return ours, theirs, xs
 
 
 def test_load_repacks_the_experts_once_into_the_frag_layout(layer):
