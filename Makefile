@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 RECIPE ?= gemma3-270m-cpu
 
-.PHONY: help setup engine run test test-fast lint docs site schema bench
+.PHONY: help setup engine run test test-fast lint docs site schema bench bench-cli
 
 help:  ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -46,5 +46,9 @@ docs: setup  ## regenerate schema/ and docs/
 site: setup  ## build docs/ into site/ (mkdocs --strict: every link resolves); open site/index.html
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
-bench: setup  ## CLI cold start next to python -c pass
+bench: engine  ## the CPU recipe against llama.cpp's llama-server and vLLM defaults (builds llama-server once)
+	nice -n 10 scripts/build-llama-server
+	$(BIN)/python benchmarks/cpu_vs_llamacpp.py $(RECIPE)
+
+bench-cli: setup  ## CLI cold start next to python -c pass
 	$(BIN)/python benchmarks/cli_startup.py

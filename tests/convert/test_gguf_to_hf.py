@@ -223,3 +223,34 @@ def test_cpu_vllm_serves_converted_checkpoint_with_same_greedy_tokens(gemma_hf, 
             proc.wait(timeout=60)
         except subprocess.TimeoutExpired:
             proc.kill()
+
+
+def test_chat_template_option_writes_the_recipes_template_into_the_tokenizer_config(gemma_gguf, tmp_path):
+    """Peer tools (`vllm bench serve`, transformers' apply_chat_template) read the template from
+    tokenizer_config.json; the packaged GGUF has none, so the recipe passes its own."""
+    from transformers import AutoTokenizer
+
+    template = (TOOLS.parents[1] / "recipes" / "gemma3-270m-cpu" / "chat_template.jinja").read_text()
+    empty = tmp_path / "empty.jinja"
+    empty.write_text("\n")
+    out = tmp_path / "hf"
+    r = subprocess.run(
+        [str(TOOLS / "gguf-to-hf"), str(gemma_gguf), str(out), "--chat-template", str(empty)],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 2 and "is empty" in r.stderr and not out.exists()
+    src = tmp_path / "t.jinja"
+    src.write_text(template)
+    r = subprocess.run(
+        [str(TOOLS / "gguf-to-hf"), str(gemma_gguf), str(out), "--dtype", "bfloat16", "--chat-template", str(src)],
+        capture_output=True,
+        text=True,
+    )
+    assert r.returncode == 0, r.stderr
+    assert json.loads((out / "tokenizer_config.json").read_text())["chat_template"] == template
+    assert (out / "chat_template.jinja").read_text() == template
+    text = AutoTokenizer.from_pretrained(out).apply_chat_template(
+        [{"role": "user", "content": "Hello"}], tokenize=False, add_generation_prompt=True
+    )
+    assert "Hello" in text and text != "Hello"

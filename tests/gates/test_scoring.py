@@ -4,7 +4,7 @@ import pytest
 from pydantic import ValidationError
 
 from cookbook.gates import greedy, gsm8k, logprobs, needles, speed, stress, tools
-from cookbook.recipe.gates_spec import GatesSpec
+from cookbook.recipe.gates_spec import GatesSpec, SpeedGate
 
 # ---- gsm8k --------------------------------------------------------------------------------
 
@@ -267,11 +267,37 @@ def test_stream_token_times_from_usage():
     assert s.ttft_s == 0.2 and s.completion_tokens == 4
 
 
-def test_decode_rate_counts_tokens_not_chunks():
-    # 1 token at t=1, then 3 chunks of 3 tokens: 9 tokens over 1 s
-    assert speed.decode_rate([(1.0, 1), (1.25, 3), (1.5, 3), (2.0, 3)]) == pytest.approx(9.0)
-    assert speed.decode_rate([(1.0, 5)]) is None
-    assert speed.sweep_aggregate([64, 64, 64, 64], 10.0, 12.0) == pytest.approx(128.0)
+def test_level_metrics_use_vllm_bench_formulas_on_tokens_not_chunks():
+    """Two requests: TTFT, TPOT = (e2el - ttft) / (n - 1), ITL per token-carrying chunk, percentiles
+    as numpy's (vllm bench serve's), output_throughput = usage tokens / level duration."""
+    from cookbook.gates.client import Stream
+
+    a = Stream(
+        chunks=[(0.1, {"usage": {"completion_tokens": 1}}), (0.4, {"usage": {"completion_tokens": 4}})], done_s=0.45
+    )  # one chunk carrying 3 drafted tokens; [DONE] after the last token is not latency
+    b = Stream(
+        chunks=[(0.2, {"usage": {"completion_tokens": 1}}), (0.4, {"usage": {"completion_tokens": 2}})]
+        + [(0.6, {"usage": {"completion_tokens": 3}}), (0.8, {"usage": {"completion_tokens": 4}})],
+        done_s=0.9,
+    )
+    row = speed.level_metrics([a, b], duration_s=1.0)
+    assert row["requests"] == 2 and row["total_tokens"] == 8 and row["output_throughput"] == 8.0
+    assert row["median_ttft_ms"] == pytest.approx(150.0) and row["p99_ttft_ms"] == pytest.approx(199.0)
+    assert row["median_tpot_ms"] == pytest.approx((100 + 200) / 2)  # a: 300/3, b: 600/3
+    assert row["median_itl_ms"] == pytest.approx(200.0)  # gaps 300 (a) and 200, 200, 200 (b)
+    assert row["median_e2el_ms"] == pytest.approx(600.0) and row["p99_itl_ms"] == pytest.approx(297.0)
+    empty = speed.level_metrics([Stream()], duration_s=2.0)
+    assert empty["total_tokens"] == 0 and empty["median_ttft_ms"] is None
+
+
+def test_workload_prompts_are_natural_distinct_and_reproducible_but_for_the_suffix():
+    cfg = SpeedGate(calibrated_on="x", sweep_concurrencies=[1, 4], sweep_requests=8, passage_sentences=3)
+    p1, p2 = speed.workload_prompts(cfg, "run1"), speed.workload_prompts(cfg, "run2")
+    flat = [p for c in (1, 4) for p in p1[c]]
+    assert len(flat) == 16 and len(set(flat)) == 16
+    assert len({p.split("\n\n")[0] for p in flat}) == 16  # distinct passages, not only distinct suffixes
+    assert [p.split("\n\n")[0] for p in p2[4]] == [p.split("\n\n")[0] for p in p1[4]]
+    assert all(p.endswith("The story goes on:") and "run1-" in p for p in flat)
 
 
 # ---- spec ---------------------------------------------------------------------------------
@@ -285,6 +311,8 @@ def test_gates_spec_empty_is_valid_and_rejects_unknown():
         GatesSpec.model_validate({"needles": {"calibrated_on": "x", "lengths_tokens": [1000], "depths_pct": [120]}})
     with pytest.raises(ValidationError):  # a TTFT threshold for a length that is not measured
         GatesSpec.model_validate({"speed": {"calibrated_on": "x", "max_ttft_8k_s": 3, "ttft_prompts_tokens": [2048]}})
+    with pytest.raises(ValidationError, match="sweep_requests"):  # fewer requests than streams
+        GatesSpec.model_validate({"speed": {"calibrated_on": "x", "sweep_concurrencies": [16], "sweep_requests": 8}})
 
 
 def test_every_spec_field_has_a_description():

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+from pathlib import Path
 
 import click
 
@@ -183,13 +184,31 @@ def gguf_set(file, assignment, type_name, output, in_place):
     show_default=True,
     help="dtype of the dequantized weights (float32 keeps them exact).",
 )
+@click.option(
+    "--chat-template",
+    "chat_template",
+    type=click.Path(dir_okay=False),
+    help="A Jinja chat template file written into the checkpoint (tokenizer_config.json and "
+    "chat_template.jinja), replacing the GGUF's own.",
+)
 @click.option("--force", is_flag=True, help="Replace a non-empty OUT_DIR.")
 @_user_errors
-def gguf_to_hf(src, out_dir, dtype, force):
+def gguf_to_hf(src, out_dir, dtype, chat_template, force):
     """Dequantize SRC (a GGUF) into an HF checkpoint in OUT_DIR that vLLM can serve on CPU."""
     from cookbook.convert.gguf_to_hf import convert_gguf_to_hf
 
-    r = convert_gguf_to_hf(src, out_dir, dtype=dtype, force=force)
+    template = None
+    if chat_template is not None:
+        try:
+            template = Path(chat_template).read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as e:
+            raise CookbookError(
+                f"cannot read the chat template {chat_template} ({e})",
+                help="pass a UTF-8 Jinja file, e.g. recipes/gemma3-270m-cpu/chat_template.jinja",
+            ) from None
+        if not template.strip():
+            raise CookbookError(f"the chat template {chat_template} is empty", help="pass a Jinja chat template file")
+    r = convert_gguf_to_hf(src, out_dir, dtype=dtype, force=force, chat_template=template)
     click.echo(json.dumps(r, indent=1))
 
 

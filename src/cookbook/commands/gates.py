@@ -182,6 +182,57 @@ def run_cmd(
     sys.exit(exit_code(bundle.doc))
 
 
+@gates.command("calibrate")
+@click.argument("recipe")
+@click.argument("bundle", type=click.Path(path_type=Path))
+@click.option("--dry-run", is_flag=True, help="Print the new bars; change nothing.")
+def calibrate_cmd(recipe, bundle, dry_run):
+    """Set RECIPE's bars from a calibration run's BUNDLE, by the rules in cookbook.gates.calibrate.
+
+    \b
+    Each threshold becomes a stated margin on the figure it judges (throughput floors half the
+    measured, latency ceilings twice it, ...), and every gate's calibrated_on names the run. The
+    verified block is removed: verify the recipe with a second gate run against the new bars.
+      cookbook gates run gemma3-270m-h200 --out runs/cal    # the calibration run
+      cookbook gates calibrate gemma3-270m-h200 runs/cal
+      cookbook gates run gemma3-270m-h200 --out runs/ver && cookbook gates verify gemma3-270m-h200 runs/ver
+    """
+    import yaml
+
+    from cookbook.gates.calibrate import calibrated_gates, environment_line
+    from cookbook.recipe.calibrated import with_gates
+
+    resolved = _resolve(recipe, f"cannot calibrate {recipe}")
+    try:
+        results = json.loads((bundle / "results.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise CookbookError(f"{bundle}: no readable results.json ({e})", help="give the bundle of a gate run") from None
+    if results.get("recipe") != resolved.slug:
+        raise CookbookError(f"{bundle}: a bundle of {results.get('recipe')!r}, not {resolved.slug}")
+    own = yaml.safe_load(resolved.path.read_text(encoding="utf-8")).get("gates")
+    if not isinstance(own, dict):
+        raise CookbookError(f"{resolved.path}: no gates of its own to calibrate (they come from the recipe it extends)")
+    lock = bundle / "environment.lock"
+    engine = resolved.recipe.image.engine
+    profile = resolved.recipe.image.fixes.profile
+    where = environment_line(lock.read_text(encoding="utf-8") if lock.is_file() else "")
+    where += f", {engine.package} {engine.version}" + (f" + fix profile {profile}" if profile else "")
+    try:
+        gates_new, changes = calibrated_gates(
+            own, results, date=str(results.get("finished", ""))[:10], where=where, bundle=bundle.name
+        )
+        text = with_gates(resolved.path.read_text(encoding="utf-8"), gates_new)
+    except ValueError as e:
+        raise CookbookError(f"cannot calibrate {resolved.slug} from {bundle}: {e}", exit_code=FAILED) from None
+    for c in changes:
+        click.echo(f"{c.gate}.{c.field}: {c.old!r} -> {c.new:g}  (measured {c.figure:g}; {c.says})")
+    if dry_run:
+        click.echo("dry run: nothing written")
+        return
+    atomic_write(resolved.path, text)
+    click.echo(f"wrote {len(changes)} bars into {resolved.path}; now verify with a second gate run")
+
+
 @gates.command("verify")
 @click.argument("recipe")
 @click.argument("bundle", type=click.Path(path_type=Path))

@@ -27,21 +27,28 @@ from cookbook.recipe import paths
 )
 @click.option("--out", type=click.Path(path_type=Path), help="Evidence bundle folder (default runs/<slug>-<time>).")
 @click.option("--ready-timeout-s", default=900.0, show_default=True, help="How long to wait for the server.")
+@click.option(
+    "--calibrate",
+    is_flag=True,
+    help="Run the gates once to set the recipe's bars on this machine (`cookbook gates calibrate`), "
+    "then again against them for the evidence bundle.",
+)
 @click.option("--keep-running", is_flag=True, help="Leave the server up (print how to stop it).")
-def serve_cmd(slug, quant, sets, run_gates, data_dir, out, ready_timeout_s, keep_running):
+def serve_cmd(slug, quant, sets, run_gates, data_dir, out, ready_timeout_s, calibrate, keep_running):
     """Fetch and convert the model, start the server from the recipe's own launch block,
     wait until it answers, optionally run the gates, and stop it.
 
     \b
     A second run reuses the fetched and converted model (.cache/).
       cookbook serve gemma3-270m-cpu --gates
+      cookbook serve gemma3-270m-h200 --calibrate   # bars from this machine, then the evidence run
     """
     from cookbook import platforms
     from cookbook.serving import local
     from cookbook.verification import verified_status
 
     resolved = resolve_or_refuse(slug, quant, sets, f"cannot serve {slug}")
-    if run_gates and (sets or quant):
+    if (run_gates or calibrate) and (sets or quant):
         raise CookbookError(
             "--gates runs on the recipe as written, so its evidence matches the recipe's hash",
             help="drop --set/--quant, or serve without --gates and run `cookbook gates run` yourself",
@@ -66,29 +73,20 @@ def serve_cmd(slug, quant, sets, run_gates, data_dir, out, ready_timeout_s, keep
         env = local.prepare(resolved, workdir)
         server = local.launch(resolved, env, workdir)
         local.wait_ready(server, ready_timeout_s)
-        if run_gates:
+        if run_gates or calibrate:
             stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
             bundle = out or paths.repo_root() / "runs" / f"{slug}-{stamp}"
             lock = workdir / "environment.lock"
             lock.write_text(local.env_lock(env))
-            argv = [
-                sys.executable,
-                "-m",
-                "cookbook.cli",
-                "gates",
-                "run",
-                slug,
-                "--base-url",
-                server.base_url,
-                "--out",
-                str(bundle),
-                "--env-lock",
-                str(lock),
-            ]
-            if data_dir:  # else `gates run` takes the one default (cookbook.gates.data.default_data_dir)
-                argv += ["--data-dir", str(data_dir)]
-            local.step("gates: " + local.quote_cmd(argv[2:]))
-            code = subprocess.run(argv).returncode
+            if calibrate:
+                cal = bundle.with_name(bundle.name + "-calibration")
+                code = _gates_run(slug, server, cal, lock, data_dir)
+                local.step(f"calibration gates {'passed' if code == 0 else 'ran (some bars not met)'}: {cal}")
+                argv = [sys.executable, "-m", "cookbook.cli", "gates", "calibrate", slug, str(cal)]
+                local.step("calibrate: " + local.quote_cmd(argv[2:]))
+                if subprocess.run(argv).returncode != 0:
+                    raise CookbookError(f"calibration from {cal} refused (above); the recipe is unchanged")
+            code = _gates_run(slug, server, bundle, lock, data_dir)
             if server is not None and not server.alive():
                 click.echo(
                     CookbookError(
@@ -118,3 +116,15 @@ def serve_cmd(slug, quant, sets, run_gates, data_dir, out, ready_timeout_s, keep
         if server is not None:
             server.stop()
     sys.exit(code)
+
+
+def _gates_run(slug: str, server, bundle: Path, lock: Path, data_dir: Path | None) -> int:
+    """`cookbook gates run` against the server, in a child process (its exit code)."""
+    from cookbook.serving import local
+
+    argv = [sys.executable, "-m", "cookbook.cli", "gates", "run", slug, "--base-url", server.base_url]
+    argv += ["--out", str(bundle), "--env-lock", str(lock)]
+    if data_dir:  # else `gates run` takes the one default (cookbook.gates.data.default_data_dir)
+        argv += ["--data-dir", str(data_dir)]
+    local.step("gates: " + local.quote_cmd(argv[2:]))
+    return subprocess.run(argv).returncode

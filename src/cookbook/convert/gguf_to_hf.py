@@ -6,8 +6,9 @@
   bounded by the chunk size rather than the model.
 - Tokenizer metadata that transformers drops is carried across explicitly: `add_bos_token`
   / `add_eos_token` go into tokenizer_config.json AND into tokenizer.json's post-processor
-  (Gemma without its BOS token loops). The chat template, when the GGUF has one, is written
-  as chat_template.jinja (never rendered here).
+  (Gemma without its BOS token loops). The chat template (`chat_template=`, else the GGUF's
+  own when it has one) is written as chat_template.jinja and into tokenizer_config.json, so
+  peer tools that apply it (`vllm bench serve`, transformers) find it; it is never rendered here.
 """
 
 from __future__ import annotations
@@ -144,7 +145,7 @@ def build_config(g: GGUFFile, arch: str, dtype: str) -> dict:
     return d
 
 
-def write_tokenizer(g: GGUFFile, arch: str, out: Path) -> dict:
+def write_tokenizer(g: GGUFFile, arch: str, out: Path, chat_template: str | None = None) -> dict:
     """tokenizer.json + tokenizer_config.json (+ chat_template.jinja) with BOS/EOS behaviour carried across."""
     from tokenizers import processors
     from transformers import PreTrainedTokenizerFast
@@ -176,7 +177,7 @@ def write_tokenizer(g: GGUFFile, arch: str, out: Path) -> dict:
     fast.post_processor = processors.TemplateProcessing(
         single=" ".join(single), pair=" ".join(pair), special_tokens=special
     )
-    chat_template = g.get("tokenizer.chat_template")
+    chat_template = chat_template or g.get("tokenizer.chat_template")
     hf = PreTrainedTokenizerFast(
         tokenizer_object=fast,
         bos_token=bos,
@@ -277,7 +278,16 @@ def _require_libraries() -> None:
             )
 
 
-def convert_gguf_to_hf(src, out_dir, *, dtype: str = "float32", force: bool = False, progress: bool = True) -> dict:
+def convert_gguf_to_hf(
+    src,
+    out_dir,
+    *,
+    dtype: str = "float32",
+    force: bool = False,
+    progress: bool = True,
+    chat_template: str | None = None,
+) -> dict:
+    """`chat_template`: a Jinja template's text that replaces the GGUF's own (or supplies one it lacks)."""
     g = read_gguf(src)  # first: a bad input is named before a missing library
     arch = g.get("general.architecture")
     if arch not in ARCHS:
@@ -312,7 +322,7 @@ def convert_gguf_to_hf(src, out_dir, *, dtype: str = "float32", force: bool = Fa
                     file=sys.stderr,
                     flush=True,
                 )
-            tok = write_tokenizer(g, arch, tmp)
+            tok = write_tokenizer(g, arch, tmp, chat_template)
             prog = Progress(g.data_end - g.data_offset, "dequantize", enabled=progress)
             files = _write_weights(g, arch, tmp, dtype, prog)
             prog.finish()

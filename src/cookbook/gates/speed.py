@@ -1,54 +1,112 @@
-"""speed: decode tok/s at 1 and 4 streams, TTFT of uncached long prompts, a concurrency sweep.
+"""speed: a serving benchmark in `vllm bench serve`'s terms, then TTFT of uncached long prompts.
 
-Token counts come from server usage, never from chunk counts. Prompts for TTFT start
-with a random prefix, so the prefix cache cannot serve them; the prefix-cache hit delta
-from /metrics is recorded as proof.
+At each sweep concurrency the gate streams `sweep_requests` completions with at most that many
+in flight (vllm bench --max-concurrency, request rate unbounded). Every prompt is a different
+passage of the built-in prose with a unique suffix (the SlimServe document: natural text with
+per-request unique suffixes; one repeated prompt flatters n-gram drafting and the prefix
+cache). Completions are greedy, `sweep_max_tokens` long with ignore_eos, so every stream
+reaches steady decode. The figures carry vllm bench's names and formulas
+(vllm/benchmarks/serve.py calculate_metrics): output_throughput, and median / p99 of TTFT,
+TPOT, ITL and E2EL in ms. benchmarks/speed_gate_vs_vllm_bench.py runs both on one server.
+
+Token counts come from server usage, never from chunk counts. Prompts for TTFT start with a
+random prefix, so the prefix cache cannot serve them; the prefix-cache hit delta from
+/metrics is recorded as proof.
 """
 
 from __future__ import annotations
 
-import asyncio
 import random
 import time
+import uuid
 from pathlib import Path
 
+import numpy as np
+
 from cookbook.files import atomic_file
-from cookbook.gates import metrics
+from cookbook.gates import data as gate_data
+from cookbook.gates import gatedata, metrics
 from cookbook.gates.client import Stream, bounded_gather
 from cookbook.gates.context import Context
 from cookbook.recipe.gates_spec import SpeedGate
 
 FORMULAS = {
-    "decode_tok_s": "(n - n_first) / (t_last - t_first) per stream: n = final usage.completion_tokens, "
-    "n_first = tokens in the first token-carrying chunk, t = chunk arrival times",
-    "decode_tok_s_4_streams": "sum of decode_tok_s over 4 concurrent streams",
-    "ttft_s": "client time from sending the request to the first chunk whose usage.completion_tokens > 0",
-    "sweep_aggregate_tok_s": "sum of usage.completion_tokens over the level's requests / (last response - first send)",
+    "output_throughput": "sum of usage.completion_tokens over the level's requests / level duration "
+    "(first send to last response), tok/s",
+    "ttft_ms": "per request: arrival of the first chunk whose usage.completion_tokens > 0, ms after sending",
+    "tpot_ms": "per request: (e2el - ttft) / (completion_tokens - 1)",
+    "itl_ms": "every gap between successive token-carrying chunks, all requests of the level pooled",
+    "e2el_ms": "per request: sending to the last token-carrying chunk",
+    "median / p99": "numpy.percentile (linear), as vllm bench serve",
+    "ttft_s": "client time from sending an uncached long prompt to its first token",
     "prefix_cache_hits_during_ttft": "Δ vllm:prefix_cache_hits over the TTFT requests (should be ~0)",
 }
-DECODE_PROMPT = "Write a long story about a ship and its crew crossing the ocean."
+PROMPTS = gatedata.HAYSTACK
+LATENCIES = ("ttft", "tpot", "itl", "e2el")
 
 
-def decode_rate(token_times: list[tuple[float, int]]) -> float | None:
-    """Decode tokens/s after the first token-carrying chunk; None with fewer than two such chunks."""
-    if len(token_times) < 2:
-        return None
-    (t_first, n_first), t_last = token_times[0], token_times[-1][0]
-    n = sum(k for _, k in token_times)
-    return (n - n_first) / (t_last - t_first) if t_last > t_first else None
+def workload_prompts(cfg: SpeedGate, nonce: str) -> dict[int, list[str]]:
+    """Per sweep concurrency, `sweep_requests` prompts: passages of the built-in prose at distinct
+    offsets (seeded), each ending in a unique suffix that names the run, the level and the request."""
+    sents = gate_data.sentences(gatedata.haystack_text(PROMPTS))
+    k = cfg.passage_sentences
+    total = cfg.sweep_requests * len(cfg.sweep_concurrencies)
+    starts = random.Random(cfg.seed).sample(range(len(sents) - k), min(total, len(sents) - k))
+    starts += [starts[i % len(starts)] for i in range(total - len(starts))]  # the suffix still differs
+    out, n = {}, 0
+    for c in cfg.sweep_concurrencies:
+        out[c] = []
+        for i in range(cfg.sweep_requests):
+            passage = " ".join(sents[starts[n] : starts[n] + k])
+            out[c].append(f"{passage}\n\n(Reader's note {nonce}-{c}-{i}.) The story goes on:")
+            n += 1
+    return out
 
 
-def sweep_aggregate(tokens: list[int], t_first_send: float, t_last_done: float) -> float:
-    """Total completion tokens / drain time of one sweep level."""
-    return sum(tokens) / (t_last_done - t_first_send)
+def _pct(xs: list[float], q: float) -> float | None:
+    return round(float(np.percentile(xs, q)), 2) if xs else None
 
 
-async def _decode(ctx: Context, cfg: SpeedGate, tag: str) -> Stream:
-    return await ctx.server.stream(
-        "/v1/completions",
-        {"prompt": DECODE_PROMPT, "max_tokens": cfg.decode_max_tokens, "temperature": 0.0, "ignore_eos": True},
-        tag=tag,
-    )
+def level_metrics(streams: list[Stream], duration_s: float) -> dict:
+    """vllm bench serve's figures for one level, from the streams (chunk times in s since each send)."""
+    ttft, tpot, itl, e2el, tokens = [], [], [], [], 0
+    for s in streams:
+        times = s.token_times()
+        n = s.completion_tokens or 0
+        tokens += n
+        if not times:
+            continue
+        # vllm bench's latency ends at the last token-carrying chunk, not at [DONE].
+        ttft.append(times[0][0] * 1000)
+        e2el.append(times[-1][0] * 1000)
+        if n > 1:
+            tpot.append((times[-1][0] - times[0][0]) * 1000 / (n - 1))
+        itl += [(b[0] - a[0]) * 1000 for a, b in zip(times, times[1:])]
+    row = {
+        "requests": len(streams),
+        "total_tokens": tokens,
+        "duration_s": round(duration_s, 3),
+        "output_throughput": round(tokens / duration_s, 2) if duration_s > 0 else None,
+    }
+    for name, xs in zip(LATENCIES, (ttft, tpot, itl, e2el)):
+        row[f"median_{name}_ms"] = _pct(xs, 50)
+        row[f"p99_{name}_ms"] = _pct(xs, 99)
+    return row
+
+
+async def measure_level(ctx: Context, prompts: list[str], c: int, max_tokens: int) -> tuple[dict, list[Stream]]:
+    """One level: every prompt streamed, at most `c` in flight; (vllm bench's figures, the streams)."""
+
+    async def one(i: int, prompt: str) -> Stream:
+        return await ctx.server.stream(
+            "/v1/completions",
+            {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0.0, "ignore_eos": True},
+            tag=f"sweep{c}/{i}",
+        )
+
+    t0 = time.perf_counter()
+    streams = await bounded_gather(c, [one(i, p) for i, p in enumerate(prompts)])
+    return {"concurrency": c, **level_metrics(streams, time.perf_counter() - t0)}, streams
 
 
 PLOTS_HELP = "install the plots extra: .venv/bin/pip install -e '.[plots]'"
@@ -66,9 +124,9 @@ def plot(rows: list[dict], path: Path) -> str | None:
 
     fig, ax = plt.subplots(figsize=(6, 4))
     xs = [row["concurrency"] for row in rows]
-    ax.plot(xs, [row["aggregate_tok_s"] for row in rows], marker="o")
+    ax.plot(xs, [row["output_throughput"] for row in rows], marker="o")
     ax.set_xlabel("concurrent requests")
-    ax.set_ylabel("aggregate output tok/s (total tokens / drain time)")
+    ax.set_ylabel("output_throughput (completion tok/s)")
     ax.set_xscale("log", base=2)
     ax.set_xticks(xs, [str(x) for x in xs])
     ax.grid(True, alpha=0.3)
@@ -87,28 +145,34 @@ def _num(x) -> bool:
 def verdict(measured: dict, items: list[dict], cfg: SpeedGate) -> list[tuple[bool, str]]:
     """The gate's checks as a pure function of what was measured (run() and `gates verify` call it)."""
     checks = []
-    dt = measured.get("decode_tokens") or {}
-    four = dt.get("4_streams") or []
-    checks.append(("1_stream" in dt and len(four) == 4, "decode token counts (decode_tokens) not recorded"))
-    for what, n in [("1-stream decode", dt.get("1_stream"))] + [("4-stream decode", n) for n in four]:
-        checks.append(
-            (n == cfg.decode_max_tokens, f"{what}: {n} tokens, expected {cfg.decode_max_tokens} (ignore_eos)")
+    rows = measured.get("sweep") or []
+    levels = [row.get("concurrency") for row in rows]
+    checks.append(
+        (
+            levels == list(cfg.sweep_concurrencies),
+            f"sweep measured at {levels}, the gate asks {cfg.sweep_concurrencies}",
         )
-    rate1, rate4 = measured.get("decode_tok_s_1_stream"), measured.get("decode_tok_s_4_streams")
-    if cfg.min_decode_tok_s_1_stream is not None:
-        checks.append(
-            (
-                _num(rate1) and rate1 >= cfg.min_decode_tok_s_1_stream,
-                f"decode_tok_s_1_stream {rate1} < {cfg.min_decode_tok_s_1_stream}",
-            )
-        )
-    if cfg.min_decode_tok_s_4_streams is not None:
+    )
+    for row in rows:
+        c, want = row.get("concurrency"), cfg.sweep_requests
         checks.append(
             (
-                _num(rate4) and rate4 >= cfg.min_decode_tok_s_4_streams,
-                f"decode_tok_s_4_streams {rate4} < {cfg.min_decode_tok_s_4_streams}",
+                row.get("requests") == want and row.get("total_tokens") == want * cfg.sweep_max_tokens,
+                f"sweep at {c}: {row.get('total_tokens')} tokens from {row.get('requests')} requests, "
+                f"expected {want * cfg.sweep_max_tokens} from {want} (ignore_eos)",
             )
         )
+    total = cfg.sweep_requests * len(cfg.sweep_concurrencies)
+    distinct = measured.get("distinct_prompts")
+    checks.append((distinct == total, f"{distinct} distinct prompts over the sweep, expected {total} (one each)"))
+    tput = measured.get("output_throughput") or {}
+    for limit, c, what in (
+        (cfg.min_output_throughput_1_stream, 1, "min_output_throughput_1_stream"),
+        (cfg.min_output_throughput_peak, max(cfg.sweep_concurrencies), "min_output_throughput_peak"),
+    ):
+        if limit is not None:
+            v = tput.get(str(c))
+            checks.append((_num(v) and v >= limit, f"output_throughput at {c} streams {v} < {limit} ({what})"))
     ttft = measured.get("ttft_s") or {}
     checks.append(
         (
@@ -122,22 +186,6 @@ def verdict(measured: dict, items: list[dict], cfg: SpeedGate) -> list[tuple[boo
         if limit is not None:
             v = ttft.get(str(n))
             checks.append((_num(v) and v <= limit, f"ttft {n} tokens {v} s > {limit} s"))
-    rows = measured.get("sweep") or []
-    checks.append(
-        (
-            [row.get("concurrency") for row in rows] == list(cfg.sweep_concurrencies),
-            f"sweep measured at {[row.get('concurrency') for row in rows]}, the gate asks {cfg.sweep_concurrencies}",
-        )
-    )
-    for row in rows:
-        c, want = row.get("concurrency"), (row.get("concurrency") or 0) * cfg.sweep_waves
-        checks.append(
-            (
-                row.get("requests") == want and row.get("total_tokens") == want * cfg.sweep_max_tokens,
-                f"sweep at {c}: {row.get('total_tokens')} tokens from {row.get('requests')} requests, "
-                f"expected {want * cfg.sweep_max_tokens} from {want}",
-            )
-        )
     return checks
 
 
@@ -147,25 +195,28 @@ async def run(ctx: Context, cfg: SpeedGate) -> None:
     r.thresholds = {
         k: v
         for k, v in {
-            "min_decode_tok_s_1_stream": cfg.min_decode_tok_s_1_stream,
-            "min_decode_tok_s_4_streams": cfg.min_decode_tok_s_4_streams,
+            "min_output_throughput_1_stream": cfg.min_output_throughput_1_stream,
+            "min_output_throughput_peak": cfg.min_output_throughput_peak,
             "max_ttft_2k_s": cfg.max_ttft_2k_s,
             "max_ttft_8k_s": cfg.max_ttft_8k_s,
-            "decode_tokens": cfg.decode_max_tokens,
+            "sweep_max_tokens": cfg.sweep_max_tokens,
         }.items()
         if v is not None
     }
     m = r.measured
+    m["prompts"] = {"source": PROMPTS, "digest": gatedata.digest(PROMPTS)}
 
-    # Decode speed, one stream then four.
-    s1 = await _decode(ctx, cfg, "decode1")
-    m["decode_tokens"] = {"1_stream": s1.completion_tokens}
-    m["decode_tok_s_1_stream"] = decode_rate(s1.token_times())
-    streams4 = await asyncio.gather(*(_decode(ctx, cfg, f"decode4/{i}") for i in range(4)))
-    m["decode_tokens"]["4_streams"] = [s.completion_tokens for s in streams4]
-    rates4 = [decode_rate(s.token_times()) for s in streams4]
-    m["decode_tok_s_4_streams"] = sum(x for x in rates4 if x) if all(rates4) else None
-    m["decode_tok_s_4_streams_each"] = [round(x, 2) if x else None for x in rates4]
+    # The serving benchmark: varied natural prompts, one level at a time.
+    prompts = workload_prompts(cfg, uuid.uuid4().hex[:12])
+    m["distinct_prompts"] = len({p for ps in prompts.values() for p in ps})
+    rows = []
+    for c in cfg.sweep_concurrencies:
+        ctx.check_fits(0, cfg.sweep_max_tokens, f"sweep at {c}")
+        row, _ = await measure_level(ctx, prompts[c], c, cfg.sweep_max_tokens)
+        rows.append(row)
+        r.items.append({"sweep": row})
+    m["sweep"] = rows
+    m["output_throughput"] = {str(row["concurrency"]): row["output_throughput"] for row in rows}
 
     # TTFT of uncached prompts, one at a time.
     rng = random.Random(cfg.seed)
@@ -186,52 +237,19 @@ async def run(ctx: Context, cfg: SpeedGate) -> None:
     m["ttft_s"] = {str(n): (round(v, 4) if v is not None else None) for n, v in ttft.items()}
     m["prefix_cache_hits_during_ttft"] = metrics.delta(before, after, "vllm:prefix_cache_hits")
 
-    # Concurrency sweep: aggregate = total tokens / drain time.
-    rows = []
-    for c in cfg.sweep_concurrencies:
-        n_req = c * cfg.sweep_waves
-
-        async def one(i, c=c):
-            body = await ctx.server.post(
-                "/v1/completions",
-                {
-                    "prompt": f"{DECODE_PROMPT} (version {i})",
-                    "max_tokens": cfg.sweep_max_tokens,
-                    "temperature": 0.0,
-                    "ignore_eos": True,
-                },
-                tag=f"sweep{c}/{i}",
-            )
-            return (body.get("usage") or {}).get("completion_tokens") or 0
-
-        t0 = time.perf_counter()
-        tokens = await bounded_gather(c, [one(i) for i in range(n_req)])
-        t1 = time.perf_counter()
-        row = {
-            "concurrency": c,
-            "requests": n_req,
-            "total_tokens": sum(tokens),
-            "drain_s": round(t1 - t0, 3),
-            "aggregate_tok_s": round(sweep_aggregate(tokens, t0, t1), 2),
-        }
-        rows.append(row)
-        r.items.append({"sweep": row})
-    m["sweep"] = rows
     if rows:
         why = plot(rows, ctx.out_dir / "speed-sweep.png")
         m["sweep_plot"] = None if why else "speed-sweep.png"
         if why:
             m["sweep_plot_note"] = why
-    for k in ("decode_tok_s_1_stream", "decode_tok_s_4_streams"):
-        if isinstance(m.get(k), float):
-            m[k] = round(m[k], 2)
     r.judge(verdict(m, r.items, cfg))
 
 
+SWEEP_COLUMNS = ("concurrency", "requests", "output_throughput", "median_ttft_ms", "p99_ttft_ms", "median_tpot_ms")
+SWEEP_COLUMNS += ("median_itl_ms", "median_e2el_ms")
+
+
 def sweep_table(rows: list[dict]) -> str:
-    lines = ["| concurrency | requests | total tokens | drain s | aggregate tok/s |", "|---|---|---|---|---|"]
-    lines += [
-        f"| {x['concurrency']} | {x['requests']} | {x['total_tokens']} | {x['drain_s']} | {x['aggregate_tok_s']} |"
-        for x in rows
-    ]
+    lines = ["| " + " | ".join(SWEEP_COLUMNS) + " |", "|" + "---|" * len(SWEEP_COLUMNS)]
+    lines += ["| " + " | ".join(str(x.get(k)) for k in SWEEP_COLUMNS) + " |" for x in rows]
     return "\n".join(lines)

@@ -263,13 +263,19 @@ class GreedyGate(GateBase):
 
 
 class SpeedGate(GateBase):
-    min_decode_tok_s_1_stream: float | None = Field(
+    """A serving benchmark in `vllm bench serve`'s terms: at each sweep concurrency, sweep_requests
+    streamed completions of natural, varied prompts (passages of the built-in prose, each with a
+    unique suffix), sweep_max_tokens tokens each (ignore_eos, greedy); then uncached TTFT probes."""
+
+    min_output_throughput_1_stream: float | None = Field(
         None,
         gt=0,
-        description="Minimum decode tokens/s of one stream: (n-1)/(t_last_token - t_first_token), n from usage.",
+        description="Minimum output_throughput (completion tokens / level duration, tok/s) at concurrency 1.",
     )
-    min_decode_tok_s_4_streams: float | None = Field(
-        None, gt=0, description="Minimum aggregate decode tokens/s of 4 concurrent streams: sum of per-stream rates."
+    min_output_throughput_peak: float | None = Field(
+        None,
+        gt=0,
+        description="Minimum output_throughput (tok/s) at the largest sweep concurrency.",
     )
     max_ttft_2k_s: float | None = Field(
         None,
@@ -283,21 +289,31 @@ class SpeedGate(GateBase):
         default_factory=lambda: [2048, 8192],
         description="Prompt lengths whose TTFT is measured; must include 2048 / 8192 when their threshold is set.",
     )
-    decode_max_tokens: int = Field(128, ge=8, description="Tokens generated per decode-speed request (ignore_eos).")
     sweep_concurrencies: list[int] = Field(
-        default_factory=lambda: [1, 2, 4, 8],
-        description="Concurrency levels of the sweep; each sends concurrency x sweep_waves requests and reports total tokens / drain time.",
+        default_factory=lambda: [1, 4, 16],
+        description="Concurrency levels (vllm bench --max-concurrency); each sends sweep_requests requests.",
     )
-    sweep_waves: int = Field(1, ge=1, description="Requests per level = concurrency x this.")
-    sweep_max_tokens: int = Field(64, ge=8, description="Tokens per sweep request (ignore_eos).")
+    sweep_requests: int = Field(
+        32,
+        ge=1,
+        description="Requests per level (vllm bench --num-prompts); at least the largest concurrency.",
+    )
+    sweep_max_tokens: int = Field(
+        128, ge=8, description="Completion tokens per request (ignore_eos): long enough to reach steady decode."
+    )
+    passage_sentences: int = Field(
+        8, ge=1, description="Sentences of the built-in prose in each prompt's passage (before its unique suffix)."
+    )
 
     @model_validator(mode="after")
     def _ttft_lengths(self):
         for limit, n in ((self.max_ttft_2k_s, 2048), (self.max_ttft_8k_s, 8192)):
             if limit is not None and n not in self.ttft_prompts_tokens:
                 raise ValueError(f"a TTFT threshold for {n} tokens is set but {n} is not in ttft_prompts_tokens")
-        if any(c < 1 for c in self.sweep_concurrencies):
+        if not self.sweep_concurrencies or any(c < 1 for c in self.sweep_concurrencies):
             raise ValueError("sweep_concurrencies must be positive")
+        if self.sweep_requests < max(self.sweep_concurrencies):
+            raise ValueError("sweep_requests must be at least the largest sweep concurrency")
         return self
 
 

@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""The speed gate's figures against `vllm bench serve`'s, on one server, the same prompts, in one run.
+
+Starts the recipe's server (its launch block, plus VLLM_SERVER_DEV_MODE=1 for
+/reset_prefix_cache), then at each of the speed gate's concurrencies:
+  1. the gate's own level measurement (cookbook.gates.speed.measure_level) on the gate's prompts;
+  2. `vllm bench serve --dataset-name custom` on exactly those prompts (a JSONL file), raw
+     completions (--skip-chat-template), same length (--custom-output-len, --ignore-eos), greedy;
+the prefix cache is reset before each, and the order alternates by level so that neither
+tool always runs second. Prints both tools' figures and gate/bench ratios; a figure agrees
+when the ratio is within 10%. Writes everything (and vllm bench's own JSON per level) to
+--out (default .cache/bench/speed-vs-vllm-bench-<time>/).
+
+    .venv/bin/python benchmarks/speed_gate_vs_vllm_bench.py [gemma3-270m-cpu] [--concurrencies 1 4 16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+
+from cookbook.gates import speed
+from cookbook.gates.client import Server
+from cookbook.gates.context import Context
+from cookbook.gates.data import DataPaths
+from cookbook.gates.result import GateResult
+from cookbook.recipe.paths import repo_root
+from cookbook.recipe.resolve import resolve
+from cookbook.serving import local
+
+FIGURES = ("output_throughput", "median_ttft_ms", "p99_ttft_ms", "median_tpot_ms", "p99_tpot_ms")
+FIGURES += ("median_itl_ms", "p99_itl_ms", "median_e2el_ms", "p99_e2el_ms")
+AGREE = 0.10
+
+
+def reset_prefix_cache(base_url: str) -> None:
+    r = httpx.post(base_url + "/reset_prefix_cache", timeout=60)
+    r.raise_for_status()
+
+
+def run_vllm_bench(base_url: str, model: str, tokenizer: str, prompts: list[str], c: int, max_tokens: int, out: Path):
+    data = out / f"prompts-c{c}.jsonl"
+    data.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in prompts))
+    argv = [
+        str(Path(sys.executable).parent / "vllm"),
+        "bench",
+        "serve",
+        "--backend",
+        "openai",
+        "--base-url",
+        base_url,
+        "--endpoint",
+        "/v1/completions",
+        "--model",
+        model,
+        "--tokenizer",
+        tokenizer,
+        "--dataset-name",
+        "custom",
+        "--dataset-path",
+        str(data),
+        "--custom-output-len",
+        str(max_tokens),
+        "--skip-chat-template",
+        "--num-prompts",
+        str(len(prompts)),
+        "--max-concurrency",
+        str(c),
+        "--ignore-eos",
+        "--temperature",
+        "0",
+        "--percentile-metrics",
+        "ttft,tpot,itl,e2el",
+        "--metric-percentiles",
+        "50,99",
+        "--save-result",
+        "--result-dir",
+        str(out),
+        "--result-filename",
+        f"vllm-bench-c{c}.json",
+    ]
+    log = out / f"vllm-bench-c{c}.log"
+    with open(log, "w") as fh:
+        p = subprocess.run(argv, stdout=fh, stderr=subprocess.STDOUT)
+    if p.returncode != 0:
+        sys.exit(f"error: vllm bench serve failed (exit {p.returncode}); its log: {log}\n{log.read_text()[-3000:]}")
+    return json.loads((out / f"vllm-bench-c{c}.json").read_text())
+
+
+async def gate_level(base_url: str, model: str, prompts: list[str], c: int, max_tokens: int, out: Path) -> dict:
+    server = Server(base_url, model, request_timeout_s=1800)
+    ctx = Context(server=server, data=DataPaths(), out_dir=out, result=GateResult(name="speed"))
+    try:
+        row, _ = await speed.measure_level(ctx, prompts, c, max_tokens)
+        return row
+    finally:
+        await server.aclose()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("recipe", nargs="?", default="gemma3-270m-cpu")
+    ap.add_argument("--concurrencies", type=int, nargs="+", help="default: the speed gate's sweep_concurrencies")
+    ap.add_argument("--out", type=Path)
+    args = ap.parse_args()
+    resolved = resolve(args.recipe)
+    cfg = resolved.recipe.gates.speed
+    if cfg is None:
+        sys.exit(f"error: {args.recipe} declares no speed gate")
+    levels = args.concurrencies or list(cfg.sweep_concurrencies)
+    cfg = cfg.model_copy(update={"sweep_concurrencies": levels})
+    out = (
+        args.out
+        or repo_root() / ".cache" / "bench" / f"speed-vs-vllm-bench-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
+    )
+    out.mkdir(parents=True, exist_ok=True)
+    model = str(resolved.recipe.serve.arg("served_model_name"))
+    env = local.prepare(resolved, out)
+    env["VLLM_SERVER_DEV_MODE"] = "1"  # POST /reset_prefix_cache between the two tools
+    tokenizer = local.exported_env(resolved, env)["CHECKPOINT_DIR"]
+    prompts = speed.workload_prompts(cfg, uuid.uuid4().hex[:12])
+    loads, rows = [], []
+    server = local.launch(resolved, env, out)
+    try:
+        local.wait_ready(server, 900)
+        for k, c in enumerate(levels):
+            loads.append(Path("/proc/loadavg").read_text().split()[:3])
+            order = ("gate", "bench") if k % 2 == 0 else ("bench", "gate")
+            got = {}
+            for tool in order:
+                reset_prefix_cache(server.base_url)
+                local.step(f"concurrency {c}: {tool}")
+                if tool == "gate":
+                    got["gate"] = asyncio.run(
+                        gate_level(server.base_url, model, prompts[c], c, cfg.sweep_max_tokens, out)
+                    )
+                else:
+                    got["bench"] = run_vllm_bench(
+                        server.base_url, model, tokenizer, prompts[c], c, cfg.sweep_max_tokens, out
+                    )
+            rows.append({"concurrency": c, "order": list(order), **got})
+    finally:
+        server.stop()
+
+    lines = [
+        "| concurrency | figure | gate | vllm bench | gate / bench | within 10% |",
+        "|---|---|---|---|---|---|",
+    ]
+    worst = 0.0
+    for row in rows:
+        for f in FIGURES:
+            a, b = row["gate"].get(f), row["bench"].get(f)
+            ratio = a / b if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b else None
+            ok = ratio is not None and abs(ratio - 1) <= AGREE
+            if ratio is not None:
+                worst = max(worst, abs(ratio - 1))
+            lines.append(
+                f"| {row['concurrency']} | {f} | {a} | {round(b, 2) if isinstance(b, float) else b} | "
+                f"{round(ratio, 3) if ratio else None} | {'yes' if ok else 'NO'} |"
+            )
+    summary = {
+        "recipe": resolved.slug,
+        "date": time.strftime("%Y-%m-%d", time.gmtime()),
+        "loadavg_before_each_level": loads,
+        "requests_per_level": cfg.sweep_requests,
+        "max_tokens": cfg.sweep_max_tokens,
+        "rows": rows,
+        "largest_relative_difference": round(worst, 4),
+    }
+    (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
+    (out / "table.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    print(f"\nload average before each level: {loads}\nwritten to {out}")
+
+
+if __name__ == "__main__":
+    main()
