@@ -25,10 +25,11 @@ from dataclasses import dataclass
 
 from . import checks
 
-log = logging.getLogger("cookbook.vllm_plugin")
+log = logging.getLogger("vllm.cookbook_mxfp4_moe")  # under "vllm": its handler prints to the server log
 STATE = "_cookbook_mxfp4_moe"
 DUMMY_SCALES = (118, 122)  # E8M0 bytes 2^-9 .. 2^-6: with E2M1 values up to 6, weights of about 1/sqrt(H)
 _WORKSPACES: dict = {}
+_WARMED: set = set()
 
 
 @dataclass
@@ -142,10 +143,41 @@ def prepare_layer(layer) -> KernelState:
     table = load_for_serving(variant)
     p13, s13, p2, s2 = prepare_experts(w13.contiguous(), w13s.contiguous(), w2.contiguous(), w2s.contiguous())
     dev = w13.device
-    ws = _WORKSPACES.setdefault(str(dev), moe_workspace(dev))
+    if str(dev) not in _WORKSPACES:
+        _WORKSPACES[str(dev)] = moe_workspace(dev)
     limit = getattr(layer, "swiglu_limit", None)
     limit = float(limit) if limit else None  # vLLM applies the clamp only when the limit is > 0
-    return KernelState(p13, s13, p2, s2, scale_byte_max(w13s, w2s), table, max(table), ws, limit, variant)
+    st = KernelState(
+        p13, s13, p2, s2, scale_byte_max(w13s, w2s), table, max(table), _WORKSPACES[str(dev)], limit, variant
+    )
+    warm(st, layer.moe_config.experts_per_token)
+    return st
+
+
+def warm(st: KernelState, top_k: int) -> None:
+    """Compile the kernels of every table entry now, once per process and (variant, limit): vLLM's first
+    call at a decode size may be inside a CUDA graph capture (it runs no warm-up by default)."""
+    import time
+
+    import torch
+
+    key = (st.variant, st.swiglu_limit, str(st.w13.device))
+    if key in _WARMED:
+        return
+    t0 = time.monotonic()
+    e, dev = st.w13.shape[0], st.w13.device
+    for batch in st.table:
+        x = torch.zeros(batch, st.w2.shape[1], dtype=torch.bfloat16, device=dev)
+        ids = torch.arange(batch * top_k, device=dev, dtype=torch.int32).remainder(e).view(batch, top_k)
+        forward(st, x, torch.full((batch, top_k), 1 / top_k, device=dev), ids)
+    torch.cuda.synchronize(dev)
+    _WARMED.add(key)
+    log.info(
+        "cookbook MXFP4 MoE plugin: %s kernels compiled for %s tokens in %.1f s",
+        st.variant,
+        list(st.table),
+        time.monotonic() - t0,
+    )
 
 
 def forward(st: KernelState, x, topk_weights, topk_ids):
