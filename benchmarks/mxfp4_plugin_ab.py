@@ -81,6 +81,8 @@ def accept_divergence(off: dict, on: dict, i: int) -> bool:
     TIE nats of its own choice. Why a tolerance: the two paths' MoE outputs differ by up to the kernel's
     1e-2 relative bound (both are within 4e-3 of exact), and on random weights the best two of 262144
     logits are often closer than that moves them."""
+    if i >= min(len(off["tokens"]), len(on["tokens"])):
+        return False
     a, b = off["tokens"][i], on["tokens"][i]
     ta, tb = off["top"][i] or {}, on["top"][i] or {}
     return b in ta and a in tb and ta[a] - ta[b] <= TIE and tb[b] - tb[a] <= TIE
@@ -89,7 +91,9 @@ def accept_divergence(off: dict, on: dict, i: int) -> bool:
 def compare(off: list[dict], on: list[dict]) -> dict:
     same, ties, bad, max_dlp = 0, 0, [], 0.0
     for k, (a, b) in enumerate(zip(off, on, strict=True)):
-        n = next((i for i, (x, y) in enumerate(zip(a["tokens"], b["tokens"], strict=True)) if x != y), None)
+        n = next((i for i, (x, y) in enumerate(zip(a["tokens"], b["tokens"])) if x != y), None)
+        if n is None and len(a["tokens"]) != len(b["tokens"]):
+            n = min(len(a["tokens"]), len(b["tokens"]))  # one stopped (EOS) where the other went on
         common = len(a["tokens"]) if n is None else n
         for i in range(common):
             if a["logprobs"][i] is not None and b["logprobs"][i] is not None:
