@@ -20,6 +20,7 @@ import sys
 from . import mxfp4_moe
 
 E, H, I, K, LIMIT = 256, 4096, 2048, 6, 10.0  # DeepSeek-V4-Flash's routed experts and swiglu_limit
+_CONFIG: list = []  # the VllmConfig of the layer dsv4_layer built
 
 
 def _port() -> int:
@@ -62,6 +63,7 @@ def dsv4_layer():
         names = ("w13_weight", "w13_weight_scale", "w2_weight", "w2_weight_scale")
         raw = [getattr(routed, n).data.clone() for n in names]
         routed.quant_method.process_weights_after_loading(routed)
+    _CONFIG.append(cfg)
     return routed, raw, Mxfp4MoEMethod
 
 
@@ -76,12 +78,20 @@ def routing(tokens: int, seed: int, scale: float = 1.0):
 
 
 def paths(routed, cls):
-    """{"ours": the patched apply, "vllm": the original}, each f(x, w, ids) -> out."""
+    """{"ours": the patched apply, "vllm": the original}, each f(x, w, ids) -> out, run under the
+    config the layer was built with (as in a server, where it is current)."""
+    from vllm.config import set_current_vllm_config
+
     method = routed.quant_method
-    return {
-        "ours": lambda x, w, ids: method.apply(routed, x, w, ids, None, None),
-        "vllm": lambda x, w, ids: cls.apply.__wrapped__(method, routed, x, w, ids, None, None),
-    }
+
+    def under_config(apply):
+        def run(x, w, ids):
+            with set_current_vllm_config(_CONFIG[-1]):
+                return apply(method, routed, x, w, ids, None, None)
+
+        return run
+
+    return {"ours": under_config(cls.apply), "vllm": under_config(cls.apply.__wrapped__)}
 
 
 def time_us(fn, args, calls: int = 20, replays: int = 20) -> float:
