@@ -20,6 +20,7 @@ class Backend:
     archs: tuple[str, ...]  # platform arches it runs on
     what: str  # what it is, in a few words
     missing: str | None = None  # None: built from this repository; else what is missing and where it would go
+    enable_env: str | None = None  # the variable a launch exports =1 to switch the backend on in the engine
 
 
 @dataclass(frozen=True)
@@ -41,12 +42,28 @@ class Kernel:
     def build_command(self, variant: str, backend: Backend) -> str:
         return f"kernels/{self.name}/build.sh --backend {backend.id} --variant {variant}"
 
+    def launch_lines(self, variant: str, backend: Backend) -> list[str]:
+        """What a launch block runs for a backend built here: its build step (which checks the tuned
+        table, and stops the block if it cannot), then the switch the engine's plugin reads (a caller's
+        own value wins, so `NAME=0` runs the same block with the kernel off)."""
+        if backend.missing:
+            return []  # the image provides it; nothing of this repository runs
+        lines = [f'"${{COOKBOOK:-.}}"/{self.build_command(variant, backend)} >/dev/null || exit 1']
+        if backend.enable_env:
+            lines.append(f'export {backend.enable_env}="${{{backend.enable_env}:-1}}"')
+        return lines
+
 
 MXFP4_MOE = Kernel(
     name="mxfp4-moe",
     variants=("dsv4", "glm", "k3"),  # cookbook.kernels.mxfp4_moe.shapes.VARIANTS (a test checks)
     backends=(
-        Backend("sm90", ("sm90",), "fused Triton/Gluon kernels for NVIDIA Hopper (cookbook.kernels.mxfp4_moe)"),
+        Backend(
+            "sm90",
+            ("sm90",),
+            "fused Triton/Gluon kernels for NVIDIA Hopper (cookbook.kernels.mxfp4_moe)",
+            enable_env="COOKBOOK_MXFP4_MOE",  # read by the vLLM plugin, cookbook.vllm_plugin
+        ),
         Backend(
             "hpu",
             ("hpu",),

@@ -1,7 +1,8 @@
 """Render a resolved recipe as a launch block that pastes into bash as printed.
 
 Exports first (one per line, in recipe order), then the fix-pack check when the recipe
-asks for it, then the server command with one flag per line. Mapping- and list-valued
+asks for it, then each image.kernels entry built from this repository (its build step and the
+export that switches it on), then the server command with one flag per line. Mapping- and list-valued
 flags become JSON in single quotes.
 
 Every token goes through cookbook.recipe.shell: plain variable references stay bare, all
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from cookbook import kernel_catalogue
 from cookbook.recipe import errors as E
 from cookbook.recipe import shell
 from cookbook.recipe.resolve import ResolvedRecipe
@@ -90,6 +92,17 @@ def fixes_line(resolved: ResolvedRecipe) -> str | None:
     return f"python3 {script} --profile {_quote(fixes.profile)}" + (f" \\\n    {opt}" if opt else "") + " || exit 1"
 
 
+def kernel_lines(resolved: ResolvedRecipe) -> list[str]:
+    """Per image.kernels entry built from this repository: its build step and its switch (kernel_catalogue)."""
+    out = []
+    for ref in resolved.recipe.image.kernels:
+        kernel = kernel_catalogue.KERNELS.get(ref.name)
+        backend = kernel.backend_for(resolved.recipe.hardware.platform) if kernel else None
+        if backend is not None and ref.variant in kernel.variants:  # lint reports the others (R017)
+            out += kernel.launch_lines(ref.variant, backend)
+    return out
+
+
 def export_lines(resolved: ResolvedRecipe) -> list[str]:
     """`export NAME=value` per env setting, as the launch block has them (and `serve` runs)."""
     out = []
@@ -142,6 +155,13 @@ def prelude(
             )
             lines.append("# Stops with a non-zero exit code if the image does not match.")
         lines.append(fix)
+    kernels = kernel_lines(resolved)
+    if kernels:
+        if comments:
+            lines.append("")
+            names = ", ".join(f"{k.name} {k.variant}" for k in r.image.kernels)
+            lines.append(f"# Kernels ({names}): the build step checks the tuned table; the export switches it on.")
+        lines += kernels
     if lines and comments:
         lines.append("")
     if planned and comments:

@@ -82,3 +82,26 @@ def test_bf16x2_decoders_compile_for_sm90_only():
     assert r.returncode == 0, r.stderr[-2000:]
     assert "mul.bf16x2' requires .target sm_90" in r.stdout
     assert bf16x2_unsupported((9, 0)) is None and "8.0" in bf16x2_unsupported((8, 0))
+
+
+CLAMP_PROBE = """
+import json
+from cookbook.kernels.mxfp4_moe import sass
+out = {}
+for limit in (0.0, 10.0):
+    k = sass.compile_gluon_kernel("w13", LIMIT=limit)
+    ops, _ = sass.inner_loop(k.asm["cubin"])
+    ptx = k.asm["ptx"]
+    out[str(limit)] = {"loop": sum(ops.values()), "ptx_min": ptx.count("min.f32") + ptx.count("min.NaN.f32")}
+print(json.dumps(out))
+"""
+
+
+def test_the_swiglu_clamp_compiles_for_sm90_into_the_epilogue_only():
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    r = subprocess.run([sys.executable, "-c", CLAMP_PROBE], capture_output=True, text=True, env=env, timeout=600)
+    assert r.returncode == 0, r.stderr[-2000:]
+    got = json.loads(r.stdout)
+    plain, clamped = got["0.0"], got["10.0"]
+    assert clamped["loop"] == plain["loop"]  # the K loop is untouched
+    assert clamped["ptx_min"] > plain["ptx_min"]  # the clamp is compiled in (LIMIT 0 compiles it out)

@@ -279,6 +279,7 @@ def _w13_frag_kernel(
     PREFETCH: tl.constexpr = 0,
     PDL: tl.constexpr = False,
     FUSE: tl.constexpr = False,
+    LIMIT: tl.constexpr = 0.0,
 ):
     """`triton_kernels._w13_silu_kernel` for frag-layout weights (same outputs, bit for bit
     the same decoded values; BLOCK_N divides I, BLOCK_K is a multiple of 128).
@@ -307,13 +308,15 @@ def _w13_frag_kernel(
             acc_u = tl.dot(wu, xt, acc_u)
         # BLOCK_N divides I: every row of the tile is real, only pairs are masked
         n = n0 + tl.arange(0, BLOCK_N)
-        _store_w13(acc_g, acc_u, act_ptr, part_ptr, pairs, n, pvalid[None, :], P, I, SPLIT)
+        _store_w13(acc_g, acc_u, act_ptr, part_ptr, pairs, n, pvalid[None, :], P, I, SPLIT, LIMIT)
         if FUSE and SPLIT > 1:
             if _last_of(cnt_ptr + tl.program_id(0) * tl.num_programs(1) + tl.program_id(1), SPLIT):
                 g, u = _split_sums(
                     part_ptr, pairs[None, :].to(tl.int64) * (2 * I) + n[:, None], pvalid[None, :], P * (2 * I), I, SPLIT
                 )
-                tl.store(act_ptr + pairs[None, :].to(tl.int64) * I + n[:, None], _silu_mul(g, u), mask=pvalid[None, :])
+                tl.store(
+                    act_ptr + pairs[None, :].to(tl.int64) * I + n[:, None], _silu_mul(g, u, LIMIT), mask=pvalid[None, :]
+                )
 
 
 @triton.jit(do_not_specialize=["P", "T"])

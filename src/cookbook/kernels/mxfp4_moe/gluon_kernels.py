@@ -260,7 +260,11 @@ def _last_program(cnt_ptr, expected):
 
 
 @gluon.jit
-def _silu_mul_bf16(g, u):
+def _silu_mul_bf16(g, u, LIMIT: gl.constexpr):
+    """`triton_kernels._silu_mul` (LIMIT > 0: vLLM's swiglu_limit clamp first)."""
+    if LIMIT > 0:
+        g = gl.minimum(g, LIMIT)
+        u = gl.minimum(gl.maximum(u, -LIMIT), LIMIT)
     return (g / (1.0 + gl.exp(-g)) * u).to(gl.bfloat16)
 
 
@@ -293,6 +297,7 @@ def _w13_tile(
     FUSE: gl.constexpr,
     TAPER: gl.constexpr,
     TRACE: gl.constexpr,
+    LIMIT: gl.constexpr,
 ):
     """Rows nb * 16 NUM_WARPS .. of gate and of up for block b's pairs, split sk: act (SPLIT 1) or
     this split's partial sums, then with FUSE the last split's reduce (cnt_ptr[b * n_tiles + nb])."""
@@ -341,7 +346,7 @@ def _w13_tile(
     n = n0 + gl.arange(0, BN, layout=gl.SliceLayout(1, MMA))
     mask = pvalid[None, :]
     if SPLIT == 1:
-        gl.store(act_ptr + pairs[None, :].to(gl.int64) * I + n[:, None], _silu_mul_bf16(acc_g, acc_u), mask=mask)
+        gl.store(act_ptr + pairs[None, :].to(gl.int64) * I + n[:, None], _silu_mul_bf16(acc_g, acc_u, LIMIT), mask=mask)
     else:
         row = pairs[None, :].to(gl.int64) * (2 * I) + n[:, None]
         stride = P * (2 * I)
@@ -354,7 +359,7 @@ def _w13_tile(
                 for sp in gl.static_range(SPLIT):  # in order: `_silu_reduce_kernel`'s sum
                     g += gl.load(part_ptr + sp * stride + row, mask=mask, other=0.0, cache_modifier=".cg")
                     u += gl.load(part_ptr + sp * stride + row + I, mask=mask, other=0.0, cache_modifier=".cg")
-                gl.store(act_ptr + pairs[None, :].to(gl.int64) * I + n[:, None], _silu_mul_bf16(g, u), mask=mask)
+                gl.store(act_ptr + pairs[None, :].to(gl.int64) * I + n[:, None], _silu_mul_bf16(g, u, LIMIT), mask=mask)
 
 
 @gluon.jit
@@ -492,6 +497,7 @@ def _w13_gluon_kernel(
     TAPER: gl.constexpr = False,
     DIRECT: gl.constexpr = False,
     TRACE: gl.constexpr = False,
+    LIMIT: gl.constexpr = 0.0,
 ):
     """`frag_kernels._w13_frag_kernel`: grid (block, row tile, split), one row group of gate and
     one of up per warp. w_ptr: the frag-layout words (int32 view). DEPTH: K steps whose words are
@@ -537,6 +543,7 @@ def _w13_gluon_kernel(
             FUSE,
             TAPER,
             TRACE,
+            LIMIT,
         )
     if TRACE:
         _trace(trace_ptr, t0)

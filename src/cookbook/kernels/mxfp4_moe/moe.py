@@ -10,6 +10,7 @@ Layout (what the converter writes; vLLM's FusedMoE parameters):
 
 from __future__ import annotations
 
+import math
 import os
 
 from .config import DECODERS, LaunchConfig
@@ -91,6 +92,16 @@ def check_inputs(
     return t, h, i, e, k
 
 
+def check_swiglu_limit(swiglu_limit) -> float:
+    """The clamp as the kernels' LIMIT: 0.0 for None (no clamp), else a positive finite float."""
+    if swiglu_limit is None:
+        return 0.0
+    ok = isinstance(swiglu_limit, (int, float)) and not isinstance(swiglu_limit, bool)
+    if not ok or not math.isfinite(swiglu_limit) or swiglu_limit <= 0:
+        raise MoEInputError(f"swiglu_limit must be None or a positive finite number, got {swiglu_limit!r}")
+    return float(swiglu_limit)
+
+
 _SIDE_STREAMS: dict = {}
 
 
@@ -132,6 +143,7 @@ def fused_moe_mxfp4(
     layout: str = "converter",
     trace: dict | None = None,
     workspace=None,
+    swiglu_limit: float | None = None,
 ):
     """Routed-expert MoE on MXFP4 weights: out[t] = sum_j w[t,j] * W2_e (silu(Wg_e x) * (Wu_e x)).
 
@@ -148,12 +160,16 @@ def fused_moe_mxfp4(
     1 us of 33-88 at one token: measured 1.01-1.05x there); without it each such call fills fresh counters. Calls that share one
     workspace must run one after another (one stream, or ordered by events), never at once. A workspace
     passed is checked (1-D int32 on x's device) whether or not this call's entry uses it.
+    swiglu_limit: None (plain SiLU-and-multiply) or a positive finite float L: vLLM's
+    SiluAndMulWithClamp semantics, silu(min(gate, L)) * clamp(up, -L, L) in float32
+    (DeepSeek-V4's experts, L = config.swiglu_limit). Each value compiles its own kernels.
     """
     import torch
 
     from . import triton_kernels as K
 
     t, h, i, e, k = check_inputs(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weights, topk_ids)
+    limit = check_swiglu_limit(swiglu_limit)
     cfg = config or LaunchConfig()
     cfg.check("launch config")
     if i % cfg.block_k2 or h % cfg.block_k1:
@@ -277,6 +293,7 @@ def fused_moe_mxfp4(
                 NCH=cfg.block_k1 // 128,
                 SPLIT=split1,
                 NUM_WARPS=cfg.warps1,
+                LIMIT=limit,
                 **gk,
                 num_warps=cfg.warps1,
                 **pdl,
@@ -341,6 +358,7 @@ def fused_moe_mxfp4(
             INTERPRET=interpret,
             WIDE=wide,
             SPLIT=split1,
+            LIMIT=limit,
             **gpu,
             num_warps=cfg.warps1,
             num_stages=cfg.stages1,
@@ -367,12 +385,13 @@ def fused_moe_mxfp4(
             INTERPRET=interpret,
             WIDE=wide,
             SPLIT=split1,
+            LIMIT=limit,
             num_warps=cfg.warps1,
             num_stages=cfg.stages1,
         )
     if split1 > 1 and not fuse:
         block_i = min(1024, _next_pow2(i))
-        K._silu_reduce_kernel[(p, triton_cdiv(i, block_i))](part, act, p, i, SPLIT=split1, BLOCK_I=block_i)
+        K._silu_reduce_kernel[(p, triton_cdiv(i, block_i))](part, act, p, i, SPLIT=split1, BLOCK_I=block_i, LIMIT=limit)
     w2 = w2_packed if decode else w2_packed.view(torch.int32)
     if gluon:
         gluon_w2(0, grid2[0])

@@ -7,8 +7,17 @@ import numpy as np
 from cookbook import mxfp4
 
 
-def moe_reference(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weights, topk_ids):
-    """All inputs as numpy (x float32 [T, H]); returns float32 [T, H]. Decodes only the experts in use."""
+def swiglu_clamp(g, u, swiglu_limit):
+    """vLLM 0.26.0's clamp before SiLU-and-multiply (SiluAndMulWithClamp.forward_native and
+    fused_moe.utils._swiglu_limit_torch): gate clamped to at most L, up to [-L, L]; None: unchanged."""
+    if swiglu_limit is None:
+        return g, u
+    return np.minimum(g, swiglu_limit), np.clip(u, -swiglu_limit, swiglu_limit)
+
+
+def moe_reference(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weights, topk_ids, swiglu_limit=None):
+    """All inputs as numpy (x float32 [T, H]); returns float32 [T, H]. Decodes only the experts in use.
+    swiglu_limit: vLLM's clamp (`swiglu_clamp`), or None."""
     x = np.asarray(x, dtype=np.float32)
     t, h = x.shape
     i = w13_packed.shape[1] // 2
@@ -18,7 +27,7 @@ def moe_reference(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weights,
         w2 = mxfp4.dequantize(w2_packed[e], w2_scales[e], np.float32).astype(np.float64)
         rows, slots = np.nonzero(topk_ids == e)
         xe = x[rows].astype(np.float64)
-        g, u = xe @ w13[:i].T, xe @ w13[i:].T
+        g, u = swiglu_clamp(xe @ w13[:i].T, xe @ w13[i:].T, swiglu_limit)
         act = g / (1.0 + np.exp(-g)) * u
         # add.at: a token may list an expert twice (both slots count); out[rows] += would drop one
         np.add.at(out, rows, topk_weights[rows, slots][:, None] * (act @ w2.T))
@@ -47,10 +56,11 @@ def dequant_torch(packed, scales, dtype=None):
     return (vals * mult[..., None]).reshape(codes.shape).to(dtype)
 
 
-def moe_torch(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weights, topk_ids, dtype=None):
+def moe_torch(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weights, topk_ids, dtype=None, swiglu_limit=None):
     """Per-expert dequantize-then-matmul MoE in PyTorch (the benchmark's baseline; float32 = reference).
 
     dtype bfloat16 mirrors a plain serving path: BF16 weights and activations, FP32 top-k sum.
+    swiglu_limit: vLLM's clamp (`swiglu_clamp`), or None.
     """
     import torch
 
@@ -64,7 +74,10 @@ def moe_torch(x, w13_packed, w13_scales, w2_packed, w2_scales, topk_weights, top
         w13 = dequant_torch(w13_packed[e], w13_scales[e], dtype)
         w2 = dequant_torch(w2_packed[e], w2_scales[e], dtype)
         gu = xd[rows] @ w13.T
-        act = torch.nn.functional.silu(gu[:, :i]) * gu[:, i:]
+        g, u = gu[:, :i], gu[:, i:]
+        if swiglu_limit is not None:
+            g, u = g.clamp(max=swiglu_limit), u.clamp(-swiglu_limit, swiglu_limit)
+        act = torch.nn.functional.silu(g) * u
         y = (act @ w2.T).float()
         out.index_add_(0, rows, topk_weights[rows, slots].float()[:, None] * y)
     return out

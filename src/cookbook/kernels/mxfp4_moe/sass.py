@@ -103,6 +103,8 @@ def compile_frag_kernel(
     }
     if kernel == "w2":
         consts["TOPK"] = 8
+    else:
+        consts["LIMIT"] = 0.0  # no swiglu clamp: the plain epilogue the tables were measured with
     return _compile(ASTSource, fn, _signature(kernel), consts, warps, 90)
 
 
@@ -173,6 +175,8 @@ def compile_gluon_kernel(
     }  # no defaults in a source compile
     if kernel == "w2":
         consts["TOPK"] = 8
+    else:
+        consts["LIMIT"] = 0.0
     return _compile(GluonASTSource, fn, _gluon_signature(kernel), {**consts, **options}, warps, arch)
 
 

@@ -317,8 +317,14 @@ def _k_range(K, BLOCK_K: tl.constexpr, SPLIT: tl.constexpr):
 
 
 @triton.jit
-def _silu_mul(g, u):
-    """act = silu(gate) * up, rounded to BF16: the one definition for every path (same bits)."""
+def _silu_mul(g, u, LIMIT: tl.constexpr):
+    """act = silu(gate) * up, rounded to BF16: the one definition for every path (same bits).
+
+    LIMIT > 0 clamps first, as vLLM's SiluAndMulWithClamp (swiglu_limit): gate to at most LIMIT,
+    up to [-LIMIT, LIMIT], in float32. LIMIT 0: no clamp."""
+    if LIMIT > 0:
+        g = tl.minimum(g, LIMIT)
+        u = tl.minimum(tl.maximum(u, -LIMIT), LIMIT)
     return _to_bf16_rne(g / (1.0 + tl.exp(-g)) * u)
 
 
@@ -343,11 +349,11 @@ def _last_of(cnt_ptr, expected):
 
 
 @triton.jit
-def _store_w13(acc_g, acc_u, act_ptr, part_ptr, pairs, n, mask, P, I, SPLIT: tl.constexpr):
+def _store_w13(acc_g, acc_u, act_ptr, part_ptr, pairs, n, mask, P, I, SPLIT: tl.constexpr, LIMIT: tl.constexpr):
     """w13 epilogue ([n, pair] tiles): act = silu(gate) * up as BF16, or with SPLIT > 1 this
     split's float32 partial gate and up rows (part[split, pair, 0:2I]) for the reduce kernel."""
     if SPLIT == 1:
-        tl.store(act_ptr + pairs[None, :].to(tl.int64) * I + n[:, None], _silu_mul(acc_g, acc_u), mask=mask)
+        tl.store(act_ptr + pairs[None, :].to(tl.int64) * I + n[:, None], _silu_mul(acc_g, acc_u, LIMIT), mask=mask)
     else:
         row = (tl.program_id(2) * P + pairs[None, :]).to(tl.int64) * (2 * I)
         tl.store(part_ptr + row + n[:, None], acc_g, mask=mask)
@@ -383,6 +389,7 @@ def _w13_silu_kernel(
     INTERPRET: tl.constexpr,
     WIDE: tl.constexpr,
     SPLIT: tl.constexpr,
+    LIMIT: tl.constexpr = 0.0,
 ):
     """act[pair, n] = silu(x[tok] . Wg[e, n]) * (x[tok] . Wu[e, n]) for the pairs of one block.
 
@@ -434,17 +441,17 @@ def _w13_silu_kernel(
                 )
                 acc_g = tl.dot(vg, xt, acc_g)
                 acc_u = tl.dot(vu, xt, acc_u)
-        _store_w13(acc_g, acc_u, act_ptr, part_ptr, pairs, n, nmask[:, None] & pvalid[None, :], P, I, SPLIT)
+        _store_w13(acc_g, acc_u, act_ptr, part_ptr, pairs, n, nmask[:, None] & pvalid[None, :], P, I, SPLIT, LIMIT)
 
 
 @triton.jit
-def _silu_reduce_kernel(part_ptr, act_ptr, P, I, SPLIT: tl.constexpr, BLOCK_I: tl.constexpr):
+def _silu_reduce_kernel(part_ptr, act_ptr, P, I, SPLIT: tl.constexpr, BLOCK_I: tl.constexpr, LIMIT: tl.constexpr = 0.0):
     """act[pair] = silu(sum_s gate_s) * (sum_s up_s), splits added in order (deterministic)."""
     pair = tl.program_id(0).to(tl.int64)
     n = tl.program_id(1) * BLOCK_I + tl.arange(0, BLOCK_I)
     m = n < I
     g, u = _split_sums(part_ptr, pair * (2 * I) + n, m, P * (2 * I), I, SPLIT)
-    tl.store(act_ptr + pair * I + n, _silu_mul(g, u), mask=m)
+    tl.store(act_ptr + pair * I + n, _silu_mul(g, u, LIMIT), mask=m)
 
 
 @triton.jit(do_not_specialize=["P"])

@@ -9,7 +9,11 @@ vLLM's unfused Triton path calls it: routing(), weights swizzled to the Hopper M
 split_k=1), matmul_ogs for w13 with the gather, SiLU-and-multiply in PyTorch, matmul_ogs for
 w2 with the scatter, the routing weights and the top-k sum. The outputs are compared.
 
-    python -m cookbook.kernels.mxfp4_moe.tools.compare_vllm --triton-kernels DIR   # DIR holds triton_kernels/
+    python -m cookbook.kernels.mxfp4_moe.tools.compare_vllm [--triton-kernels DIR]   # DIR holds triton_kernels/
+
+Without --triton-kernels it uses the copy inside the vLLM on the path (vllm/third_party, as the
+offline payload's unpacked engine has it: `source /tmp/cookbook-offline/env.sh` first), found
+without importing vLLM.
 """
 
 from __future__ import annotations
@@ -21,22 +25,34 @@ from pathlib import Path
 from . import harness
 
 
+def vendored_triton_kernels() -> Path | None:
+    """vllm/third_party of the vLLM that `import vllm` would load, if it holds triton_kernels."""
+    import importlib.util
+
+    spec = importlib.util.find_spec("vllm")
+    if spec is None or not spec.origin:
+        return None
+    third = Path(spec.origin).parent / "third_party"
+    return third if (third / "triton_kernels" / "matmul_ogs.py").is_file() else None
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument(
         "--triton-kernels",
         type=Path,
-        required=True,
-        help="folder that contains the triton_kernels package (from the vLLM 0.26.0 wheel)",
+        default=None,
+        help="folder that contains the triton_kernels package (default: the installed vLLM's third_party)",
     )
     ap.add_argument("--variants", default="glm,dsv4,k3")
     ap.add_argument("--layout", default="frag", choices=("frag", "converter"), help="our kernel's weight layout")
     ap.add_argument("--batches", default="1,2,4,8,16,32,64")
     args = ap.parse_args()
+    args.triton_kernels = args.triton_kernels or vendored_triton_kernels() or Path("vllm-not-on-path")
     if not (args.triton_kernels / "triton_kernels" / "matmul_ogs.py").is_file():
         print(
-            f"compare_vllm: {args.triton_kernels}/triton_kernels/matmul_ogs.py not found; unpack "
-            "vllm/third_party/triton_kernels from the vllm==0.26.0 wheel there",
+            f"compare_vllm: {args.triton_kernels}/triton_kernels/matmul_ogs.py not found; put the vllm==0.26.0 "
+            "engine on the path (source /tmp/cookbook-offline/env.sh) or pass --triton-kernels DIR",
             file=sys.stderr,
         )
         return 2

@@ -1,0 +1,234 @@
+#!/usr/bin/env python3
+"""The MXFP4 MoE plugin off, then on: one recipe served twice in one run, on one GPU.
+
+Both servers run the recipe's own launch block (`cookbook.serving.local`); the only difference
+is COOKBOOK_MXFP4_MOE=0 or 1 in the environment the block starts in (its export keeps a
+caller's value). Against each:
+  1. greedy completions of N fixed prompts (temperature 0, 32 tokens, top-5 logprobs);
+  2. `vllm bench serve` (vLLM's own client) on random 256-token prompts, 128 output tokens,
+     ignore-eos, at each concurrency: aggregate output tok/s and mean TPOT.
+Then: how many greedy outputs are identical, and for the others whether the first differing
+token is a near-tie (within TIE nats in both runs' own logprobs, both tokens in each run's
+top-5); the ratios on/off; and, with --layer-bench (`python -m cookbook.vllm_plugin.layer_bench`),
+the 1-stream gain Amdahl's law predicts from the MoE share of the bytes a decode step reads.
+
+    python benchmarks/mxfp4_plugin_ab.py dsv4-flash-perf-h200 --out DIR [--layer-bench FILE]
+
+Writes DIR/ab.json (everything) and DIR/ab.md (the table for the recipe's README).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+
+from cookbook.kernels.mxfp4_moe.shapes import VARIANTS
+from cookbook.recipe.resolve import resolve
+from cookbook.serving import local
+
+ENV = "COOKBOOK_MXFP4_MOE"
+CONCURRENCIES = (1, 4, 16, 64)
+TIE = 0.05  # nats: see accept_divergence
+TOPICS = (
+    "the history of bridges",
+    "how rain forms",
+    "a recipe for bread",
+    "the rules of chess",
+    "why the sky is blue",
+    "a trip to the mountains",
+    "the life of bees",
+    "how engines work",
+    "a letter to a friend",
+    "the moon landing",
+    "learning a new language",
+    "the ocean at night",
+    "building a wooden boat",
+    "the first computers",
+    "a quiet library",
+    "the winter market",
+)
+PROMPTS = tuple(f"Write one paragraph about {t}:" for t in TOPICS)
+
+
+def greedy(base_url: str, model: str) -> list[dict]:
+    out = []
+    with httpx.Client(timeout=120) as client:
+        for prompt in PROMPTS:
+            body = {
+                "model": model,
+                "prompt": prompt,
+                "max_tokens": 32,
+                "temperature": 0,
+                "logprobs": 5,
+                "return_tokens_as_token_ids": True,
+            }
+            r = client.post(f"{base_url}/v1/completions", json=body)
+            r.raise_for_status()
+            lp = r.json()["choices"][0]["logprobs"]
+            out.append({"tokens": lp["tokens"], "logprobs": lp["token_logprobs"], "top": lp["top_logprobs"]})
+    return out
+
+
+def accept_divergence(off: dict, on: dict, i: int) -> bool:
+    """At the first differing position i, a near-tie: each run ranks the other's token in its top-5 within
+    TIE nats of its own choice. Why a tolerance: the two paths' MoE outputs differ by up to the kernel's
+    1e-2 relative bound (both are within 4e-3 of exact), and on random weights the best two of 262144
+    logits are often closer than that moves them."""
+    if i >= min(len(off["tokens"]), len(on["tokens"])):
+        return False
+    a, b = off["tokens"][i], on["tokens"][i]
+    ta, tb = off["top"][i] or {}, on["top"][i] or {}
+    return b in ta and a in tb and ta[a] - ta[b] <= TIE and tb[b] - tb[a] <= TIE
+
+
+def compare(off: list[dict], on: list[dict]) -> dict:
+    same, ties, bad, max_dlp = 0, 0, [], 0.0
+    for k, (a, b) in enumerate(zip(off, on, strict=True)):
+        n = next((i for i, (x, y) in enumerate(zip(a["tokens"], b["tokens"])) if x != y), None)
+        if n is None and len(a["tokens"]) != len(b["tokens"]):
+            n = min(len(a["tokens"]), len(b["tokens"]))  # one stopped (EOS) where the other went on
+        common = len(a["tokens"]) if n is None else n
+        for i in range(common):
+            if a["logprobs"][i] is not None and b["logprobs"][i] is not None:
+                max_dlp = max(max_dlp, abs(a["logprobs"][i] - b["logprobs"][i]))
+        if n is None:
+            same += 1
+        elif accept_divergence(a, b, n):
+            ties += 1
+        else:
+            bad.append({"prompt": k, "position": n})
+    return {
+        "prompts": len(off),
+        "identical": same,
+        "near_ties": ties,
+        "refused": bad,
+        "max_abs_logprob_diff_common_prefix": max_dlp,
+        "tie_nats": TIE,
+    }
+
+
+def bench(base_url: str, model: str, tokenizer: str, workdir: Path, env: dict) -> dict:
+    rows = {}
+    for c in CONCURRENCIES:
+        name = f"bench-c{c}.json"
+        argv = ["vllm", "bench", "serve", "--backend", "vllm", "--base-url", base_url, "--model", model]
+        argv += ["--tokenizer", tokenizer, "--dataset-name", "random", "--random-input-len", "256"]
+        argv += ["--random-output-len", "128", "--ignore-eos", "--num-prompts", str(max(8, 4 * c))]
+        argv += ["--max-concurrency", str(c), "--seed", "0", "--disable-tqdm", "--percentile-metrics", "ttft,tpot"]
+        argv += ["--save-result", "--result-dir", str(workdir), "--result-filename", name]
+        local.step(f"concurrency {c}: " + local.quote_cmd(argv))
+        subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL)
+        res = json.loads((workdir / name).read_text())
+        rows[c] = {"tok_s": res["output_throughput"], "tpot_ms": res["mean_tpot_ms"]}
+    return rows
+
+
+def weights_gib(log: Path) -> float | None:
+    m = re.search(r"Model loading took ([\d.]+) GiB", log.read_text(errors="replace"))
+    return float(m.group(1)) if m else None
+
+
+def amdahl(config: dict, weights: float | None, layer_bench: dict | None) -> dict | None:
+    """Predicted 1-stream gain: f = MoE share of the bytes one decode step reads at 1 token (the k routed
+    experts of each layer, over all weights but the unread experts and the embedding table, which is
+    gathered), s = the kernel's speedup over vLLM's MoE at 1 token (layer_bench); 1 / ((1 - f) + f / s)."""
+    if weights is None or not layer_bench:
+        return None
+    shape = VARIANTS["dsv4"]
+    layers, e, k = config["num_hidden_layers"], config["n_routed_experts"], config["num_experts_per_tok"]
+    expert = shape.expert_bytes()
+    total = weights * 2**30
+    read = total - layers * (e - k) * expert - config["vocab_size"] * config["hidden_size"] * 2
+    f = layers * k * expert / read
+    s = layer_bench["1"]["vllm_us"] / layer_bench["1"]["ours_us"]
+    return {"moe_share_of_bytes": f, "kernel_speedup_1_token": s, "predicted_gain": 1 / ((1 - f) + f / s)}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("recipe", nargs="?", default="dsv4-flash-perf-h200")
+    ap.add_argument("--out", type=Path, required=True)
+    ap.add_argument("--layer-bench", type=Path, help="JSON of `python -m cookbook.vllm_plugin.layer_bench`")
+    ap.add_argument("--ready-timeout-s", type=float, default=600)
+    args = ap.parse_args()
+    resolved = resolve(args.recipe)
+    model = str(resolved.recipe.serve.arg("served_model_name"))
+    args.out.mkdir(parents=True, exist_ok=True)
+    env = local.prepare(resolved, args.out)
+    runs = {}
+    for label, value in (("off", "0"), ("on", "1")):
+        work = args.out / label
+        work.mkdir(exist_ok=True)
+        run_env = {**env, ENV: value}
+        server = local.launch(resolved, run_env, work)
+        try:
+            runs[label] = {"ready_s": local.wait_ready(server, args.ready_timeout_s)}
+            tok = local.exported_env(resolved, run_env)["CHECKPOINT_DIR"]
+            runs[label]["greedy"] = greedy(server.base_url, model)
+            runs[label]["sweep"] = bench(server.base_url, model, tok, work, run_env)
+        finally:
+            server.stop()
+        runs[label]["weights_gib"] = weights_gib(work / "server.log")
+        if label == "on" and "cookbook MXFP4 MoE plugin: kernel on" not in (work / "server.log").read_text():
+            print("error: the plugin-on server's log does not say the plugin was on", file=sys.stderr)
+            return 1
+    cfg = json.loads(
+        (Path(local.exported_env(resolved, env)["COOKBOOK"]) / "recipes" / args.recipe / "config.json").read_text()
+    )
+    lb = json.loads(args.layer_bench.read_text()) if args.layer_bench and args.layer_bench.exists() else None
+    result = {
+        "recipe": args.recipe,
+        "recipe_hash": resolved.content_hash,
+        "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
+        "greedy": compare(runs["off"]["greedy"], runs["on"]["greedy"]),
+        "sweep": {
+            c: {
+                "off": runs["off"]["sweep"][c],
+                "on": runs["on"]["sweep"][c],
+                "tok_s_ratio": runs["on"]["sweep"][c]["tok_s"] / runs["off"]["sweep"][c]["tok_s"],
+                "tpot_ratio": runs["off"]["sweep"][c]["tpot_ms"] / runs["on"]["sweep"][c]["tpot_ms"],
+            }
+            for c in CONCURRENCIES
+        },
+        "amdahl_1_stream": amdahl(cfg, runs["off"]["weights_gib"], lb),
+        "layer_bench": lb,
+        "runs": runs,
+    }
+    (args.out / "ab.json").write_text(json.dumps(result, indent=2) + "\n")
+    lines = [
+        "| streams | tok/s off | tok/s on | tok/s on/off | TPOT ms off | TPOT ms on | TPOT off/on |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for c, r in result["sweep"].items():
+        lines.append(
+            f"| {c} | {r['off']['tok_s']:.1f} | {r['on']['tok_s']:.1f} | {r['tok_s_ratio']:.3f} | "
+            f"{r['off']['tpot_ms']:.2f} | {r['on']['tpot_ms']:.2f} | {r['tpot_ratio']:.3f} |"
+        )
+    g = result["greedy"]
+    lines.append("")
+    lines.append(
+        f"Greedy, {g['prompts']} prompts x 32 tokens: {g['identical']} identical, {g['near_ties']} diverge at a "
+        f"near-tie (<= {TIE} nats), {len(g['refused'])} otherwise; largest |logprob difference| over the common "
+        f"prefix {g['max_abs_logprob_diff_common_prefix']:.4f}."
+    )
+    if result["amdahl_1_stream"]:
+        a = result["amdahl_1_stream"]
+        lines.append(
+            f"1 stream: measured {result['sweep'][1]['tok_s_ratio']:.3f}x; Amdahl predicts {a['predicted_gain']:.3f}x "
+            f"(MoE share of decode bytes {a['moe_share_of_bytes']:.3f}, kernel {a['kernel_speedup_1_token']:.2f}x "
+            "vLLM's MoE at 1 token)."
+        )
+    (args.out / "ab.md").write_text("\n".join(lines) + "\n")
+    print("\n".join(lines))
+    return 0 if not g["refused"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
