@@ -6,33 +6,19 @@ each defect and that the pack's patch applies to them exactly."""
 from __future__ import annotations
 
 import ast
-import importlib.util
-import shutil
-import sys
 
 import pytest
 
 from cookbook.fixes import pack, tree
-from cookbook.fixes.pack import FixError
 
 PROFILE = "vllm-0.26.0"
 
 
 @pytest.fixture(scope="module")
 def v026():
-    from vllm_sdist import vllm_source
+    from vllm_sdist import source_or_skip
 
-    try:
-        return vllm_source("0.26.0")
-    except FixError as e:
-        pytest.skip(f"vllm 0.26.0 sdist not available: {e}")
-
-
-def _load(path, name):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+    return source_or_skip("0.26.0")
 
 
 def test_profile_pins_the_sources_version_and_torch(v026):
@@ -62,22 +48,6 @@ def test_flashinfer_sampler_is_off_when_the_env_says_0(v026):
 @pytest.mark.engine
 def test_logprobs_decode_guard_on_v026_source(v026, padded_vocab_model, tmp_path):
     from vllm.tokenizers import get_tokenizer
+    from vllm_sdist import check_logprobs_decode_guard
 
-    tok = get_tokenizer(str(padded_vocab_model))
-    padded_id = len(tok) + 3  # in the model's vocab, not the tokenizer's
-    rel = "tokenizers/detokenizer_utils.py"
-    stock = _load(v026 / rel, "v026_detok_stock")
-    with pytest.raises(TypeError, match="'NoneType' object is not iterable"):
-        stock.convert_ids_list_to_tokens(tok, [padded_id])
-
-    copy = tmp_path / "vllm"
-    for r in ("_version.py", rel):
-        (copy / r).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(v026 / r, copy / r)
-    assert [f.name for f in pack.resolve(PROFILE, [])] == ["logprobs-decode-guard"]
-    tree.apply(PROFILE, [], copy)
-    fixed = _load(copy / rel, "v026_detok_fixed")
-    the_id = tok.convert_tokens_to_ids("\u2581the")
-    assert fixed.convert_ids_list_to_tokens(tok, [padded_id, the_id]) == ["", " the"]
-    sys.modules.pop("v026_detok_stock", None)
-    sys.modules.pop("v026_detok_fixed", None)
+    check_logprobs_decode_guard(v026, PROFILE, get_tokenizer(str(padded_vocab_model)), tmp_path)

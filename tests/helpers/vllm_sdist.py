@@ -67,3 +67,46 @@ def vllm_source(version: str) -> Path:
     (unpack / f"vllm-{version}").rename(dest / f"vllm-{version}")
     shutil.rmtree(unpack)
     return pkg
+
+
+def source_or_skip(version: str) -> Path:
+    """vllm_source(version), or the test skipped saying why (PyPI unreachable)."""
+    import pytest
+
+    try:
+        return vllm_source(version)
+    except FixError as e:
+        pytest.skip(f"vllm {version} sdist not available: {e}")
+
+
+def check_logprobs_decode_guard(src: Path, profile: str, tokenizer, tmp_path: Path) -> None:
+    """The defect logprobs-decode-guard fixes shows on `src` (a padded-vocab id raises TypeError in
+    convert_ids_list_to_tokens), and the profile's patch applies exactly to that tree and removes it."""
+    import importlib.util
+    import sys
+
+    import pytest
+
+    from cookbook.fixes import pack, tree
+
+    def load(path, name):
+        spec = importlib.util.spec_from_file_location(name, path)
+        mod = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(mod)
+        sys.modules.pop(name, None)
+        return mod
+
+    padded_id = len(tokenizer) + 3  # in the model's vocab, not the tokenizer's
+    rel = "tokenizers/detokenizer_utils.py"
+    stock = load(src / rel, f"detok_stock_{profile}")
+    with pytest.raises(TypeError, match="'NoneType' object is not iterable"):
+        stock.convert_ids_list_to_tokens(tokenizer, [padded_id])
+    copy = tmp_path / "vllm"
+    for r in ("_version.py", rel):
+        (copy / r).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src / r, copy / r)
+    assert [f.name for f in pack.resolve(profile, []) if f.provided_by == "pack"] == ["logprobs-decode-guard"]
+    tree.apply(profile, [], copy)
+    fixed = load(copy / rel, f"detok_fixed_{profile}")
+    the_id = tokenizer.convert_tokens_to_ids("\u2581the")
+    assert fixed.convert_ids_list_to_tokens(tokenizer, [padded_id, the_id]) == ["", " the"]

@@ -11,17 +11,12 @@ import ast
 
 import pytest
 
-from cookbook.fixes.pack import FixError
-
 
 @pytest.fixture(scope="module")
 def v026():
-    from vllm_sdist import vllm_source
+    from vllm_sdist import source_or_skip
 
-    try:
-        return vllm_source("0.26.0")
-    except FixError as e:
-        pytest.skip(f"vllm 0.26.0 sdist not available: {e}")
+    return source_or_skip("0.26.0")
 
 
 def _classes(path) -> dict[str, ast.ClassDef]:
