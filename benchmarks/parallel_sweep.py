@@ -24,14 +24,14 @@ import asyncio
 import json
 import platform
 import re
-import statistics
 import sys
 import time
 from datetime import datetime, timezone
 from pathlib import Path
 
 from cookbook.gates.client import Server, bounded_gather
-from cookbook.gates.speed import DECODE_PROMPT, decode_rate, sweep_aggregate
+from cookbook.gates.speed import level_metrics, workload_prompts
+from cookbook.recipe.gates_spec import SpeedGate
 
 STREAMS = (1, 4, 16, 64)
 # vLLM's log prefix names the process: "(Worker_TP1 pid=4242) INFO 12-01 ...", "(EngineCore_DP0 pid=...)".
@@ -64,29 +64,26 @@ def kv_pools(log_text: str) -> list[dict]:
 
 
 async def level(server: Server, streams: int, waves: int, max_tokens: int) -> dict:
-    async def one(i: int):
-        body = {
-            "prompt": f"{DECODE_PROMPT} (version {streams}-{i})",
-            "max_tokens": max_tokens,
-            "temperature": 0.0,
-            "ignore_eos": True,
-        }
+    """One level in the speed gate's terms (natural prompts with unique suffixes, vllm bench's figures)."""
+    cfg = SpeedGate(calibrated_on="parallel_sweep", sweep_concurrencies=[streams], sweep_requests=streams * waves)
+    prompts = workload_prompts(cfg, f"sweep{time.time_ns()}")[streams]
+
+    async def one(i: int, prompt: str):
+        body = {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0.0, "ignore_eos": True}
         return await server.stream("/v1/completions", body, tag=f"sweep{streams}/{i}")
 
     t0 = time.perf_counter()
-    done = await bounded_gather(streams, [one(i) for i in range(streams * waves)])
-    t1 = time.perf_counter()
-    tokens = [s.completion_tokens or 0 for s in done]
-    rates = [r for s in done if (r := decode_rate(s.token_times())) is not None]
-    ttfts = [s.ttft_s for s in done if s.ttft_s is not None]
+    done = await bounded_gather(streams, [one(i, p) for i, p in enumerate(prompts)])
+    m = level_metrics(done, time.perf_counter() - t0)
+    tpot = m["median_tpot_ms"]
     return {
         "streams": streams,
-        "requests": len(done),
-        "total_tokens": sum(tokens),
-        "drain_s": round(t1 - t0, 3),
-        "aggregate_tok_s": round(sweep_aggregate(tokens, t0, t1), 2),
-        "median_decode_tok_s": round(statistics.median(rates), 2) if rates else None,
-        "median_ttft_s": round(statistics.median(ttfts), 4) if ttfts else None,
+        "requests": m["requests"],
+        "total_tokens": m["total_tokens"],
+        "drain_s": m["duration_s"],
+        "aggregate_tok_s": m["output_throughput"],
+        "median_decode_tok_s": round(1000 / tpot, 2) if tpot else None,
+        "median_ttft_s": round(m["median_ttft_ms"] / 1000, 4) if m["median_ttft_ms"] is not None else None,
     }
 
 
