@@ -6,7 +6,7 @@ gate (the same code, prompts and formulas as `cookbook gates run --only speed`):
   1. the recipe's launch block, as `cookbook launch` prints it;
   2. `vllm serve $CHECKPOINT_DIR` with only the flags needed to be reachable and comparable
      (served model name, host, port, max model length for the 8K TTFT probe) and the same env.
-Prints aggregate tok/s at each sweep concurrency, decode tok/s and uncached TTFT side by
+Prints output tok/s and median TPOT at each sweep concurrency and uncached TTFT side by
 side, as ratios recipe/defaults (TTFT: defaults/recipe, so > 1 means the recipe is faster).
 
     .venv/bin/python benchmarks/recipe_vs_defaults.py [gemma3-270m-cpu]
@@ -91,14 +91,18 @@ def main() -> None:
         ratio = (b / a) if invert else (a / b)
         print(f"{name:<34} {a:10.2f} {b:10.2f} {ratio:8.2f}x")
 
-    for key in ("decode_tok_s_1_stream", "decode_tok_s_4_streams"):
-        row(key, rec.get(key), dfl.get(key))
     for n in sorted(set(rec.get("ttft_s", {})) & set(dfl.get("ttft_s", {})), key=int):
         row(f"TTFT s, uncached {n}-token prompt", rec["ttft_s"][n], dfl["ttft_s"][n], invert=True)
     sweep_r = {r["concurrency"]: r for r in rec.get("sweep", [])}
     sweep_d = {r["concurrency"]: r for r in dfl.get("sweep", [])}
     for c in sorted(set(sweep_r) & set(sweep_d)):
-        row(f"aggregate tok/s @ concurrency {c}", sweep_r[c].get("aggregate_tok_s"), sweep_d[c].get("aggregate_tok_s"))
+        row(f"output tok/s @ concurrency {c}", sweep_r[c].get("output_throughput"), sweep_d[c].get("output_throughput"))
+        row(
+            f"median TPOT ms @ concurrency {c}",
+            sweep_r[c].get("median_tpot_ms"),
+            sweep_d[c].get("median_tpot_ms"),
+            True,
+        )
 
 
 if __name__ == "__main__":
