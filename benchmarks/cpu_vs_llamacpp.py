@@ -21,6 +21,7 @@ is faster). Writes vllm bench's JSON per server and level, the table and the loa
 to --out (default .cache/bench/cpu-vs-llamacpp-<time>/).
 
     .venv/bin/python benchmarks/cpu_vs_llamacpp.py [--servers recipe defaults llama.cpp] [--concurrencies 1 4 8 16]
+        [--set KEY=VALUE ...]   (a variant of the recipe's server, e.g. --set env.VLLM_CPU_OMP_THREADS_BIND=0-1)
 """
 
 from __future__ import annotations
@@ -61,6 +62,11 @@ def llama_server(gguf: Path, model: str, port: int, slots: int, workdir: Path) -
     return local.Server(proc, log, f"http://127.0.0.1:{port}")
 
 
+def identical(x: dict, y: dict) -> int:
+    """Requests whose generated text is the same in two vllm bench runs of the same prompts (in order)."""
+    return sum(a == b for a, b in zip(x.get("generated_texts") or [], y.get("generated_texts") or []))
+
+
 def ratio(a, b):
     return round(a / b, 2) if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b else None
 
@@ -71,9 +77,17 @@ def main() -> None:
     ap.add_argument("--servers", nargs="+", choices=SERVERS, default=list(SERVERS))
     ap.add_argument("--concurrencies", type=int, nargs="+", default=[1, 4, 8, 16])
     ap.add_argument("--requests", type=int, default=32, help="requests per level (at least the concurrency)")
+    ap.add_argument("--set", dest="sets", action="append", default=[], help="KEY=VALUE for the recipe's server")
+    ap.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME:KEY=VALUE;KEY=VALUE",
+        help="also measure the recipe with these sets, as server NAME (tuning experiments)",
+    )
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
-    recipe = resolve(args.recipe)
+    recipe = resolve(args.recipe, sets=args.sets)
     cfg = recipe.recipe.gates.speed
     if cfg is None:
         sys.exit(f"error: {args.recipe} declares no speed gate, whose workload this benchmark uses")
@@ -81,6 +95,11 @@ def main() -> None:
     defaults = resolve(args.recipe)
     defaults.recipe.serve.args = {k: v for k, v in recipe.recipe.serve.args.items() if k in KEEP_FOR_DEFAULTS}
     defaults.recipe.serve.args.setdefault("max_model_len", Setting(value=10240))
+    variants = {}
+    for v in args.variant:
+        name, _, sets = v.partition(":")
+        variants[name] = resolve(args.recipe, sets=args.sets + [x for x in sets.split(";") if x])
+    servers = args.servers + list(variants)
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     out = args.out or repo_root() / ".cache" / "bench" / f"cpu-vs-llamacpp-{stamp}"
     out.mkdir(parents=True, exist_ok=True)
@@ -92,13 +111,13 @@ def main() -> None:
     prompts = speed.workload_prompts(cfg, uuid.uuid4().hex[:12])  # the same prompts for every server
     results: dict[str, dict[int, dict]] = {}
     loads: dict[str, list[str]] = {}
-    for name in args.servers:
+    for name in servers:
         work = out / name.replace(".", "")
         work.mkdir(exist_ok=True)
         if name == "llama.cpp":
             server = llama_server(gguf, model, port, max(args.concurrencies), work)
         else:
-            server = local.launch(recipe if name == "recipe" else defaults, env, work)
+            server = local.launch(variants.get(name) or (recipe if name == "recipe" else defaults), env, work)
         try:
             local.wait_ready(server, 900)
             local.step(f"{name}: warm-up")
@@ -113,20 +132,33 @@ def main() -> None:
         finally:
             server.stop()
 
-    head = ["concurrency"] + [f"{s} {f}" for s in args.servers for f in ("tok/s", "TTFT ms", "TPOT ms")]
+    head = ["concurrency"] + [f"{s} {f}" for s in servers for f in ("tok/s", "TTFT ms", "TPOT ms")]
     ratios = [("recipe", "llama.cpp"), ("recipe", "defaults")]
     ratios = [(a, b) for a, b in ratios if a in results and b in results]
     head += [f"{a}/{b} tok/s" for a, b in ratios] + [f"{b}/{a} TPOT" for a, b in ratios]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     for c in args.concurrencies:
         row = [str(c)]
-        for s in args.servers:
+        for s in servers:
             row += [f"{results[s][c].get(f, 0):.1f}" for f in FIGURES]
         row += [str(ratio(results[a][c]["output_throughput"], results[b][c]["output_throughput"])) for a, b in ratios]
         row += [str(ratio(results[b][c]["median_tpot_ms"], results[a][c]["median_tpot_ms"])) for a, b in ratios]
         lines.append("| " + " | ".join(row) + " |")
+    # Speculation is lossless when greedy outputs match vLLM without it, prompt by prompt; the
+    # remaining differences come from bf16 numerics under different batch shapes.
+    same = {}
+    for a, b in [("recipe", "defaults")] + [(v, "defaults") for v in variants]:
+        if a in results and b in results:
+            same[f"{a} vs {b}"] = {str(c): identical(results[a][c], results[b][c]) for c in args.concurrencies}
+    for k, v in same.items():
+        lines.append(
+            f"\nidentical greedy outputs, {k}: " + ", ".join(f"{n}/{len(prompts[int(c)])} at {c}" for c, n in v.items())
+        )
     summary = {
+        "identical_greedy_outputs": same,
         "recipe": recipe.slug,
+        "recipe_sets": args.sets,
+        "variants": args.variant,
         "date": time.strftime("%Y-%m-%d", time.gmtime()),
         "machine": f"{platform.machine()}, {os.cpu_count()} cores",
         "loadavg_before_each_server": loads,

@@ -56,8 +56,11 @@ def test_convert_steps_are_argv_lists_with_the_blocks_export_values(tmp_path):
         ".cache/models/gemma3-270m-hf",
         "--dtype",
         "bfloat16",
+        "--chat-template",
+        f"{env['COOKBOOK']}/recipes/gemma3-270m-cpu/chat_template.jinja",
+        "--force",
     ]
-    assert step.creates == Path(".cache/models/gemma3-270m-hf/config.json")
+    assert step.creates == Path(".cache/models/gemma3-270m-hf/chat_template.jinja")
 
 
 def test_prepare_skips_steps_whose_output_exists(tmp_path, monkeypatch):
@@ -65,7 +68,7 @@ def test_prepare_skips_steps_whose_output_exists(tmp_path, monkeypatch):
     from cookbook.serving import local
 
     (tmp_path / "hf").mkdir()
-    (tmp_path / "hf" / "config.json").write_text("{}")
+    (tmp_path / "hf" / "chat_template.jinja").write_text("{{ messages }}")
     monkeypatch.setenv("CHECKPOINT_DIR", str(tmp_path / "hf"))
     monkeypatch.setattr(local, "fetch", lambda resolved: tmp_path / "m.gguf")
     monkeypatch.setattr(local, "convert_command", lambda: ["false"])  # would fail if it ran
