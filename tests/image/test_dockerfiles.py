@@ -93,6 +93,10 @@ def test_context_holds_every_copied_file(slug):
     sources = copy_sources(plan.dockerfile)
     assert sources, "a Dockerfile that copies nothing cannot build the cookbook into the image"
     for src in sources:
+        if src == "wheels/" and plan.missing_wheels is not None:
+            # no wheel set in this checkout (a fresh clone): the build refuses, saying how to make one
+            assert "scripts/fetch-wheels" in str(plan.missing_wheels)
+            continue
         if src.endswith("/"):
             assert any(k.startswith(src) for k in plan.files), (
                 f"{slug}: COPY {src} but the context has nothing under it"
