@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import email.parser
 import hashlib
+import io
 import json
 import re
 import shutil
@@ -277,8 +278,6 @@ def pack(slug: str, engine_pin: str, out: Path, piece_mib: int) -> dict:
             info = tarfile.TarInfo("contents.json")
             data = json.dumps(contents, indent=1).encode()
             info.size = len(data)
-            import io
-
             tar.addfile(info, io.BytesIO(data))
             tar.add(engine_xz, arcname=engine_xz.name)
             for w in wheels:
