@@ -107,6 +107,17 @@ def gpu_recipe(tmp_path: Path, sentinel: Path, dp: int, **tweak) -> str:
     return "hostile"
 
 
+def hostile_resolved(tmp_path: Path, monkeypatch, sentinel: Path, dp: int, site: str | None, payload: str):
+    """The hostile GPU recipe with `payload` at `site` (a gpu_recipe tweak path, `env__EXTRA` for a new
+    exported variable, or None for none), resolved from a recipes folder of its own."""
+    tweak = {} if site is None else {site: payload}
+    if site == "env__EXTRA":
+        tweak = {"env": {**base_recipe("x", sentinel)["env"], "EXTRA": payload}}
+    slug = gpu_recipe(tmp_path, sentinel, dp, **tweak)
+    monkeypatch.setenv("COOKBOOK_RECIPES", str(tmp_path / "recipes"))
+    return resolve(slug)
+
+
 class _Unset(dict):
     """An environment where an unset name reads as empty, as bash (without set -u) reads it."""
 

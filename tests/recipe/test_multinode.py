@@ -7,8 +7,17 @@ from __future__ import annotations
 
 import pytest
 from click.testing import CliRunner
-from multinode_helpers import CASES, expected_calls, gpu_recipe, layouts, multi_gpu_slugs, node_env, stubs
-from shell_helpers import base_recipe, run_block, stub_calls
+from multinode_helpers import (
+    CASES,
+    expected_calls,
+    gpu_recipe,
+    hostile_resolved,
+    layouts,
+    multi_gpu_slugs,
+    node_env,
+    stubs,
+)
+from shell_helpers import run_block, stub_calls
 
 from cookbook.cli import main
 from cookbook.recipe import multinode
@@ -117,12 +126,7 @@ def test_hostile_text_in_node_blocks_runs_no_shell_stub_server(tmp_path, monkeyp
     sentinel = tmp_path / "PWNED"
     payload = payload.replace("/SENTINEL-DIR/PWNED", str(sentinel))
     head = payload if site == "head-addr" else "10.0.0.1"
-    tweak = {} if site == "head-addr" else {site: payload}
-    if site == "env__EXTRA":
-        tweak = {"env": {**base_recipe("x", sentinel)["env"], "EXTRA": payload}}
-    slug = gpu_recipe(tmp_path, sentinel, dp, **tweak)
-    monkeypatch.setenv("COOKBOOK_RECIPES", str(tmp_path / "recipes"))
-    resolved = resolve(slug)
+    resolved = hostile_resolved(tmp_path, monkeypatch, sentinel, dp, None if site == "head-addr" else site, payload)
     lay = multinode.layout(resolved, 2)
     bin_dir, _ = stubs(tmp_path)
     for rank in range(2):

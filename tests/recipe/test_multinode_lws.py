@@ -15,6 +15,7 @@ from multinode_helpers import (
     CASES,
     expected_calls,
     gpu_recipe,
+    hostile_resolved,
     k8s_expand,
     layouts,
     lws_schema,
@@ -22,7 +23,7 @@ from multinode_helpers import (
     pruned_fields,
     stubs,
 )
-from shell_helpers import base_recipe, run_block, stub_calls
+from shell_helpers import run_block, stub_calls
 
 from cookbook.recipe import multinode
 from cookbook.recipe.resolve import resolve
@@ -85,12 +86,7 @@ def test_pod_scripts_run_the_mp_commands_stub_server(tmp_path, monkeypatch, site
     payload = payload.replace("/SENTINEL-DIR/PWNED", str(sentinel))
     if site == "head-addr":  # LWS names the leader itself: put the payload in the model name instead
         site = "serve__args__served_model_name"
-    tweak = {site: payload}
-    if site == "env__EXTRA":
-        tweak = {"env": {**base_recipe("x", sentinel)["env"], "EXTRA": payload}}
-    slug = gpu_recipe(tmp_path, sentinel, dp, **tweak)
-    monkeypatch.setenv("COOKBOOK_RECIPES", str(tmp_path / "recipes"))
-    resolved = resolve(slug)
+    resolved = hostile_resolved(tmp_path, monkeypatch, sentinel, dp, site, payload)
     lay = multinode.layout(resolved, 2)
     obj = manifest(resolved, 2)
     lwt = obj["spec"]["leaderWorkerTemplate"]
