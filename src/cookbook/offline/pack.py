@@ -67,9 +67,11 @@ class OfflineSpec:
     constraints: dict[str, str] = field(default_factory=dict)  # pip constraint -> why
 
     @classmethod
-    def load(cls, path: Path) -> OfflineSpec:
+    def load(cls, path: Path, _seen: tuple[Path, ...] = ()) -> OfflineSpec:
         try:
             raw = yaml.safe_load(path.read_text(encoding="utf-8"))
+            if "extends" in raw:
+                raw = cls._extend(path, raw, _seen)
             return cls(
                 python=str(raw["python"]),
                 platforms=[str(p) for p in raw["platforms"]],
@@ -89,6 +91,38 @@ class OfflineSpec:
             ) from None
         except (KeyError, TypeError, AttributeError, yaml.YAMLError) as exc:
             raise CookbookError(f"{path}: malformed offline spec ({exc})", exit_code=BAD_INPUT) from None
+
+    @classmethod
+    def _extend(cls, path: Path, raw: dict, seen: tuple[Path, ...]) -> dict:
+        """`extends: SLUG`: that recipe's offline.yaml, with this file's keys laid over it.
+
+        Mappings merge key by key (a key set to null is removed: `skip: {tilelang: null}` carries
+        tilelang); `extra` adds to the base's list; any other key replaces the base's value.
+        """
+        base_path = path.parent.parent / str(raw["extends"]) / SPEC_NAME
+        if base_path.resolve() in seen:
+            raise CookbookError(f"{path}: `extends` loops back to {base_path}", exit_code=BAD_INPUT)
+        if not base_path.is_file():
+            raise CookbookError(
+                f"{path}: `extends: {raw['extends']}` names no recipe with an offline spec ({base_path})",
+                help="extend the slug of a recipe that has an offline.yaml beside its recipe.yaml",
+                exit_code=BAD_INPUT,
+            )
+        base = yaml.safe_load(base_path.read_text(encoding="utf-8"))
+        if "extends" in base:
+            base = cls._extend(base_path, base, (*seen, path.resolve()))
+        merged = dict(base)
+        for key, value in raw.items():
+            if key == "extends":
+                continue
+            if key == "extra":
+                merged[key] = [*base.get(key, []), *value]
+            elif isinstance(value, dict):
+                both = {**base.get(key, {}), **value}
+                merged[key] = {k: v for k, v in both.items() if v is not None}
+            else:
+                merged[key] = value
+        return merged
 
     def pip_target(self) -> list[str]:
         args = ["--python-version", self.python, "--implementation", "cp", "--only-binary=:all:"]
