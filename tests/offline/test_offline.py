@@ -185,3 +185,74 @@ def test_the_h200_recipes_offline_spec_loads():
     assert {"torch", "transformers", "triton"} <= spec.host_packages
     assert "vllm/vllm_flash_attn/_vllm_fa2_C.abi3.so" in spec.engine_drop
     assert not spec.skip.keys() & spec.no_deps.keys()
+
+
+def test_dsv4_spec_extends_the_gemma_one_and_carries_tilelang():
+    recipes = repo_root() / "recipes"
+    base = pack.OfflineSpec.load(recipes / "gemma3-270m-h200" / "offline.yaml")
+    spec = pack.OfflineSpec.load(recipes / "dsv4-flash-perf-h200" / "offline.yaml")
+    assert spec.host_packages == base.host_packages and spec.constraints == base.constraints
+    assert "tilelang" in base.skip and "tilelang" not in spec.skip and "tilelang" in spec.no_deps
+    assert spec.extra[: len(base.extra)] == base.extra and any(e.startswith("z3-solver") for e in spec.extra)
+
+
+def _spec_file(folder: Path, slug: str, text: str) -> Path:
+    (folder / slug).mkdir(parents=True)
+    path = folder / slug / "offline.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_extends_merges_mappings_and_refuses_loops_and_missing_bases(tmp_path):
+    base = "python: '3.12'\nplatforms: [any]\nhost: h\nhost_packages: [numpy]\nskip: {a: why a, b: why b}\n"
+    _spec_file(tmp_path, "base", base + "extra: [x==1]\n")
+    child = _spec_file(tmp_path, "child", "extends: base\nskip: {a: null, c: why c}\nextra: [y==2]\n")
+    spec = pack.OfflineSpec.load(child)
+    assert spec.skip == {"b": "why b", "c": "why c"} and spec.extra == ["x==1", "y==2"]
+    assert spec.host_packages == {"numpy"}
+    missing = _spec_file(tmp_path, "orphan", "extends: nowhere\n")
+    with pytest.raises(CookbookError, match="`extends: nowhere` names no recipe"):
+        pack.OfflineSpec.load(missing)
+    _spec_file(tmp_path, "loop-a", "extends: loop-b\n")
+    loop_b = _spec_file(tmp_path, "loop-b", "extends: loop-a\n")
+    with pytest.raises(CookbookError, match="loops back"):
+        pack.OfflineSpec.load(loop_b)
+
+
+def test_a_no_deps_requirement_neither_carried_on_host_nor_skipped_is_refused():
+    spec = pack.OfflineSpec(
+        python="3.12",
+        platforms=["any"],
+        host="test",
+        host_packages={"torch"},
+        engine_drop={},
+        skip={"cudnn-frontend": "not on this path"},
+        no_deps={"compressed-tensors": "pulls torch"},
+    )
+    meta = {
+        "name": "compressed-tensors",
+        "version": "0.17.0",
+        "requires_dist": ["torch", "cudnn-frontend", "pydantic>=2", "loguru", "winonly; sys_platform == 'win32'"],
+    }
+    with pytest.raises(CookbookError) as err:
+        pack._check_unresolved([meta], {"pydantic": ("pydantic", "2.11.0")}, spec)
+    assert "needs loguru: neither carried, on the host, nor skipped" in str(err.value)
+    assert "winonly" not in str(err.value) and "cudnn" not in str(err.value)
+    pack._check_unresolved([meta], {"pydantic": ("pydantic", "2.11.0"), "loguru": ("loguru", "0.7.3")}, spec)
+    with pytest.raises(CookbookError, match="needs pydantic>=2, the payload has 1.10"):
+        pack._check_unresolved([meta], {"pydantic": ("pydantic", "1.10"), "loguru": ("loguru", "0.7.3")}, spec)
+
+
+def test_checkout_size_counts_tracked_and_untracked_files_but_not_ignored_ones(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (repo / ".gitignore").write_text(".carry/\n")
+    (repo / "tracked.bin").write_bytes(b"t" * 2**20)
+    subprocess.run(["git", "-C", str(repo), "add", "."], check=True)
+    (repo / "untracked.bin").write_bytes(b"u" * 2**19)
+    (repo / ".carry").mkdir()
+    (repo / ".carry" / "piece-01").write_bytes(b"p" * 5 * 2**20)
+    assert pack.checkout_mib(repo) == pytest.approx(1.5, abs=0.01)
+    with pytest.raises(CookbookError, match="not a git checkout"):
+        pack.checkout_mib(tmp_path / "elsewhere")

@@ -29,11 +29,16 @@ def offline():
 @click.option("--out", type=click.Path(path_type=Path), help="Folder for the pieces (default .carry/<slug>; replaced).")
 @click.option(
     "--piece-mib",
-    default=59,
-    show_default=True,
-    help="Size of each piece, MiB: the transfer limit less the checkout that travels beside it (64 MiB a call to this project's H200, with a 3 MB checkout).",
+    type=int,
+    help="Size of each piece, MiB (default: --transfer-mib less this checkout's size, which travels beside each piece).",
 )
-def pack_cmd(slug, out, piece_mib):
+@click.option(
+    "--transfer-mib",
+    default=64,
+    show_default=True,
+    help="What one transfer to the host may carry, MiB (this project's H200 link: 64 a call, checkout included).",
+)
+def pack_cmd(slug, out, piece_mib, transfer_mib):
     """Resolve, download and cut SLUG's engine, missing dependencies and model into pieces.
 
     What the host already has and what the serve path can do without are in
@@ -42,8 +47,15 @@ def pack_cmd(slug, out, piece_mib):
     from cookbook.files import repo_root
     from cookbook.offline import pack
 
+    if piece_mib is None:
+        checkout = pack.checkout_mib(repo_root())
+        piece_mib = int(transfer_mib - checkout - 1)  # 1 MiB for pieces.json and the link's own framing
+        click.echo(f"pieces of {piece_mib} MiB: {transfer_mib} MiB a transfer less the {checkout:.1f} MiB checkout")
     if piece_mib < 1:
-        raise CookbookError(f"--piece-mib {piece_mib}: must be at least 1")
+        raise CookbookError(
+            f"--piece-mib {piece_mib}: must be at least 1",
+            help="raise --transfer-mib or make the checkout that travels beside each piece smaller",
+        )
     resolved = resolve_or_refuse(slug, None, (), f"cannot pack {slug}")
     engine = resolved.recipe.image.engine
     out = out or repo_root() / ".carry" / slug

@@ -138,6 +138,18 @@ def _pip(args: list[str], what: str) -> None:
         raise PackError(f"pip could not {what}:\n{tail}", help="is PyPI reachable from here?")
 
 
+def checkout_mib(root: Path) -> float:
+    """What travels beside each piece: the files git tracks plus untracked ones it does not ignore."""
+    p = subprocess.run(
+        ["git", "-C", str(root), "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+        capture_output=True,
+    )
+    if p.returncode != 0:
+        raise PackError(f"{root}: not a git checkout, so its size beside each piece is unknown", help="pass --piece-mib")
+    names = {n for n in p.stdout.decode(errors="surrogateescape").split("\0") if n}
+    return sum((root / n).stat().st_size for n in names if (root / n).is_file()) / 2**20
+
+
 def say(msg: str) -> None:
     print(f"==> {msg}", file=sys.stderr, flush=True)
 
@@ -219,8 +231,9 @@ def resolve(reqs: list[str], spec: OfflineSpec, work: Path) -> list[tuple[str, s
 
 
 def _check_unresolved(metas: list[dict], pinned: dict[str, tuple[str, str]], spec: OfflineSpec) -> None:
-    """A `no_deps` package's own requirements were not resolved: each one the payload carries must
-    be met by the version it carries (a wheel built against a newer library fails at import)."""
+    """A `no_deps` package's own requirements were not resolved: each one must be carried, on the
+    host or skipped with a reason (compressed-tensors without its loguru stopped vLLM's start on the
+    H200), and the version carried must meet it (a wheel built against a newer library fails at import)."""
     from packaging.requirements import Requirement
 
     env = {"python_version": spec.python, "platform_machine": "x86_64", "platform_system": "Linux", "extra": ""}
@@ -230,13 +243,19 @@ def _check_unresolved(metas: list[dict], pinned: dict[str, tuple[str, str]], spe
             req = Requirement(line)
             if req.marker is not None and not req.marker.evaluate(env):
                 continue
-            have = pinned.get(normalize(req.name))
-            if have and not req.specifier.contains(have[1], prereleases=True):
+            n = normalize(req.name)
+            have = pinned.get(n)
+            if not have and n not in spec.host_packages and n not in spec.skip:
+                bad.append(f"{meta['name']} {meta['version']} needs {req}: neither carried, on the host, nor skipped")
+            elif have and not req.specifier.contains(have[1], prereleases=True):
                 bad.append(f"{meta['name']} {meta['version']} needs {req}, the payload has {have[1]}")
     if bad:
         raise PackError(
             "the payload's versions do not meet what no_deps packages require:\n  " + "\n  ".join(bad),
-            help=f"add a pip constraint for the older release that fits to `constraints` in {SPEC_NAME}",
+            help=(
+                f"carry a missing one as an `extra` (or `skip` it with the reason), and add a pip constraint "
+                f"for the older release that fits to `constraints` in {SPEC_NAME}"
+            ),
         )
 
 
