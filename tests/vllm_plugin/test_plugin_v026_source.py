@@ -91,3 +91,17 @@ def test_deepseek_v4_clamps_its_experts_as_the_kernel_does(v026):
     assert "torch.clamp(x[..., d:], min=-self.swiglu_limit, max=self.swiglu_limit)" in native
     model = (v026 / "models/deepseek_v4/nvidia/model.py").read_text()
     assert "swiglu_limit=self.swiglu_limit," in model[model.index("self.experts = FusedMoE(") :]
+
+
+def test_the_server_sets_up_the_moe_workspace_that_the_layer_bench_sets_up_itself(v026):
+    # Outside a server, vLLM's modular MoE kernels fail with "WorkspaceManager not initialized"
+    # (seen on the H200); layer_bench calls what the GPU worker calls, with the same signature.
+    runner = (v026 / "v1/worker/gpu_worker.py").read_text(encoding="utf-8")
+    assert "init_workspace_manager(" in runner
+    fn = next(
+        n
+        for n in ast.walk(ast.parse((v026 / "v1/worker/workspace.py").read_text(encoding="utf-8")))
+        if isinstance(n, ast.FunctionDef) and n.name == "init_workspace_manager"
+    )
+    assert [a.arg for a in fn.args.args][:1] == ["device"]
+    assert "_manager is not None" in (v026 / "v1/worker/workspace.py").read_text(encoding="utf-8")

@@ -44,6 +44,11 @@ def dsv4_layer():
     with set_current_vllm_config(cfg):
         init_distributed_environment(1, 0, f"tcp://127.0.0.1:{_port()}", 0, backend="nccl")
         initialize_model_parallel(1, 1)
+        # vLLM's modular MoE kernels take their buffers from the worker's workspace manager, which
+        # the GPU worker (v1/worker/gpu_worker.py) sets up in a server; a layer built outside one needs it too.
+        from vllm.v1.worker.workspace import init_workspace_manager
+
+        init_workspace_manager(torch.device("cuda"))
         quant = Fp8Config(is_checkpoint_fp8_serialized=True, weight_block_size=[128, 128], store_dtype="mxfp4")
         with torch.device("cuda"):
             runner = FusedMoE(
