@@ -43,6 +43,16 @@ def test_missing_key_is_never_ordered_and_equals_only_null():
     assert expr.evaluate("serve.args.max_model_len != 5", CTX) is True
 
 
+def test_a_null_setting_is_missing_like_an_absent_key():
+    # `--set serve.args.data_parallel_size=null` renders no flag, so rules must see no value either
+    ctx = {"serve": {"args": {"tensor_parallel_size": 2, "data_parallel_size": None}}, "hardware": {"gpus": 8}}
+    assert expr.evaluate("defined(serve.args.data_parallel_size)", ctx) is False
+    assert expr.evaluate("serve.args.data_parallel_size == null", ctx) is True
+    assert expr.evaluate("serve.args.data_parallel_size > 0", ctx) is False
+    rule = "defined(serve.args.data_parallel_size) and hardware.gpus % (serve.args.tensor_parallel_size * serve.args.data_parallel_size) != 0"
+    assert expr.evaluate(rule, ctx) is False
+
+
 @pytest.mark.parametrize(
     "text",
     [

@@ -63,3 +63,16 @@ def test_an_empty_or_spaced_reference_stays_one_argument():
         check=True,
     ).stdout
     assert out == "[--a][][--b][with space/x][d]"
+
+
+def test_a_null_set_drops_the_flag_and_the_rules_that_use_it_still_evaluate():
+    from click.testing import CliRunner
+
+    from cookbook.cli import main
+
+    res = CliRunner().invoke(main, ["launch", "k3-8", "--set", "serve.args.data_parallel_size=null"])
+    assert res.exit_code == 0, res.output
+    assert "--data-parallel-size" not in res.output and "--tensor-parallel-size 2" in res.output
+    # the rule that multiplies by it still fires on a real misfit
+    res = CliRunner().invoke(main, ["launch", "k3-8", "--set", "serve.args.data_parallel_size=3"])
+    assert res.exit_code != 0 and "ranks-fit-gpus" in res.output, res.output

@@ -232,7 +232,9 @@ async def run(ctx: Context, cfg: SpeedGate) -> None:
         # cold at 2K, 0.13 s at 8K after it). `vllm bench serve` likewise sends a test prompt first.
         ids = await ctx.uncached_prompt_ids(n, rng)
         s = await ctx.server.stream(
-            "/v1/completions", {"prompt": ids, "max_tokens": 2, "temperature": 0.0, "ignore_eos": True}, tag=f"ttft{n}-warmup"
+            "/v1/completions",
+            {"prompt": ids, "max_tokens": 2, "temperature": 0.0, "ignore_eos": True},
+            tag=f"ttft{n}-warmup",
         )
         cold[n] = s.ttft_s
         r.items.append({"ttft_prompt_tokens": n, "ttft_cold_s": s.ttft_s})

@@ -145,7 +145,9 @@ def checkout_mib(root: Path) -> float:
         capture_output=True,
     )
     if p.returncode != 0:
-        raise PackError(f"{root}: not a git checkout, so its size beside each piece is unknown", help="pass --piece-mib")
+        raise PackError(
+            f"{root}: not a git checkout, so its size beside each piece is unknown", help="pass --piece-mib"
+        )
     names = {n for n in p.stdout.decode(errors="surrogateescape").split("\0") if n}
     return sum((root / n).stat().st_size for n in names if (root / n).is_file()) / 2**20
 

@@ -5,7 +5,7 @@ Grammar (a subset of Python expressions, parsed with `ast`, never `eval`):
   literals         1, 0.86, "fp8", true/false/null (also True/False/None)
   operators        == != < <= > >= in, not in, and, or, not, + - * / %
   functions        defined(x)  (the key exists), len(x), lower(x)
-A key the recipe does not have is *missing*: it equals only null, is never <, >, in;
+A key the recipe does not have, or sets to null (no flag), is *missing*: it equals only null, is never <, >, in;
 `defined(key)` tests for it. Settings written as {value, why} evaluate to their value.
 
 In a rule's message and help, {dotted.key} is filled with the key's value when the rule
@@ -136,7 +136,8 @@ def _eval(node: ast.AST, ctx: dict[str, Any]) -> Any:
         name = dotted_name(node)
         if name is None:
             raise ExprError("attribute access is only allowed on dotted keys")
-        return lookup(ctx, name)
+        value = lookup(ctx, name)
+        return MISSING if value is None else value  # a null setting renders no flag: the key is unset
     if isinstance(node, (ast.List, ast.Tuple)):
         return [_eval(e, ctx) for e in node.elts]
     if isinstance(node, ast.BoolOp):
