@@ -162,7 +162,7 @@ def test_full_suite_writes_a_complete_bundle(server, recipes_dir, tmp_path, data
     assert m["speed"]["measured"]["prefix_cache_hits_during_ttft"] in (0, 0.0, None)
     # each timed TTFT prompt comes after an untimed one of the same length with other tokens
     speed_recs = [json.loads(x) for x in (out / "transcripts" / "speed.jsonl").read_text().splitlines()]
-    by_tag = {r["tag"]: (i, r["request"]["prompt"]) for i, r in enumerate(speed_recs)}
+    by_tag = {r.get("tag"): (i, r.get("request", {}).get("prompt")) for i, r in enumerate(speed_recs)}
     (i_cold, cold_ids), (i_timed, timed_ids) = by_tag["ttft2048-warmup"], by_tag["ttft2048"]
     assert i_cold < i_timed and len(cold_ids) == len(timed_ids) and cold_ids != timed_ids
     assert set(m["speed"]["measured"]["ttft_cold_s"]) == set(m["speed"]["measured"]["ttft_s"]) == {"2048"}
