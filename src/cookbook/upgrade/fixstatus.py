@@ -48,9 +48,14 @@ class FixStatus:
         return asdict(self)
 
 
-def _hunk_label(fp: patchfile.FilePatch, i: int) -> str:
+def _hunk_label(fp: patchfile.FilePatch, i: int, text: str) -> str:
+    """Which hunk, and whether its lines are elsewhere in the file (moved: a refresh) or gone (changed)."""
     h = fp.hunks[i]
-    return f"{fp.path}: hunk {i + 1} (@@ -{h.old_start},{len(h.old)})"
+    lines = text.splitlines(keepends=True)
+    n = len(h.old)
+    at = [j + 1 for j in range(len(lines) - n + 1) if lines[j : j + n] == h.old] if n else []
+    where = f"its lines are at line {at[0]} ({at[0] - h.old_start:+d})" if at else "its lines changed"
+    return f"{fp.path}: hunk {i + 1} (@@ -{h.old_start},{n}): {where}"
 
 
 def _stage_one(patch: patchfile.Patch, texts: dict[str, str | None], target: Path) -> tuple[str, str, list[str]]:
@@ -71,7 +76,7 @@ def _stage_one(patch: patchfile.Patch, texts: dict[str, str | None], target: Pat
             conflicts.append(f"{fp.path}: file absent")
         else:
             conflicts += [
-                _hunk_label(fp, i)
+                _hunk_label(fp, i, text)
                 for i, h in enumerate(fp.hunks)
                 if patchfile.apply_to_text(patchfile.FilePatch(fp.path, [h]), text) is None
             ] or [f"{fp.path}: hunks overlap"]
