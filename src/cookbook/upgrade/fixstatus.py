@@ -122,13 +122,14 @@ def probe(tests: list[str], engine_python: Path) -> tuple[str, str]:
             outcomes.append((case.get("name", "?"), kind, " ".join(msg.split())[:160]))
     if not outcomes:
         return "not-run", f"pytest collected none of {', '.join(tests)}"
-    if any(k in ("failure", "error") for _, k, _ in outcomes):
-        name, kind, msg = next(o for o in outcomes if o[1] in ("failure", "error"))
-        return "failed", f"{name} {'fails' if kind == 'failure' else 'errors'} unpatched: {msg}"
+    if any(k == "failure" for _, k, _ in outcomes):
+        name, _, msg = next(o for o in outcomes if o[1] == "failure")
+        return "failed", f"{name} fails unpatched: {msg}"
     if all(k == "passed" for _, k, _ in outcomes):
         return "passed", f"{', '.join(n for n, _, _ in outcomes)} pass(es) on the unpatched engine"
-    name, _, msg = next(o for o in outcomes if o[1] == "skipped")
-    return "not-run", f"{name} skipped: {msg}"
+    # an error in a fixture (setup) or a skip says nothing about the bug
+    name, kind, msg = next(o for o in outcomes if o[1] != "passed")
+    return "not-run", f"{name} {'could not set up' if kind == 'error' else 'skipped'}: {msg}"
 
 
 def classify(

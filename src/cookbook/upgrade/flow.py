@@ -20,6 +20,7 @@ from pathlib import Path
 from cookbook.errors import FAILED, CookbookError
 from cookbook.files import atomic_dir, atomic_write, repo_root
 from cookbook.fixes.pack import PACK, load_profile, pack_dir
+from cookbook.recipe.paths import recipes_dir
 from cookbook.serving.local import quote_cmd, step
 from cookbook.upgrade import fixstatus, pin
 from cookbook.upgrade.report import Report, gate_rows
@@ -48,7 +49,7 @@ def _candidate_pack(root: Path, name: str, text: str, keep: list[Path]) -> Path:
 
 def _candidate_recipes(root: Path, edits: dict[Path, dict[str, str]]) -> tuple[Path, dict[Path, str]]:
     """A copy of recipes/ (no evidence) with the pin moved; returns it and each edited file's new text."""
-    src = repo_root() / "recipes"
+    src = recipes_dir()
     dest = root / "recipes"
     shutil.copytree(src, dest, ignore=shutil.ignore_patterns("evidence"))
     texts = {}
@@ -159,7 +160,7 @@ def _commit(slug: str, name: str, profile_text: str, bundle: Path, recipe_texts:
 
     started = json.loads((bundle / "results.json").read_text())["started"]  # 2026-12-01T13:34:39+00:00
     stamp = re.sub(r"[-:]", "", started)[:15] + "Z"
-    evidence = repo_root() / "recipes" / slug / "evidence" / stamp
+    evidence = recipes_dir() / slug / "evidence" / stamp
     profile_path = pack_dir() / "profiles" / f"{name}.yaml"
     before = {p: p.read_bytes() for p in recipe_texts}
     profile_before = profile_path.read_bytes() if profile_path.is_file() else None
