@@ -83,7 +83,7 @@ def _stage_one(patch: patchfile.Patch, texts: dict[str, str | None], target: Pat
     if conflicts:
         return CONFLICTS, f"{len(conflicts)} hunk(s) do not match: " + "; ".join(conflicts), conflicts
     if present and not results:
-        return ABSORBED, f"already applied upstream: {', '.join(present)} already hold its change", []
+        return ABSORBED, f"already applied upstream: {', '.join(present)} already hold(s) its change", []
     if present:  # part of it upstream, part not: the patch needs a refresh to the part left
         return CONFLICTS, f"partly upstream ({', '.join(present)} hold its change): refresh the patch", present
     texts.update(results)
