@@ -102,13 +102,16 @@ def gate_rows(results: dict) -> dict[str, dict]:
     """Each gate's status and headline figures (its numeric measurements) from a bundle's results.json."""
     rows = {}
     for name, g in (results.get("gates") or {}).items():
-        figures = {
-            k: v
-            for k, v in (g.get("measured") or {}).items()
-            if isinstance(v, (int, float)) and not isinstance(v, bool)
-        }
-        headline = ", ".join(f"{k} {v}" for k, v in list(figures.items())[:3]) or " ".join(str(g.get("reason")).split())
+        measured = g.get("measured") or {}
+        tables = {k: v for k, v in measured.items() if isinstance(v, dict) and v and all(map(_number, v.values()))}
+        figures = [f"{k} " + " / ".join(f"{a}: {b}" for a, b in v.items()) for k, v in tables.items()]
+        figures += [f"{k} {v}" for k, v in measured.items() if _number(v)]
+        headline = ", ".join(figures[:3]) or " ".join(str(g.get("reason")).split())
         if g.get("status") != "passed" and g.get("reason"):
             headline = " ".join(str(g["reason"]).split())[:300]
         rows[name] = {"status": g.get("status", "?"), "headline": headline, "wall_s": g.get("wall_s")}
     return rows
+
+
+def _number(v) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
