@@ -104,7 +104,7 @@ def regression_tests(patch: patchfile.Patch, distribution: str) -> list[str]:
     return out
 
 
-_EXC_LINE = re.compile(r"^\s*([\w.]+(?:Error|Exception|Exit)\b.*)$", re.M)
+_EXC_LINE = re.compile(r"^(?:E\s+)?\s*([\w.]+(?:Error|Exception|Exit)\b:.*)$", re.M)
 
 
 def _gist(message: str) -> str:
@@ -129,7 +129,8 @@ def probe(tests: list[str], engine_python: Path) -> tuple[str, str]:
         for case in cases:
             kinds = [c.tag for c in case if c.tag in ("failure", "error", "skipped")]
             kind = kinds[0] if kinds else "passed"
-            msg = next((c.get("message", "") for c in case if c.tag == kind), "")
+            # pytest cuts the message attribute short; the element's text holds the whole report
+            msg = next((c.get("message", "") + "\n" + (c.text or "") for c in case if c.tag == kind), "")
             outcomes.append((case.get("name", "?"), kind, _gist(msg)))
     if not outcomes:
         return "not-run", f"pytest collected none of {', '.join(tests)}"
