@@ -1,0 +1,72 @@
+"""One bisect step: what a gate's evidence bundle says about a version (outcome_from_bundle),
+and the probe that makes that bundle (EngineProbe: a scratch engine at the version, the recipe
+served from it, the one gate run, through cookbook.upgrade).
+
+A version is skipped, not failed, when the gate never ran on it: its engine does not install,
+its server does not start or answer, or the bundle does not hold the gate. A server that
+dies while the gate runs is a failure: that can be the regression.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cookbook.bisect.search import Outcome
+from cookbook.errors import CookbookError
+from cookbook.gates.bundle import RESULTS
+from cookbook.untrusted import printable
+
+NEVER_RAN = ("server_down", "wrong_model")  # bundle faults set before the first gate started
+
+
+def headline(measured: dict, limit: int = 2) -> str:
+    """The gate's first numeric figures, `key=value`, for the step log."""
+    out = [f"{k}={v}" for k, v in measured.items() if isinstance(v, (int, float)) and not isinstance(v, bool)][:limit]
+    return ", ".join(out)
+
+
+def outcome_from_bundle(bundle: Path, gate: str) -> Outcome:
+    where = str(bundle)
+    try:
+        doc = json.loads((bundle / RESULTS).read_text(encoding="utf-8"))
+        result = doc["gates"].get(gate)
+    except (OSError, ValueError, KeyError, AttributeError, TypeError) as e:
+        return Outcome("skip", reason=f"no readable {RESULTS} in the bundle ({printable(str(e))[:160]})", bundle=where)
+    if not isinstance(result, dict):
+        return Outcome("skip", reason=f"the bundle holds no result for gate {gate}", bundle=where)
+    status, reason = result.get("status"), printable(str(result.get("reason", "")))[:200]
+    measured = result.get("measured") if isinstance(result.get("measured"), dict) else {}
+    if status == "passed":
+        return Outcome("pass", figure=headline(measured), bundle=where)
+    if status == "failed" and result.get("fault") in NEVER_RAN and doc.get("fault") in NEVER_RAN:
+        return Outcome("skip", reason=f"the gate never ran: {reason}", bundle=where)
+    if status == "failed":
+        return Outcome("fail", figure=headline(measured), reason=reason, bundle=where)
+    return Outcome("skip", reason=f"gate {gate} was {printable(str(status))}: {reason}", bundle=where)
+
+
+class EngineProbe:
+    """version -> Outcome, each version's bundle at out/<version>/."""
+
+    def __init__(self, slug: str, gate: str, out: Path, cache: Path, profile: str | None = None, echo=print):
+        self.slug, self.gate, self.out, self.cache, self.profile, self.echo = slug, gate, out, cache, profile, echo
+
+    def __call__(self, version: str) -> Outcome:
+        from cookbook.upgrade.gates import run_gates
+        from cookbook.upgrade.scratch import ScratchEngine
+
+        bundle = self.out / version
+        self.echo(f"{version}: installing the engine (scratch venv under {self.cache}) ...")
+        try:
+            engine = ScratchEngine(self.slug, version, self.cache)
+            engine.ensure()
+        except (CookbookError, OSError) as e:
+            return Outcome("skip", reason=f"the engine does not install: {printable(str(e))[:300]}")
+        self.echo(f"{version}: serving {self.slug} and running gate {self.gate} ...")
+        try:
+            bundle = Path(run_gates(self.slug, engine, bundle, [self.gate], self.profile))
+        except CookbookError as e:
+            where = str(bundle) if bundle.exists() else None
+            return Outcome("skip", reason=f"the server did not start: {printable(str(e))[:300]}", bundle=where)
+        return outcome_from_bundle(bundle, self.gate)
