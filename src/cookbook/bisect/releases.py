@@ -93,14 +93,16 @@ def releases_between(dist: str, good: str, bad: str, index: str | None = None) -
             parsed[Version(text)] = (text, files)
         except InvalidVersion:
             continue  # legacy version strings cannot be ordered; PEP 440 leaves them out
+    usable = sorted(v for v, (_, files) in parsed.items() if _why_left_out(v, files) is None)
     for end, flag in ((lo, "--good"), (hi, "--bad")):
         hit = parsed.get(end)
         if hit is None or _why_left_out(end, hit[1]) in ("no files", "yanked"):
-            near = ", ".join(t for v, (t, _) in sorted(parsed.items()) if not v.is_prerelease and lo <= v <= hi)
+            near = [str(max(v for v in usable if v < end))] if any(v < end for v in usable) else []
+            near += [str(min(v for v in usable if v > end))] if any(v > end for v in usable) else []
             raise CookbookError(
                 f"{flag} {end} is not a release of {dist} on {index}"
                 + (" (its files are yanked or missing)" if hit else ""),
-                help=f"releases between the two: {near or 'none'}",
+                help=f"the nearest releases: {', '.join(near) or 'none'}",
             )
     versions, excluded = [], []
     for v in sorted(parsed):
