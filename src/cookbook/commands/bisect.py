@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shlex
-import sys
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -107,7 +106,10 @@ def bisect_cmd(slug, good, bad, gate, out, profile, recorded):
 
         probe = EngineProbe(slug, gate, out, repo_root() / ".cache" / "scratch-engines", profile, echo=echo)
 
-    report = Report(slug, gate, releases, shlex.join(["cookbook", "bisect", *sys.argv[2:]]), _now())
+    argv = ["cookbook", "bisect", slug, "--good", good, "--bad", bad, "--gate", gate, "--out", str(out)]
+    argv += ["--profile", profile] if profile else []
+    argv += ["--from-bundles", str(recorded)] if recorded else []
+    report = Report(slug, gate, releases, shlex.join(argv), _now())
 
     def on_step(step):
         echo(_step_line(len(report.steps), step))
