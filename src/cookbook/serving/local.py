@@ -75,10 +75,14 @@ def convert_command() -> list[str]:
     return [sys.executable, "-m", "cookbook.cli", "convert"]
 
 
-def shell_env(source: Path | None) -> dict[str, str]:
+def shell_env(source: Path | None, engine_bin: Path | None = None) -> dict[str, str]:
+    """The launch block's environment: this venv's bin first on PATH (its `vllm`), or `engine_bin` ahead of
+    it, so the block's `vllm serve` runs another venv's engine (`cookbook upgrade`'s scratch engine)."""
     env = dict(os.environ)
-    venv_bin = str(Path(sys.executable).parent)
-    env["PATH"] = venv_bin + os.pathsep + env.get("PATH", "")
+    bins = [str(Path(sys.executable).parent)]
+    if engine_bin is not None:
+        bins.insert(0, str(engine_bin))
+    env["PATH"] = os.pathsep.join([*bins, env.get("PATH", "")])
     if source is not None:
         env["SOURCE_FILE"] = str(source)
         env["SOURCE_DIR"] = str(source.parent)
@@ -124,11 +128,11 @@ def convert_steps(resolved: ResolvedRecipe, env: dict[str, str]) -> list[Convert
     return steps
 
 
-def prepare(resolved: ResolvedRecipe, workdir: Path) -> dict[str, str]:
+def prepare(resolved: ResolvedRecipe, workdir: Path, engine_bin: Path | None = None) -> dict[str, str]:
     """Fetch, then each convert step (skipped when what it creates exists). Returns the
-    environment the launch block starts in."""
+    environment the launch block starts in (with `engine_bin` first on PATH: see shell_env)."""
     source = fetch(resolved)
-    env = shell_env(source)
+    env = shell_env(source, engine_bin)
     run_convert_steps(resolved, exported_env(resolved, env))
     return env
 
@@ -290,10 +294,11 @@ if importlib.util.find_spec("vllm"):
 """
 
 
-def env_lock(env: dict[str, str]) -> str:
-    """pip freeze of the interpreter that runs the server (the venv on PATH), after a header naming
-    the builds pip cannot: the GPU and its driver (nvidia-smi), torch's CUDA and vLLM's commit."""
-    py = str(Path(sys.executable))
+def env_lock(env: dict[str, str], python: Path | None = None) -> str:
+    """pip freeze of the interpreter that runs the server (this one, or `python`: another venv's engine),
+    after a header naming the builds pip cannot: the GPU and its driver (nvidia-smi), torch's CUDA and
+    vLLM's commit."""
+    py = str(python or Path(sys.executable))
     header = []
     smi = shutil.which("nvidia-smi", path=env.get("PATH"))
     if smi:

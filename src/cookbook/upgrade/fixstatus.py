@@ -1,0 +1,159 @@
+"""Each fix of a profile against another engine's installed tree: applies, absorbed, conflicts, no-longer-reproduces.
+
+The patch matching is the fix pack's own (cookbook.fixes.patchfile: zero fuzz, zero offset, and
+"already applied upstream" when the patch reverses exactly); fixes are staged in order, each on the
+text the ones before it left, as `cookbook fixes apply` stages them. A fix that applies is then asked
+whether its bug still shows: its Verified-By regression tests (tests/fixes/) run against the
+UNPATCHED new engine. They run in a pytest child of this interpreter (the cookbook's venv, which has
+pytest) with COOKBOOK_ENGINE_PYTHON set to the new engine's interpreter, so the fixtures copy that
+engine's tree and start their real vLLM servers with it, and COOKBOOK_FIX_UNPATCHED=1, so the
+`patched_tree` fixture is a pristine copy (tests/fixes/conftest.py). Such a test passes only where
+the bug is gone: then the fix no longer reproduces. Verified-By entries annotated for another
+distribution ("(vllm 0.30.0 source)") are not run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+import xml.etree.ElementTree as ET
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from cookbook.files import repo_root
+from cookbook.fixes import patchfile
+from cookbook.fixes.pack import PACK, Profile, load_profile
+
+APPLIES = "applies"
+ABSORBED = "absorbed"
+CONFLICTS = "conflicts"
+NO_LONGER_REPRODUCES = "no-longer-reproduces"
+STATUSES = (APPLIES, ABSORBED, CONFLICTS, NO_LONGER_REPRODUCES)
+
+
+@dataclass
+class FixStatus:
+    name: str
+    status: str
+    evidence: str  # one line: why this status
+    conflicts: list[str] = field(default_factory=list)  # "file: hunk @@ -N" for each hunk that does not match
+    tests: list[str] = field(default_factory=list)  # the regression tests run (node ids)
+    seconds: float = 0.0
+
+    def to_json(self) -> dict:
+        return asdict(self)
+
+
+def _hunk_label(fp: patchfile.FilePatch, i: int) -> str:
+    h = fp.hunks[i]
+    return f"{fp.path}: hunk {i + 1} (@@ -{h.old_start},{len(h.old)})"
+
+
+def _stage_one(patch: patchfile.Patch, texts: dict[str, str | None], target: Path) -> tuple[str, str, list[str]]:
+    """(status, evidence, conflicting hunks) of one patch on the staged texts; updates texts when it applies."""
+    results: dict[str, str] = {}
+    present, conflicts = [], []
+    for fp in patch.files:
+        if fp.path not in texts:
+            src = target / fp.path
+            texts[fp.path] = src.read_text(encoding="utf-8") if src.is_file() else None
+        text = texts[fp.path]
+        new = patchfile.apply_to_text(fp, text)
+        if new is not None:
+            results[fp.path] = new
+        elif patchfile.is_present_in(fp, text):
+            present.append(fp.path)
+        elif text is None:
+            conflicts.append(f"{fp.path}: file absent")
+        else:
+            conflicts += [
+                _hunk_label(fp, i)
+                for i, h in enumerate(fp.hunks)
+                if patchfile.apply_to_text(patchfile.FilePatch(fp.path, [h]), text) is None
+            ] or [f"{fp.path}: hunks overlap"]
+    if conflicts:
+        return CONFLICTS, f"{len(conflicts)} hunk(s) do not match: " + "; ".join(conflicts), conflicts
+    if present and not results:
+        return ABSORBED, f"already applied upstream: {', '.join(present)} already hold its change", []
+    if present:  # part of it upstream, part not: the patch needs a refresh to the part left
+        return CONFLICTS, f"partly upstream ({', '.join(present)} hold its change): refresh the patch", present
+    texts.update(results)
+    return APPLIES, f"applies exactly to {', '.join(results)}", []
+
+
+def regression_tests(patch: patchfile.Patch, distribution: str) -> list[str]:
+    """The Verified-By node ids to run on an engine of `distribution` (entries noted for another one are not)."""
+    out = []
+    for entry in re.split(r",\s*(?=tests/)", " ".join(patch.header.get("Verified-By", "").split())):
+        m = re.match(r"(tests/\S+::\w+)\s*(?:\(([^)]*)\))?", entry.strip())
+        if not m:
+            continue
+        note = (m.group(2) or "").split()
+        if note and note[0] != distribution:
+            continue
+        out.append(m.group(1))
+    return out
+
+
+def probe(tests: list[str], engine_python: Path) -> tuple[str, str]:
+    """Run regression tests on the unpatched engine: (passed|failed|not-run, one-line evidence)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        report = Path(tmp) / "junit.xml"
+        env = {**os.environ, "COOKBOOK_ENGINE_PYTHON": str(engine_python), "COOKBOOK_FIX_UNPATCHED": "1"}
+        argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}", *tests]
+        proc = subprocess.run(argv, cwd=repo_root(), env=env, capture_output=True, text=True)
+        if not report.is_file():
+            return "not-run", f"pytest exited {proc.returncode} with no report: {proc.stdout.strip()[-200:]}"
+        cases = ET.parse(report).getroot().iter("testcase")
+        outcomes = []
+        for case in cases:
+            kinds = [c.tag for c in case if c.tag in ("failure", "error", "skipped")]
+            kind = kinds[0] if kinds else "passed"
+            msg = next((c.get("message", "") for c in case if c.tag == kind), "")
+            outcomes.append((case.get("name", "?"), kind, " ".join(msg.split())[:160]))
+    if not outcomes:
+        return "not-run", f"pytest collected none of {', '.join(tests)}"
+    if any(k in ("failure", "error") for _, k, _ in outcomes):
+        name, kind, msg = next(o for o in outcomes if o[1] in ("failure", "error"))
+        return "failed", f"{name} {'fails' if kind == 'failure' else 'errors'} unpatched: {msg}"
+    if all(k == "passed" for _, k, _ in outcomes):
+        return "passed", f"{', '.join(n for n, _, _ in outcomes)} pass(es) on the unpatched engine"
+    name, _, msg = next(o for o in outcomes if o[1] == "skipped")
+    return "not-run", f"{name} skipped: {msg}"
+
+
+def classify(
+    profile: Profile | str, target_dir: Path, engine_python: Path | None = None, log=lambda msg: None
+) -> list[FixStatus]:
+    """Each pack fix of `profile` (opt-ins included) against the pristine tree `target_dir`, in order.
+    With `engine_python` (the tree's interpreter), each fix that applies has its regression tests run."""
+    prof = load_profile(profile) if isinstance(profile, str) else profile
+    texts: dict[str, str | None] = {}
+    out = []
+    for fix in prof.fixes:
+        if fix.provided_by != PACK:
+            continue
+        t0 = time.monotonic()
+        patch = patchfile.parse(fix.patch)
+        status, evidence, conflicts = _stage_one(patch, texts, target_dir)
+        tests: list[str] = []
+        if status == APPLIES:
+            tests = regression_tests(patch, prof.distribution)
+            if engine_python is None or not tests:
+                evidence += "; regression test not run" + ("" if tests else " (Verified-By names none for this engine)")
+            else:
+                log(f"{fix.name}: applies; running {', '.join(tests)} against the unpatched engine")
+                verdict, line = probe(tests, engine_python)
+                if verdict == "passed":
+                    status, evidence = NO_LONGER_REPRODUCES, f"applies, but {line}: the bug is gone"
+                elif verdict == "failed":
+                    evidence += f"; the bug still shows: {line}"
+                else:
+                    evidence += f"; regression test not run: {line}"
+        out.append(FixStatus(fix.name, status, evidence, conflicts, tests, round(time.monotonic() - t0, 1)))
+        log(f"{fix.name}: {status}: {evidence}")
+    return out
