@@ -10,14 +10,16 @@ dies while the gate runs is a failure: that can be the regression.
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 from cookbook.bisect.search import Outcome
-from cookbook.errors import CookbookError
+from cookbook.errors import FAILED, CookbookError
 from cookbook.gates.bundle import RESULTS
 from cookbook.untrusted import printable
 
 NEVER_RAN = ("server_down", "wrong_model")  # bundle faults set before the first gate started
+PORT_TAKEN = "something already answers on"  # cookbook.serving.local.launch's refusal
 
 
 def headline(measured: dict, limit: int = 2) -> str:
@@ -47,7 +49,8 @@ def outcome_from_bundle(bundle: Path, gate: str) -> Outcome:
 
 
 class EngineProbe:
-    """version -> Outcome, each version's bundle at out/<version>/."""
+    """version -> Outcome, each version's bundle at out/<version>/; the scratch engines live in
+    cache/upgrade/ (cookbook.upgrade.scratch), shared with `cookbook upgrade`."""
 
     def __init__(self, slug: str, gate: str, out: Path, cache: Path, profile: str | None = None, echo=print):
         self.slug, self.gate, self.out, self.cache, self.profile, self.echo = slug, gate, out, cache, profile, echo
@@ -57,16 +60,22 @@ class EngineProbe:
         from cookbook.upgrade.scratch import ScratchEngine
 
         bundle = self.out / version
-        self.echo(f"{version}: installing the engine (scratch venv under {self.cache}) ...")
+        self.echo(f"{version}: the engine's scratch venv (under {self.cache / 'upgrade'}) ...")
         try:
             engine = ScratchEngine(self.slug, version, self.cache)
             engine.ensure()
-        except (CookbookError, OSError) as e:
+        except (CookbookError, OSError, subprocess.CalledProcessError) as e:
             return Outcome("skip", reason=f"the engine does not install: {printable(str(e))[:300]}")
         self.echo(f"{version}: serving {self.slug} and running gate {self.gate} ...")
         try:
             bundle = Path(run_gates(self.slug, engine, bundle, [self.gate], self.profile))
         except CookbookError as e:
+            if str(e).startswith(PORT_TAKEN):  # another server, not this version's: no verdict on it
+                raise CookbookError(
+                    f"{e.format_message()} (before the step of {version})",
+                    help="stop that server, then run the bisect again with a new --out",
+                    exit_code=FAILED,
+                ) from None
             where = str(bundle) if bundle.exists() else None
             return Outcome("skip", reason=f"the server did not start: {printable(str(e))[:300]}", bundle=where)
         return outcome_from_bundle(bundle, self.gate)

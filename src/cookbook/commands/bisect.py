@@ -104,7 +104,7 @@ def bisect_cmd(slug, good, bad, gate, out, profile, recorded):
     else:
         from cookbook.bisect.probe import EngineProbe
 
-        probe = EngineProbe(slug, gate, out, repo_root() / ".cache" / "scratch-engines", profile, echo=echo)
+        probe = EngineProbe(slug, gate, out, repo_root() / ".cache", profile, echo=echo)
 
     argv = ["cookbook", "bisect", slug, "--good", good, "--bad", bad, "--gate", gate, "--out", str(out)]
     argv += ["--profile", profile] if profile else []
