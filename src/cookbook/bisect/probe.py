@@ -50,10 +50,29 @@ def outcome_from_bundle(bundle: Path, gate: str) -> Outcome:
 
 class EngineProbe:
     """version -> Outcome, each version's bundle at out/<version>/; the scratch engines live in
-    cache/upgrade/ (cookbook.upgrade.scratch), shared with `cookbook upgrade`."""
+    cache/upgrade/ (cookbook.upgrade.scratch), shared with `cookbook upgrade`.
 
-    def __init__(self, slug: str, gate: str, out: Path, cache: Path, profile: str | None = None, echo=print):
-        self.slug, self.gate, self.out, self.cache, self.profile, self.echo = slug, gate, out, cache, profile, echo
+    fixes: "carried" (the recipe's profile carried to each release: cookbook.bisect.carry), "none"
+    (each release as published) or a profile name (applied as it is: it fits its own pin only)."""
+
+    def __init__(self, slug: str, gate: str, out: Path, cache: Path, fixes: str = "carried", echo=print):
+        self.slug, self.gate, self.out, self.cache, self.fixes, self.echo = slug, gate, out, cache, fixes, echo
+
+    def _fixes_for(self, engine, version: str) -> tuple[str | None, Path | None, str]:
+        """(profile, pack folder or None for fixes/, what the step carries)."""
+        if self.fixes == "none":
+            return None, None, "none (as published)"
+        if self.fixes != "carried":
+            return self.fixes, None, f"profile {self.fixes}"
+        from cookbook.bisect.carry import carry
+        from cookbook.recipe.resolve import resolve
+
+        image_fixes = resolve(self.slug).recipe.image.fixes
+        if image_fixes is None or not image_fixes.profile:
+            return None, None, "none (the recipe names no fix profile)"
+        opt_in = [str(f) for f in image_fixes.opt_in]
+        carried = carry(image_fixes.profile, opt_in, engine, self.out / "fixes" / version)
+        return carried.profile, carried.pack if carried.profile else None, carried.summary(image_fixes.profile)
 
     def __call__(self, version: str) -> Outcome:
         from cookbook.upgrade.gates import run_gates
@@ -65,10 +84,14 @@ class EngineProbe:
             engine = ScratchEngine(self.slug, version, self.cache)
             engine.ensure()
         except (CookbookError, OSError, subprocess.CalledProcessError) as e:
-            return Outcome("skip", reason=f"the engine does not install: {printable(str(e))[:300]}")
-        self.echo(f"{version}: serving {self.slug} and running gate {self.gate} ...")
+            return Outcome("skip", reason=f"the engine does not install: {_short(e)}")
         try:
-            bundle = Path(run_gates(self.slug, engine, bundle, [self.gate], self.profile))
+            profile, pack, fixes = self._fixes_for(engine, version)
+        except CookbookError as e:
+            return Outcome("skip", reason=f"the fixes could not be carried: {_short(e)}")
+        self.echo(f"{version}: fixes {fixes}; serving {self.slug} and running gate {self.gate} ...")
+        try:
+            bundle = Path(run_gates(self.slug, engine, bundle, [self.gate], profile, pack=pack))
         except CookbookError as e:
             if str(e).startswith(PORT_TAKEN):  # another server, not this version's: no verdict on it
                 raise CookbookError(
@@ -77,5 +100,17 @@ class EngineProbe:
                     exit_code=FAILED,
                 ) from None
             where = str(bundle) if bundle.exists() else None
-            return Outcome("skip", reason=f"the server did not start: {printable(str(e))[:300]}", bundle=where)
-        return outcome_from_bundle(bundle, self.gate)
+            return Outcome("skip", reason=f"the server did not start: {_short(e)}", bundle=where, fixes=fixes)
+        outcome = outcome_from_bundle(bundle, self.gate)
+        outcome.fixes = fixes
+        return outcome
+
+
+def _short(e: Exception) -> str:
+    """An error for one report cell: its first line and, when it quotes a log, the log's last line
+    (where a traceback names the exception)."""
+    lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+    if not lines:
+        return type(e).__name__
+    text = lines[0] if len(lines) == 1 else f"{lines[0].rstrip(':')} ... {lines[-1]}"
+    return printable(text)[:400]

@@ -82,14 +82,14 @@ class Report:
             lines.append("- left out: " + ", ".join(f"{v} ({why})" for v, why in r.excluded))
         lines += [
             "",
-            "| step | version | role | verdict | figure | reason | time s | bundle |",
-            "|---|---|---|---|---|---|---|---|",
+            "| step | version | role | verdict | figure | reason | time s | bundle | fixes |",
+            "|---|---|---|---|---|---|---|---|---|",
         ]
         for i, s in enumerate(self.steps, 1):
-            reason = s.reason.replace("|", "\\|")
+            reason, fixes = s.reason.replace("|", "\\|"), s.fixes.replace("|", "\\|")
             lines.append(
                 f"| {i} | {s.version} | {s.role} | {s.verdict} | {s.figure or '-'} | {reason or '-'} "
-                f"| {s.seconds:.1f} | {s.bundle or '-'} |"
+                f"| {s.seconds:.1f} | {s.bundle or '-'} | {fixes or '-'} |"
             )
         return "\n".join(lines) + "\n"
 

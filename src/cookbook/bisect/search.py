@@ -28,6 +28,7 @@ class Outcome:
     figure: str = ""
     reason: str = ""
     bundle: str | None = None
+    fixes: str = ""  # which fixes the step's engine carried
 
 
 @dataclass
@@ -39,6 +40,7 @@ class Step:
     reason: str
     bundle: str | None
     seconds: float
+    fixes: str = ""
 
     def to_json(self) -> dict:
         return asdict(self)
@@ -94,6 +96,7 @@ class Bisection:
             reason=outcome.reason,
             bundle=outcome.bundle,
             seconds=round(time.monotonic() - t0, 1),
+            fixes=outcome.fixes,
         )
         self.steps.append(step)
         if self.on_step:

@@ -34,10 +34,12 @@ def _step_line(n: int, step) -> str:
     help="Report and step bundles: DIR/report.{md,json}, DIR/<version>/ (default runs/bisect-<slug>-<gate>-<time>).",
 )
 @click.option(
-    "--profile",
-    default=None,
-    metavar="NAME",
-    help="Fix profile applied to each step's engine (default none: each release as published).",
+    "--fixes",
+    default="carried",
+    show_default=True,
+    metavar="carried|none|PROFILE",
+    help="What each step's engine is patched with: the recipe's fix profile carried to the release (its fixes "
+    "that apply cleanly), none (the release as published), or one named profile as it is (it fits its own pin).",
 )
 @click.option(
     "--from-bundles",
@@ -46,7 +48,7 @@ def _step_line(n: int, step) -> str:
     help="Decide each step from bundles recorded earlier, DIR/<version>/ (a version without one is a skip), "
     "instead of installing and serving.",
 )
-def bisect_cmd(slug, good, bad, gate, out, profile, recorded):
+def bisect_cmd(slug, good, bad, gate, out, fixes, recorded):
     """Find the first release of the recipe's engine distribution, between --good and --bad,
     where --gate fails: a binary search over the registry's releases, one gate run a step.
 
@@ -58,8 +60,9 @@ def bisect_cmd(slug, good, bad, gate, out, profile, recorded):
     Like `git bisect`, the ends are checked first: --good must pass and --bad fail, or
     the search stops (exit 1). A release whose engine does not install, or whose server
     does not start, is skipped; when skips hide the answer the report gives the range.
-    Each step installs the release in a scratch venv, serves the recipe from it, runs
-    the gate and keeps its bundle in DIR/<version>/; a line per step says version,
+    Each step installs the release in a scratch venv, applies the recipe's fixes that
+    still apply to it (--fixes), serves the recipe from it, runs the gate and keeps
+    its bundle in DIR/<version>/; a line per step says version,
     verdict, headline figure and time. DIR/report.md and report.json are rewritten after
     every step; Ctrl-C leaves the finished steps and a partial report (exit 130).
     \b
@@ -80,6 +83,14 @@ def bisect_cmd(slug, good, bad, gate, out, profile, recorded):
             f"{slug} declares no gate {printable(gate)!r}",
             help=f"pick one of its gates: {', '.join(declared) or 'it declares none'}",
         )
+    if fixes not in ("carried", "none") and not recorded:
+        from cookbook.fixes.pack import known_profiles
+
+        if fixes not in known_profiles():
+            raise CookbookError(
+                f"--fixes {printable(fixes)!r} is neither carried, none nor a fix profile",
+                help=f"profiles: {', '.join(known_profiles())}",
+            )
     dist = resolved.recipe.image.engine.package
     releases = releases_between(dist, good, bad)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
@@ -104,10 +115,10 @@ def bisect_cmd(slug, good, bad, gate, out, profile, recorded):
     else:
         from cookbook.bisect.probe import EngineProbe
 
-        probe = EngineProbe(slug, gate, out, repo_root() / ".cache", profile, echo=echo)
+        probe = EngineProbe(slug, gate, out, repo_root() / ".cache", fixes, echo=echo)
 
     argv = ["cookbook", "bisect", slug, "--good", good, "--bad", bad, "--gate", gate, "--out", str(out)]
-    argv += ["--profile", profile] if profile else []
+    argv += ["--fixes", fixes] if fixes != "carried" else []
     argv += ["--from-bundles", str(recorded)] if recorded else []
     report = Report(slug, gate, releases, shlex.join(argv), _now())
 
