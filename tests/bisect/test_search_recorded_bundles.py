@@ -102,8 +102,9 @@ def test_a_bad_end_that_passes_is_refused_after_two_steps(tmp_path):
 
 def test_a_good_end_whose_server_never_started_is_refused(tmp_path):
     root = series(tmp_path, "0.27.0", {"0.16.0": "down"})
-    with pytest.raises(EndsDoNotHold, match=r"good end 0\.16\.0 does not pass \(it was skip: the gate never ran"):
-        Bisection(VERSIONS, probe_of(root)).run()
+    with pytest.raises(EndsDoNotHold, match=r"good end 0\.16\.0 does not pass \(it was skip: the gate never ran") as e:
+        Bisection(VERSIONS, probe_of(root), slug="gemma3-270m-cpu").run()
+    assert "cookbook upgrade gemma3-270m-cpu --engine 0.16.0 --dry-run" in e.value.help
 
 
 def test_two_adjacent_versions_need_only_the_ends(tmp_path):

@@ -60,6 +60,12 @@ class Answer:
         return len(self.candidates) > 1
 
 
+SKIPPED_END_HELP = (
+    "the gate never ran on {version}: make it run there first (`cookbook upgrade {slug} --engine {version} --dry-run` "
+    "says which fixes no longer apply), or pick another end"
+)
+
+
 class EndsDoNotHold(CookbookError):
     """The good end does not pass, or the bad end does not fail: there is nothing to search."""
 
@@ -74,6 +80,7 @@ class Bisection:
     probe: Callable[[str], Outcome]
     steps: list[Step] = field(default_factory=list)
     on_step: Callable[[Step], None] | None = None
+    slug: str = "SLUG"  # for the help line of a refusal
 
     def __post_init__(self) -> None:
         if len(self.versions) < 2:
@@ -109,7 +116,9 @@ class Bisection:
         if verdict != "pass":
             raise EndsDoNotHold(
                 f"the good end {good} does not pass (it was {verdict}: {self.steps[-1].reason or 'see its bundle'})",
-                help="pick an older --good release where the gate passes (the bundle says why this one did not)",
+                help=SKIPPED_END_HELP.format(slug=self.slug, version=good)
+                if verdict == "skip"
+                else "pick an older --good release where the gate passes (the bundle says why this one did not)",
             )
         verdict = self._probe(len(self.versions) - 1, "bad end")
         if verdict != "fail":
@@ -117,7 +126,9 @@ class Bisection:
                 f"the bad end {bad} does not fail (it was {verdict}"
                 + (f": {self.steps[-1].reason}" if self.steps[-1].reason else "")
                 + ")",
-                help="pick a --bad release where the gate fails, or a different --gate",
+                help=SKIPPED_END_HELP.format(slug=self.slug, version=bad)
+                if verdict == "skip"
+                else "pick a --bad release where the gate fails, or a different --gate",
             )
         lo, hi = 0, len(self.versions) - 1  # lo passed, hi failed
         skipped: set[int] = set()

@@ -20,7 +20,7 @@ def _now() -> str:
 
 def _step_line(n: int, step) -> str:
     text = step.figure if step.verdict == "pass" else (step.reason or step.figure)
-    return f"step {n:>2}  {step.version:<12} {step.role:<8} {step.verdict:<4}  {step.seconds:>7.1f} s  {printable(text)[:120]}"
+    return f"step {n:>2}  {step.version:<12} {step.role:<8} {step.verdict:<4}  {step.seconds:>7.1f} s  {printable(text)[:300]}"
 
 
 @click.command("bisect")
@@ -126,7 +126,7 @@ def bisect_cmd(slug, good, bad, gate, out, fixes, recorded):
         echo(_step_line(len(report.steps), step))
         report.write(out)
 
-    search = Bisection(releases.versions, probe, steps=report.steps, on_step=on_step)
+    search = Bisection(releases.versions, probe, steps=report.steps, on_step=on_step, slug=slug)
     report.write(out)
     try:
         report.answer = search.run()
