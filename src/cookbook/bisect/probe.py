@@ -52,7 +52,8 @@ class EngineProbe:
     """version -> Outcome, each version's bundle at out/<version>/; the scratch engines live in
     cache/upgrade/ (cookbook.upgrade.scratch), shared with `cookbook upgrade`.
 
-    fixes: "carried" (the recipe's profile carried to each release: cookbook.bisect.carry), "none"
+    fixes: "carried" (the pack's profile for the release, fixes/profiles/<dist>-<version>.yaml, where
+    there is one; else the recipe's profile carried to it: cookbook.bisect.carry), "none"
     (each release as published) or a profile name (applied as it is: it fits its own pin only)."""
 
     def __init__(self, slug: str, gate: str, out: Path, cache: Path, fixes: str = "carried", echo=print):
@@ -65,11 +66,15 @@ class EngineProbe:
         if self.fixes != "carried":
             return self.fixes, None, f"profile {self.fixes}"
         from cookbook.bisect.carry import carry
+        from cookbook.fixes.pack import known_profiles
         from cookbook.recipe.resolve import resolve
 
         image_fixes = resolve(self.slug).recipe.image.fixes
         if image_fixes is None or not image_fixes.profile:
             return None, None, "none (the recipe names no fix profile)"
+        own = f"{engine.distribution}-{version}"
+        if own in known_profiles():  # the pack has a profile made for this release: it, as it is
+            return own, None, f"profile {own} (the pack's own for this release)"
         opt_in = [str(f) for f in image_fixes.opt_in]
         carried = carry(image_fixes.profile, opt_in, engine, self.out / "fixes" / version)
         return carried.profile, carried.pack if carried.profile else None, carried.summary(image_fixes.profile)
