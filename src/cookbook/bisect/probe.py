@@ -10,6 +10,7 @@ dies while the gate runs is a failure: that can be the regression.
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -104,11 +105,23 @@ class EngineProbe:
                     help="stop that server, then run the bisect again with a new --out",
                     exit_code=FAILED,
                 ) from None
-            where = str(bundle) if bundle.exists() else None
-            return Outcome("skip", reason=f"the server did not start: {_short(e)}", bundle=where, fixes=fixes)
+            reason = f"the server did not start: {_short(e)}" + self._keep_log(engine, version)
+            where = str(bundle) if (bundle / RESULTS).exists() else None
+            return Outcome("skip", reason=reason, bundle=where, fixes=fixes)
         outcome = outcome_from_bundle(bundle, self.gate)
         outcome.fixes = fixes
         return outcome
+
+    def _keep_log(self, engine, version: str) -> str:
+        """Copy the server's log (where cookbook.upgrade.gates.run_gates starts it) beside the step's
+        bundle, so the step's evidence stays in the bisect folder; says where, or nothing."""
+        log = engine.root.parent / "serve" / f"{self.slug}-{version}" / "server.log"
+        if not log.is_file():
+            return ""
+        kept = self.out / version / "server.log"
+        kept.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(log, kept)
+        return f" (server log: {kept})"
 
 
 def _short(e: Exception) -> str:
