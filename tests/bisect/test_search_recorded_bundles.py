@@ -118,3 +118,11 @@ def test_two_adjacent_versions_need_only_the_ends(tmp_path):
 def test_fewer_than_two_versions_is_refused():
     with pytest.raises(Exception, match="two versions at least"):
         Bisection(["0.32.0"], lambda v: None)
+
+
+def test_a_hostile_figure_name_is_escaped(tmp_path):
+    bundle = write_bundle(tmp_path, "0.31.0", "pass")
+    doc = json.loads((bundle / "results.json").read_text())
+    doc["gates"][GATE]["measured"] = {"\x1b[2Jcleared": 3}
+    (bundle / "results.json").write_text(json.dumps(doc))
+    assert outcome_from_bundle(bundle, GATE).figure == "\\x1b[2Jcleared=3"

@@ -25,7 +25,8 @@ PORT_TAKEN = "something already answers on"  # cookbook.serving.local.launch's r
 
 def headline(measured: dict, limit: int = 2) -> str:
     """The gate's first numeric figures, `key=value`, for the step log."""
-    out = [f"{k}={v}" for k, v in measured.items() if isinstance(v, (int, float)) and not isinstance(v, bool)][:limit]
+    numeric = [(k, v) for k, v in measured.items() if isinstance(v, (int, float)) and not isinstance(v, bool)]
+    out = [f"{printable(str(k))[:40]}={v}" for k, v in numeric[:limit]]
     return ", ".join(out)
 
 

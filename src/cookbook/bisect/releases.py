@@ -90,9 +90,10 @@ def releases_between(dist: str, good: str, bad: str, index: str | None = None) -
     parsed: dict[Version, tuple[str, list[dict]]] = {}
     for text, files in raw.items():
         try:
-            parsed[Version(text)] = (text, files)
+            v = Version(text)
         except InvalidVersion:
             continue  # legacy version strings cannot be ordered; PEP 440 leaves them out
+        parsed[v] = (str(v), files)  # the normal form: no spaces, safe as a folder name and a pip pin
     usable = sorted(v for v, (_, files) in parsed.items() if _why_left_out(v, files) is None)
     for end, flag in ((lo, "--good"), (hi, "--bad")):
         hit = parsed.get(end)

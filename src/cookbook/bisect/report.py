@@ -12,7 +12,7 @@ from cookbook.bisect.releases import ReleaseList
 from cookbook.bisect.search import Answer, Step
 from cookbook.files import atomic_write
 
-State = Literal["running", "complete", "interrupted", "ends do not hold"]
+State = Literal["running", "complete", "interrupted", "ends do not hold", "stopped"]
 
 
 @dataclass

@@ -135,6 +135,9 @@ def bisect_cmd(slug, good, bad, gate, out, fixes, recorded):
     except EndsDoNotHold as e:
         report.state, report.note = "ends do not hold", e.format_message()
         raise
+    except CookbookError as e:  # a step could not say anything about its release (e.g. the port was taken)
+        report.state, report.note = "stopped", e.format_message()
+        raise
     except KeyboardInterrupt:
         report.state, report.note = "interrupted", f"after {len(report.steps)} finished steps"
         raise CookbookError(
