@@ -2,6 +2,7 @@
 ast, so a lazy import cannot slip an upward edge past the rule.
 
     cli, commands              the CLI: nothing below imports them
+    upgrade                    moves an engine pin: serving, fixes, gates' verify, the recipe; only the CLI imports it
     verification               a recipe's status with its bundle re-checked: recipe + gates
     gates, serving, convert    use the recipe model, gguf, the engine (serving: also the plan)
     plan                       the memory planner: recipe, gguf, the safetensors reader; never gates, serving or the CLI
@@ -33,6 +34,7 @@ FORBIDDEN = {
     "cookbook.kernel_catalogue": ("cookbook.recipe", "cookbook.gates", "cookbook.kernels", "cookbook.serving"),
 }
 CLI = ("cookbook.commands", "cookbook.cli")
+UPPER = ("cookbook.upgrade",)  # below the CLI, above everything else
 
 
 def _modules():
@@ -84,4 +86,6 @@ def test_imports_run_downward(name, path, is_pkg):
     # Nothing below the CLI imports it; `python -m` entry points (__main__) are the CLI too.
     if not any(_within(name, c) for c in CLI) and not name.endswith(".__main__"):
         bad += [m for m in imports if any(_within(m, c) for c in CLI)]
+    if not any(_within(name, u) for u in CLI + UPPER):
+        bad += [m for m in imports if any(_within(m, u) for u in UPPER)]
     assert not bad, f"{name} imports {sorted(set(bad))} (imports run downward; see this test's docstring)"

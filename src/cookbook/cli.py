@@ -29,6 +29,11 @@ LAZY_GROUPS: dict[str, tuple[str, str]] = {
         "Download a recipe's checkpoint (plan and disk checked first), then run its convert steps.",
     ),
     "serve": ("cookbook.commands.serve", "serve_cmd", "Run a recipe here: fetch, convert, launch, gates, stop."),
+    "upgrade": (
+        "cookbook.commands.upgrade",
+        "upgrade_cmd",
+        "Move a recipe's engine pin: scratch engine, each fix's status, gates, report, new pin.",
+    ),
     "docs": (
         "cookbook.commands.docs",
         "docs_cmd",

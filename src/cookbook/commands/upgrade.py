@@ -1,0 +1,59 @@
+"""`cookbook upgrade SLUG --engine VERSION`: move a recipe's engine pin with evidence (cookbook.upgrade)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import shlex
+import sys
+from pathlib import Path
+
+import click
+
+from cookbook.errors import INTERRUPTED, CookbookError
+
+
+@click.command("upgrade")
+@click.argument("slug")
+@click.option("--engine", "version", required=True, help="The engine version to move to (a release on the index).")
+@click.option("--dry-run", is_flag=True, help="Install the engine and report each fix's status; no gates, no writes.")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    help="Report folder (report.md, report.json, the bundle; default runs/upgrade-<slug>-<version>-<time>).",
+)
+@click.option(
+    "--no-regression-tests",
+    is_flag=True,
+    help="Do not run the fixes' regression tests on the unpatched engine (no-longer-reproduces is not looked for).",
+)
+def upgrade_cmd(slug, version, dry_run, out, no_regression_tests):
+    """Install SLUG's engine at VERSION in a scratch venv, report each fix of its profile (applies,
+    absorbed, conflicts, no-longer-reproduces), run the recipe's gates against it with the fixes that
+    still apply, and write a report. Only when every gate passed: the new fix profile, the new pin in
+    the recipe and the evidence bundle, verified.
+
+    \b
+      cookbook upgrade gemma3-270m-cpu --engine 0.31.0 --dry-run
+      cookbook upgrade gemma3-270m-cpu --engine 0.31.0 --out fixes/upgrades/0.31.0
+    """
+    from cookbook.files import repo_root
+    from cookbook.recipe.resolve import all_slugs
+    from cookbook.upgrade.flow import run_upgrade
+
+    if slug not in all_slugs():
+        raise CookbookError(f"unknown recipe {slug!r}", help="`cookbook list` names every recipe")
+    if out is None:
+        stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        out = repo_root() / "runs" / f"upgrade-{slug}-{version}-{stamp}"
+    command = shlex.join(["cookbook", "upgrade", *sys.argv[2:]]) if sys.argv[1:2] == ["upgrade"] else ""
+    try:
+        rep = run_upgrade(slug, version, out, dry_run, not no_regression_tests, command)
+    except KeyboardInterrupt:
+        raise CookbookError("interrupted; the recipe is unchanged", exit_code=INTERRUPTED) from None
+    for f in rep.fixes:
+        click.echo(f"  {f['name']:<32} {f['status']:<22} {f['evidence']}")
+    for name, g in rep.gates.items():
+        click.echo(f"  gate {name:<27} {g['status']:<22} {g['headline']}")
+    click.echo(rep.result)
+    for w in rep.written:
+        click.echo(f"wrote {w}")
