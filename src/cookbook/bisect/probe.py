@@ -77,8 +77,7 @@ class EngineProbe:
         own = f"{engine.distribution}-{version}"
         if own in known_profiles():  # the pack has a profile made for this release: it, as it is
             return own, None, f"profile {own} (the pack's own for this release)"
-        opt_in = [str(f) for f in image_fixes.opt_in]
-        carried = carry(image_fixes.profile, opt_in, engine, self.out / "fixes" / version)
+        carried = carry(image_fixes.profile, engine, self.out / "fixes" / version)
         return carried.profile, carried.pack if carried.profile else None, carried.summary(image_fixes.profile)
 
     def __call__(self, version: str) -> Outcome:
