@@ -65,6 +65,11 @@ LAZY_GROUPS: dict[str, tuple[str, str]] = {
         "Build a recipe's serving image (Docker SDK), or print its plan with --dry-run.",
     ),
     "fixes": ("cookbook.commands.fixes", "fixes_group", "Apply, check or revert the fix pack on an installed vLLM."),
+    "bisect": (
+        "cookbook.commands.bisect",
+        "bisect_cmd",
+        "The first engine release between two pins where a gate fails (binary search, a bundle a step).",
+    ),
     "data": (
         "cookbook.commands.data",
         "data_group",
