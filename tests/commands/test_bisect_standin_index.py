@@ -130,15 +130,18 @@ def test_standin_index_interrupt_keeps_the_finished_steps(tmp_path, index):
     os.mkfifo(recorded / "0.24.0" / "results.json")
     out = tmp_path / "bisect"
     p = cookbook(args(out, recorded), index.url)
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         steps = json.loads((out / "report.json").read_text())["steps"] if (out / "report.json").exists() else []
         if len(steps) == 2:
             break
         time.sleep(0.2)
+    else:
+        p.kill()
+        pytest.fail(f"the bisect never finished its 2 first steps: {p.communicate()[1][-2000:]}")
     time.sleep(0.5)
     p.send_signal(signal.SIGINT)
-    _, stderr = p.communicate(timeout=30)
+    _, stderr = p.communicate(timeout=120)
     assert p.returncode == 130
     assert "error: interrupted; the finished steps' bundles and a partial report are in" in stderr
     report = json.loads((out / "report.json").read_text())
