@@ -53,23 +53,24 @@ def bisect_cmd(slug, good, bad, gate, out, fixes, recorded):
     """Find the first release of the recipe's engine distribution, between --good and --bad,
     where --gate fails: a binary search over the registry's releases, one gate run a step.
 
-    \b
-    The releases come from PyPI's JSON API (COOKBOOK_PYPI_URL for another index), both
-    ends included, ordered as PEP 440 orders them; pre-releases, yanked releases and
-    releases with no files between the ends are left out, and the report says which.
-    \b
-    Like `git bisect`, the ends are checked first: --good must pass and --bad fail, or
-    the search stops (exit 1). A release whose engine does not install, or whose server
-    does not start, is skipped; when skips hide the answer the report gives the range.
-    Each step installs the release in a scratch venv, applies the recipe's fixes that
-    still apply to it (--fixes), serves the recipe from it, runs the gate and keeps
-    its bundle in DIR/<version>/; a line per step says version,
-    verdict, headline figure and time. DIR/report.md and report.json are rewritten after
-    every step; Ctrl-C leaves the finished steps and a partial report (exit 130).
+    The releases come from PyPI's JSON API (COOKBOOK_PYPI_URL for another index), both ends
+    included, in PEP 440 order; pre-releases, yanked releases and releases with no files
+    between the ends are left out, and the report says which.
+
+    Like `git bisect`, the ends are checked first: --good must pass and --bad fail, or the
+    search stops (exit 1). A release whose engine does not install, or whose server does not
+    start, is skipped; when skips hide the answer the report gives the range.
+
+    Each step installs the release in a scratch venv, applies the recipe's fixes that still
+    apply to it (--fixes), serves the recipe from it, runs the gate and keeps its bundle in
+    DIR/<version>/; a line per step says version, verdict, headline figure and time.
+    DIR/report.md and report.json are rewritten after every step; Ctrl-C leaves the finished
+    steps and a partial report (exit 130).
+
     \b
       cookbook bisect gemma3-270m-cpu --good 0.31.0 --bad 0.32.0 --gate greedy
       cookbook bisect gemma3-270m-cpu --good 0.30.0 --bad 0.32.0 --gate tools --from-bundles runs/old
-    \b
+
     Exit: 0 an answer (the first bad release, or a range), 1 the ends do not hold or the
     index cannot be read, 2 a refused request, 130 interrupted.
     """
