@@ -173,7 +173,9 @@ def test_hostile_recipe_served_runs_no_shell_stub_server(tmp_path, monkeypatch, 
     real_wait = local.wait_ready  # the stub server exits at once: no need to poll for it
     monkeypatch.setattr(local, "wait_ready", lambda server, t: (server.process.wait(), real_wait(server, t)))
     real_env = local.shell_env
-    monkeypatch.setattr(local, "shell_env", lambda src: {**real_env(src), "PATH": f"{bin_dir}:{os.environ['PATH']}"})
+    monkeypatch.setattr(
+        local, "shell_env", lambda src, *rest: {**real_env(src, *rest), "PATH": f"{bin_dir}:{os.environ['PATH']}"}
+    )
     res = CliRunner().invoke(main, ["serve", slug, *(["--quant", quant] if quant else [])])
     assert not sentinel.exists(), res.output
     assert "Traceback" not in res.output
