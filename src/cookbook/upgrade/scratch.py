@@ -104,11 +104,11 @@ class ScratchEngine:
         p = self._pip("download", "--no-deps", "-d", str(self.wheels), self.requirement, capture=True)
         if p.returncode != 0:
             text = p.stdout + p.stderr
-            if "No matching distribution" in text or "from versions:" in text:
-                versions = re.search(r"\(from versions: ([^)]*)\)", text)
+            versions = re.search(r"\(from versions: ([^)]*)\)", text)
+            if versions and versions.group(1).strip() != "none":  # the index answered, without this one
                 raise CookbookError(
                     f"{self.requirement} is not on the package index",
-                    help=f"released versions: {versions.group(1)}" if versions else "check the version",
+                    help=f"released versions: {versions.group(1)}",
                     exit_code=BAD_INPUT,
                 )
             raise CookbookError(
