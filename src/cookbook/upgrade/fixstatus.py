@@ -25,7 +25,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from cookbook.files import repo_root
-from cookbook.fixes import patchfile
+from cookbook.fixes import patchfile, refresh
 from cookbook.fixes.pack import PACK, Profile, load_profile
 
 APPLIES = "applies"
@@ -58,6 +58,15 @@ def _hunk_label(fp: patchfile.FilePatch, i: int, text: str) -> str:
     return f"{fp.path}: hunk {i + 1} (@@ -{h.old_start},{n}): {where}"
 
 
+def _only_moved(patch: patchfile.Patch, texts: dict[str, str | None]) -> bool:
+    """Whether `cookbook fixes refresh` can re-base the patch on the staged texts (every hunk found once)."""
+    try:
+        refresh.refresh(patch.source, texts.get, "check")
+    except patchfile.PatchError:
+        return False
+    return True
+
+
 def _stage_one(patch: patchfile.Patch, texts: dict[str, str | None], target: Path) -> tuple[str, str, list[str]]:
     """(status, evidence, conflicting hunks) of one patch on the staged texts; updates texts when it applies."""
     results: dict[str, str] = {}
@@ -81,7 +90,10 @@ def _stage_one(patch: patchfile.Patch, texts: dict[str, str | None], target: Pat
                 if patchfile.apply_to_text(patchfile.FilePatch(fp.path, [h]), text) is None
             ] or [f"{fp.path}: hunks overlap"]
     if conflicts:
-        return CONFLICTS, f"{len(conflicts)} hunk(s) do not match: " + "; ".join(conflicts), conflicts
+        evidence = f"{len(conflicts)} hunk(s) do not match: " + "; ".join(conflicts)
+        if _only_moved(patch, texts):
+            evidence += f"; its lines only moved: `cookbook fixes refresh fixes/{patch.source.name} --target {target}` re-bases it"
+        return CONFLICTS, evidence, conflicts
     if present and not results:
         return ABSORBED, f"already applied upstream: {', '.join(present)} already hold(s) its change", []
     if present:  # part of it upstream, part not: the patch needs a refresh to the part left

@@ -113,7 +113,8 @@ def _run(rep: Report, engine: ScratchEngine, out: Path, dry_run: bool, regressio
         raise CookbookError(
             f"{len(conflicts)} fix(es) of {old.name} do not apply to {engine.requirement}: "
             + "; ".join(f"{s.name} ({', '.join(s.conflicts)})" for s in conflicts),
-            help="refresh each patch against the new tree (fixes/README.md, 'Adding a fix'), then run again; "
+            help="re-base each patch on the new tree (`cookbook fixes refresh` where its lines only moved; by hand "
+            "where they changed: fixes/README.md), add them to a profile for the new pin, then run again; "
             f"the report is in {out}",
             exit_code=FAILED,
         )
