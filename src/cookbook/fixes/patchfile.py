@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 REQUIRED_FIELDS = ("Description", "Origin", "Bug", "Forwarded", "Last-Update", "Applies-To", "Verified-By")
-_HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")
+HUNK_RE = re.compile(r"^@@ -(\d+)(?:,(\d+))? \+(\d+)(?:,(\d+))? @@")  # old start, len, new start, len
 
 
 class PatchError(Exception):
@@ -73,6 +73,11 @@ def parse(path: Path) -> Patch:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise PatchError(f"cannot read patch {path}: {e.strerror}") from None
+    return parse_text(text, path)
+
+
+def parse_text(text: str, path: Path) -> Patch:
+    """The patch in `text`; `path` names it in errors and is its `source`."""
     lines = text.splitlines(keepends=True)
     first_diff = next((i for i, ln in enumerate(lines) if ln.startswith("--- ")), None)
     if first_diff is None:
@@ -100,7 +105,7 @@ def parse(path: Path) -> Patch:
         fp = FilePatch(path=_strip_prefix(new_name), hunks=[], creates=creates)
         i += 2
         while i < len(lines) and lines[i].startswith("@@"):
-            m = _HUNK_RE.match(lines[i])
+            m = HUNK_RE.match(lines[i])
             if not m:
                 raise PatchError(f"{path}:{i + 1}: malformed hunk header")
             old_start, old_len = int(m.group(1)), int(m.group(2) or 1)
@@ -133,6 +138,12 @@ def parse(path: Path) -> Patch:
     if not patch.files:
         raise PatchError(f"{path}: the diff names no file")
     return patch
+
+
+def find_block(lines: list[str], block: list[str], start: int = 0) -> list[int]:
+    """Every 0-based index from `start` where `lines` holds `block` verbatim."""
+    n = len(block)
+    return [j for j in range(start, len(lines) - n + 1) if lines[j : j + n] == block] if n else []
 
 
 def _apply_hunks(text: str, hunks: list[Hunk], reverse: bool) -> str | None:

@@ -11,15 +11,11 @@ module only writes a new patch that it then applies exactly.
 from __future__ import annotations
 
 import datetime as dt
-import re
-import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from cookbook.fixes import patchfile
-
-_HUNK_HEAD = re.compile(r"^@@ -(\d+)((?:,\d+)?) \+(\d+)((?:,\d+)?) @@")
 
 
 @dataclass
@@ -49,7 +45,7 @@ def _place(fp: patchfile.FilePatch, text: str) -> list[int]:
         n = len(h.old)
         if not n:
             raise NotRefreshable(f"{fp.path}: hunk {i} has no context lines to find")
-        at = [j for j in range(pos, len(lines) - n + 1) if lines[j : j + n] == h.old]
+        at = patchfile.find_block(lines, h.old, pos)
         if len(at) != 1:
             why = (
                 "its lines changed"
@@ -71,7 +67,11 @@ def refresh(
     Raises NotRefreshable when a hunk cannot be placed, PatchError when the patch cannot be read
     or the result would not apply exactly (it always should; the check keeps a bug from writing).
     """
-    patch = patchfile.parse(patch_path)
+    try:
+        source = patch_path.read_text(encoding="utf-8")
+    except OSError as e:
+        raise patchfile.PatchError(f"cannot read patch {patch_path}: {e.strerror}") from None
+    patch = patchfile.parse_text(source, patch_path)
     new_starts: list[list[int]] = []
     texts: dict[str, str] = {}
     for fp in patch.files:
@@ -89,17 +89,17 @@ def refresh(
     flat = iter([(h, s) for fp, starts in zip(patch.files, new_starts) for h, s in zip(fp.hunks, starts)])
     day = (today or dt.datetime.now(dt.timezone.utc).date()).isoformat()
     out, in_header = [], True
-    for line in patch_path.read_text(encoding="utf-8").splitlines(keepends=True):
+    for line in source.splitlines(keepends=True):
         if line.startswith("--- "):
             in_header = False
         if in_header and line.startswith("Applies-To:"):
             line = f"Applies-To: {applies_to}\n"
         elif in_header and line.startswith("Last-Update:"):
             line = f"Last-Update: {day}\n"
-        elif not in_header and (m := _HUNK_HEAD.match(line)):
+        elif not in_header and (m := patchfile.HUNK_RE.match(line)):
             h, start = next(flat)
-            delta = start - h.old_start
-            line = f"@@ -{start}{m.group(2)} +{int(m.group(3)) + delta}{m.group(4)} @@" + line[m.end() :]
+            old_len, new_len = ("," + c if c else "" for c in (m.group(2), m.group(4)))
+            line = f"@@ -{start}{old_len} +{h.new_start + start - h.old_start}{new_len} @@" + line[m.end() :]
         out.append(line)
     text = "".join(out)
     _check_applies(text, patch_path, texts)
@@ -107,9 +107,6 @@ def refresh(
 
 
 def _check_applies(text: str, source: Path, texts: dict[str, str]) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
-        f = Path(tmp) / source.name
-        f.write_text(text, encoding="utf-8")
-        for fp in patchfile.parse(f).files:
-            if patchfile.apply_to_text(fp, texts[fp.path]) is None:
-                raise patchfile.PatchError(f"{source}: the refreshed patch does not apply to {fp.path} (a bug)")
+    for fp in patchfile.parse_text(text, source).files:
+        if patchfile.apply_to_text(fp, texts[fp.path]) is None:
+            raise patchfile.PatchError(f"{source}: the refreshed patch does not apply to {fp.path} (a bug)")

@@ -51,11 +51,9 @@ class FixStatus:
 def _hunk_label(fp: patchfile.FilePatch, i: int, text: str) -> str:
     """Which hunk, and whether its lines are elsewhere in the file (moved: a refresh) or gone (changed)."""
     h = fp.hunks[i]
-    lines = text.splitlines(keepends=True)
-    n = len(h.old)
-    at = [j + 1 for j in range(len(lines) - n + 1) if lines[j : j + n] == h.old] if n else []
+    at = [j + 1 for j in patchfile.find_block(text.splitlines(keepends=True), h.old)]
     where = f"its lines are at line {at[0]} ({at[0] - h.old_start:+d})" if at else "its lines changed"
-    return f"{fp.path}: hunk {i + 1} (@@ -{h.old_start},{n}): {where}"
+    return f"{fp.path}: hunk {i + 1} (@@ -{h.old_start},{len(h.old)}): {where}"
 
 
 def _only_moved(patch: patchfile.Patch, texts: dict[str, str | None]) -> bool:
