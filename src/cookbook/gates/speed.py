@@ -225,29 +225,25 @@ async def run(ctx: Context, cfg: SpeedGate) -> None:
         ctx.check_fits(n, 2, f"TTFT prompt {n}")
     before = await ctx.server.get_text("/metrics")
     (ctx.out_dir / "speed.metrics-before.prom").write_text(before)
+
+    async def first_token_s(n: int, tag: str) -> float | None:
+        ids = await ctx.uncached_prompt_ids(n, rng)
+        body = {"prompt": ids, "max_tokens": 2, "temperature": 0.0, "ignore_eos": True}
+        return (await ctx.server.stream("/v1/completions", body, tag=tag)).ttft_s
+
     ttft, cold = {}, {}
     for n in cfg.ttft_prompts_tokens:
         # An untimed request of the same length first (other tokens, so no cache hit): the first
         # prefill of a new size can include one-time kernel compilation (seen on the H200: 5.2 s
         # cold at 2K, 0.13 s at 8K after it). `vllm bench serve` likewise sends a test prompt first.
-        ids = await ctx.uncached_prompt_ids(n, rng)
-        s = await ctx.server.stream(
-            "/v1/completions",
-            {"prompt": ids, "max_tokens": 2, "temperature": 0.0, "ignore_eos": True},
-            tag=f"ttft{n}-warmup",
-        )
-        cold[n] = s.ttft_s
-        r.items.append({"ttft_prompt_tokens": n, "ttft_cold_s": s.ttft_s})
-        ids = await ctx.uncached_prompt_ids(n, rng)
-        s = await ctx.server.stream(
-            "/v1/completions", {"prompt": ids, "max_tokens": 2, "temperature": 0.0, "ignore_eos": True}, tag=f"ttft{n}"
-        )
-        ttft[n] = s.ttft_s
-        r.items.append({"ttft_prompt_tokens": n, "ttft_s": s.ttft_s})
+        cold[n] = await first_token_s(n, f"ttft{n}-warmup")
+        r.items.append({"ttft_prompt_tokens": n, "ttft_cold_s": cold[n]})
+        ttft[n] = await first_token_s(n, f"ttft{n}")
+        r.items.append({"ttft_prompt_tokens": n, "ttft_s": ttft[n]})
     after = await ctx.server.get_text("/metrics")
     (ctx.out_dir / "speed.metrics-after.prom").write_text(after)
-    m["ttft_s"] = {str(n): (round(v, 4) if v is not None else None) for n, v in ttft.items()}
-    m["ttft_cold_s"] = {str(n): (round(v, 4) if v is not None else None) for n, v in cold.items()}
+    for key, figures in (("ttft_s", ttft), ("ttft_cold_s", cold)):
+        m[key] = {str(n): (round(v, 4) if v is not None else None) for n, v in figures.items()}
     m["prefix_cache_hits_during_ttft"] = metrics.delta(before, after, "vllm:prefix_cache_hits")
 
     if rows:
