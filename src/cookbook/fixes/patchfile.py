@@ -178,3 +178,20 @@ def is_present_in(fp: FilePatch, text: str | None) -> bool:
     if fp.creates:
         return text is not None and text == "".join(fp.hunks[0].new)
     return text is not None and _apply_hunks(text, fp.hunks, reverse=True) is not None
+
+
+def sort_files(patch: Patch, texts: dict[str, str | None]) -> tuple[dict[str, str], list[str], list[str]]:
+    """Each file of `patch` against `texts[path]` (the caller loads them; None: absent): the patched
+    texts of those it applies to exactly, the files that already hold its change, and the rest."""
+    results: dict[str, str] = {}
+    present: list[str] = []
+    failed: list[str] = []
+    for fp in patch.files:
+        new = apply_to_text(fp, texts[fp.path])
+        if new is not None:
+            results[fp.path] = new
+        elif is_present_in(fp, texts[fp.path]):
+            present.append(fp.path)
+        else:
+            failed.append(fp.path)
+    return results, present, failed

@@ -227,9 +227,6 @@ def _stage(
         except patchfile.PatchError as e:
             errors.append(f"fix {fix.name}: {e}")
             continue
-        results: dict[str, str] = {}
-        upstream = []
-        failed = []
         for fp in patch.files:
             if fp.path not in staged:
                 src = target / fp.path
@@ -239,14 +236,7 @@ def _stage(
                     raw = src.read_bytes() if src.is_file() else None
                 originals[fp.path] = raw
                 staged[fp.path] = raw.decode("utf-8") if raw is not None else None
-            current = staged[fp.path]
-            new = patchfile.apply_to_text(fp, current)
-            if new is not None:
-                results[fp.path] = new
-            elif patchfile.is_present_in(fp, current):
-                upstream.append(fp.path)
-            else:
-                failed.append(fp.path)
+        results, upstream, failed = patchfile.sort_files(patch, staged)
         if upstream and not failed and not results:
             errors.append(
                 f"fix {fix.name}: already applied upstream: drop it from the profile "

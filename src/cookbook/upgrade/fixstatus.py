@@ -67,26 +67,22 @@ def _only_moved(patch: patchfile.Patch, texts: dict[str, str | None]) -> bool:
 
 def _stage_one(patch: patchfile.Patch, texts: dict[str, str | None], target: Path) -> tuple[str, str, list[str]]:
     """(status, evidence, conflicting hunks) of one patch on the staged texts; updates texts when it applies."""
-    results: dict[str, str] = {}
-    present, conflicts = [], []
     for fp in patch.files:
         if fp.path not in texts:
             src = target / fp.path
             texts[fp.path] = src.read_text(encoding="utf-8") if src.is_file() else None
+    results, present, failed = patchfile.sort_files(patch, texts)
+    conflicts = []
+    for fp in (fp for fp in patch.files if fp.path in failed):
         text = texts[fp.path]
-        new = patchfile.apply_to_text(fp, text)
-        if new is not None:
-            results[fp.path] = new
-        elif patchfile.is_present_in(fp, text):
-            present.append(fp.path)
-        elif text is None:
+        if text is None:
             conflicts.append(f"{fp.path}: file absent")
-        else:
-            conflicts += [
-                _hunk_label(fp, i, text)
-                for i, h in enumerate(fp.hunks)
-                if patchfile.apply_to_text(patchfile.FilePatch(fp.path, [h]), text) is None
-            ] or [f"{fp.path}: hunks overlap"]
+            continue
+        conflicts += [
+            _hunk_label(fp, i, text)
+            for i, h in enumerate(fp.hunks)
+            if patchfile.apply_to_text(patchfile.FilePatch(fp.path, [h]), text) is None
+        ] or [f"{fp.path}: hunks overlap"]
     if conflicts:
         evidence = f"{len(conflicts)} hunk(s) do not match: " + "; ".join(conflicts)
         if _only_moved(patch, texts):
