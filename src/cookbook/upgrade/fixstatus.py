@@ -2,13 +2,13 @@
 
 The patch matching is the fix pack's own (cookbook.fixes.patchfile: zero fuzz, zero offset, and
 "already applied upstream" when the patch reverses exactly); fixes are staged in order, each on the
-text the ones before it left, as `cookbook fixes apply` stages them. A fix that applies is then asked
-whether its bug still shows: its Verified-By regression tests (tests/fixes/) run against the
-UNPATCHED new engine. They run in a pytest child of this interpreter (the cookbook's venv, which has
+text the ones before it left, as `cookbook fixes apply` stages them. A fix that applies, or that
+conflicts, is then asked whether its bug still shows: its Verified-By regression tests
+(tests/fixes/) run against the UNPATCHED new engine (which needs no patch to apply). They run in a pytest child of this interpreter (the cookbook's venv, which has
 pytest) with COOKBOOK_ENGINE_PYTHON set to the new engine's interpreter, so the fixtures copy that
 engine's tree and start their real vLLM servers with it, and COOKBOOK_FIX_UNPATCHED=1, so the
 `patched_tree` fixture is a pristine copy (tests/fixes/conftest.py). Such a test passes only where
-the bug is gone: then the fix no longer reproduces. Verified-By entries annotated for another
+the bug is gone: then the fix no longer reproduces, and a conflicting one needs no refresh. Verified-By entries annotated for another
 distribution ("(vllm 0.30.0 source)") are not run.
 """
 
@@ -162,6 +162,11 @@ def probe(tests: list[str], engine_python: Path) -> tuple[str, str]:
     return "not-run", f"{name} {'could not set up' if kind == 'error' else 'skipped'}: {msg}"
 
 
+def _gist_of(status: str, evidence: str) -> str:
+    """How a no-longer-reproducing fix stood: "applies", or its conflict in short (the hunks)."""
+    return "applies" if status == APPLIES else f"it conflicts ({evidence.split('; its lines only moved')[0]})"
+
+
 def classify(
     profile: Profile | str,
     target_dir: Path,
@@ -186,15 +191,18 @@ def classify(
             patch, texts, target_dir, applies_to or f"{prof.distribution} (refresh check)", stage_refreshed
         )
         tests: list[str] = []
-        if status == APPLIES:
+        if status == APPLIES or (status == CONFLICTS and engine_python is not None):
             tests = regression_tests(patch, prof.distribution)
             if engine_python is None or not tests:
                 evidence += "; regression test not run" + ("" if tests else " (Verified-By names none for this engine)")
             else:
-                log(f"{fix.name}: applies; running {', '.join(tests)} against the unpatched engine")
+                log(f"{fix.name}: {status}; running {', '.join(tests)} against the unpatched engine")
                 verdict, line = probe(tests, engine_python)
                 if verdict == "passed":
-                    status, evidence = NO_LONGER_REPRODUCES, f"applies, but {line}: the bug is gone"
+                    status, evidence = (
+                        NO_LONGER_REPRODUCES,
+                        f"{_gist_of(status, evidence)}, but {line}: the bug is gone",
+                    )
                 elif verdict == "failed":
                     evidence += f"; the bug still shows: {line}"
                 else:
