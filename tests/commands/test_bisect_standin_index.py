@@ -129,7 +129,9 @@ def test_standin_index_interrupt_keeps_the_finished_steps(tmp_path, index):
     (recorded / "0.24.0" / "results.json").unlink()
     os.mkfifo(recorded / "0.24.0" / "results.json")
     out = tmp_path / "bisect"
-    p = cookbook(args(out, recorded), index.url)
+    # Ctrl-C's default, whatever this suite inherited: a shell starting it in the background
+    # without job control hands its children SIGINT ignored, and Python then keeps it ignored.
+    p = cookbook(args(out, recorded), index.url, preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
         steps = json.loads((out / "report.json").read_text())["steps"] if (out / "report.json").exists() else []
