@@ -56,10 +56,9 @@ def carry(profile_name: str, engine, dest: Path, command: str = "cookbook bisect
     prof = load_profile(profile_name)
     apply_profile(engine, None)  # revert whatever an earlier run left applied: classify needs the pristine tree
     found = classify(prof, engine.vllm_dir, applies_to=f"{engine.distribution} {engine.version}", stage_refreshed=True)
+    refreshed = {s.name: s for s in found if s.status == CONFLICTS and s.refreshed}
     statuses = [
-        replace(s, status=APPLIES, evidence="refreshed: " + "; ".join(map(str, s.moved)))
-        if s.status == CONFLICTS and s.refreshed
-        else s
+        replace(s, status=APPLIES, evidence="refreshed: " + "; ".join(map(str, s.moved))) if s.name in refreshed else s
         for s in found
     ]
     by_name = {f.name: f for f in prof.fixes}
@@ -69,15 +68,15 @@ def carry(profile_name: str, engine, dest: Path, command: str = "cookbook bisect
         pack=dest,
         applied=[s.name for s in kept if by_name[s.name].provided_by == PACK and not by_name[s.name].opt_in],
         left_out=[(s.name, s.status) for s in statuses if s.status != APPLIES],
-        refreshed={s.name: [m.offset for m in s.moved] for s in found if s.status == CONFLICTS and s.refreshed},
+        refreshed={name: [m.offset for m in s.moved] for name, s in refreshed.items()},
     )
     if not carried.applied:
         return carried
     dest.mkdir(parents=True, exist_ok=True)
     for s in kept:
         patch = by_name[s.name].patch
-        if s.name in carried.refreshed:
-            atomic_write(dest / patch.name, s.refreshed)
+        if s.name in refreshed:
+            atomic_write(dest / patch.name, refreshed[s.name].refreshed)
         else:
             shutil.copyfile(patch, dest / patch.name)
     carried.profile = f"carried-{engine.distribution}-{engine.version}"

@@ -40,7 +40,8 @@ def _step_line(n: int, step) -> str:
     metavar="carried|none|PROFILE",
     help="What each step's engine is patched with: carried = the pack's profile for that release where there is "
     "one (fixes/profiles/<dist>-<version>.yaml), else the recipe's profile carried to it (its fixes that apply "
-    "exactly, and those whose lines only moved, refreshed); none = the release as published; or one named profile as it is (it fits its own pin).",
+    "exactly, and those whose lines only moved, refreshed); none = the release as published; or one named "
+    "profile as it is (it fits its own pin).",
 )
 @click.option(
     "--from-bundles",

@@ -4,11 +4,12 @@ The patch matching is the fix pack's own (cookbook.fixes.patchfile: zero fuzz, z
 "already applied upstream" when the patch reverses exactly); fixes are staged in order, each on the
 text the ones before it left, as `cookbook fixes apply` stages them. A fix that applies, or that
 conflicts, is then asked whether its bug still shows: its Verified-By regression tests
-(tests/fixes/) run against the UNPATCHED new engine (which needs no patch to apply). They run in a pytest child of this interpreter (the cookbook's venv, which has
-pytest) with COOKBOOK_ENGINE_PYTHON set to the new engine's interpreter, so the fixtures copy that
-engine's tree and start their real vLLM servers with it, and COOKBOOK_FIX_UNPATCHED=1, so the
-`patched_tree` fixture is a pristine copy (tests/fixes/conftest.py). Such a test passes only where
-the bug is gone: then the fix no longer reproduces, and a conflicting one needs no refresh. Verified-By entries annotated for another
+(tests/fixes/) run against the UNPATCHED new engine, which needs no patch to apply. They run in a
+pytest child of this interpreter (the cookbook's venv, which has pytest) with COOKBOOK_ENGINE_PYTHON
+set to the new engine's interpreter, so the fixtures copy that engine's tree and start their real
+vLLM servers with it, and COOKBOOK_FIX_UNPATCHED=1, so the `patched_tree` fixture is a pristine copy
+(tests/fixes/conftest.py). Such a test passes only where the bug is gone: then the fix no longer
+reproduces, and a conflicting one needs no refresh. Verified-By entries annotated for another
 distribution ("(vllm 0.30.0 source)") are not run.
 """
 
@@ -92,14 +93,11 @@ def _stage_one(
             if patchfile.apply_to_text(patchfile.FilePatch(fp.path, [h]), text) is None
         ] or [f"{fp.path}: hunks overlap"]
     if conflicts:
-        evidence = f"{len(conflicts)} hunk(s) do not match: " + "; ".join(conflicts)
         moved = _refreshed(patch, texts, applies_to)
-        if moved is not None:
-            evidence += f"; its lines only moved: `cookbook fixes refresh fixes/{patch.source.name} --target {target}` re-bases it"
-            if stage_refreshed:
-                for fp in patchfile.parse_text(moved[0], patch.source).files:
-                    texts[fp.path] = patchfile.apply_to_text(fp, texts[fp.path])
-        return CONFLICTS, evidence, conflicts, moved
+        if moved is not None and stage_refreshed:
+            for fp in patchfile.parse_text(moved[0], patch.source).files:
+                texts[fp.path] = patchfile.apply_to_text(fp, texts[fp.path])
+        return CONFLICTS, f"{len(conflicts)} hunk(s) do not match: " + "; ".join(conflicts), conflicts, moved
     if present and not results:
         return ABSORBED, f"already applied upstream: {', '.join(present)} already hold(s) its change", [], None
     if present:  # part of it upstream, part not: the patch needs a refresh to the part left
@@ -162,11 +160,6 @@ def probe(tests: list[str], engine_python: Path) -> tuple[str, str]:
     return "not-run", f"{name} {'could not set up' if kind == 'error' else 'skipped'}: {msg}"
 
 
-def _gist_of(status: str, evidence: str) -> str:
-    """How a no-longer-reproducing fix stood: "applies", or its conflict in short (the hunks)."""
-    return "applies" if status == APPLIES else f"it conflicts ({evidence.split('; its lines only moved')[0]})"
-
-
 def classify(
     profile: Profile | str,
     target_dir: Path,
@@ -190,6 +183,10 @@ def classify(
         status, evidence, conflicts, moved = _stage_one(
             patch, texts, target_dir, applies_to or f"{prof.distribution} (refresh check)", stage_refreshed
         )
+        stood = "applies" if status == APPLIES else f"it conflicts ({evidence})"  # before the notes below
+        if moved is not None:
+            command = f"cookbook fixes refresh fixes/{patch.source.name} --target {target_dir}"
+            evidence += f"; its lines only moved: `{command}` re-bases it"
         tests: list[str] = []
         if status == APPLIES or (status == CONFLICTS and engine_python is not None):
             tests = regression_tests(patch, prof.distribution)
@@ -199,10 +196,7 @@ def classify(
                 log(f"{fix.name}: {status}; running {', '.join(tests)} against the unpatched engine")
                 verdict, line = probe(tests, engine_python)
                 if verdict == "passed":
-                    status, evidence = (
-                        NO_LONGER_REPRODUCES,
-                        f"{_gist_of(status, evidence)}, but {line}: the bug is gone",
-                    )
+                    status, evidence = NO_LONGER_REPRODUCES, f"{stood}, but {line}: the bug is gone"
                 elif verdict == "failed":
                     evidence += f"; the bug still shows: {line}"
                 else:
