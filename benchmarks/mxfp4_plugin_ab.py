@@ -12,9 +12,11 @@ token is a near-tie (within TIE nats in both runs' own logprobs, both tokens in 
 top-5); the ratios on/off; and, with --layer-bench (`python -m cookbook.vllm_plugin.layer_bench`),
 the 1-stream gain Amdahl's law predicts from the MoE share of the bytes a decode step reads.
 
-    python benchmarks/mxfp4_plugin_ab.py dsv4-flash-perf-h200 --out DIR [--layer-bench FILE]
+    python benchmarks/mxfp4_plugin_ab.py dsv4-flash-perf-h200 --out DIR [--layer-bench FILE] [--side off|on]
 
-Writes DIR/ab.json (everything) and DIR/ab.md (the table for the recipe's README).
+Writes DIR/ab.json (everything) and DIR/ab.md (the table for the recipe's README). `--side` serves one
+of the two and keeps its figures in DIR/<side>/run.json; the run that finds both compares them. On a
+machine whose calls are limited to 10 minutes the two sides go in two calls, into the same DIR.
 """
 
 from __future__ import annotations
@@ -157,6 +159,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--layer-bench", type=Path, help="JSON of `python -m cookbook.vllm_plugin.layer_bench`")
     ap.add_argument("--ready-timeout-s", type=float, default=600)
+    ap.add_argument("--side", choices=("off", "on"), help="serve only this side (default: both, off first)")
     args = ap.parse_args()
     resolved = resolve(args.recipe)
     model = str(resolved.recipe.serve.arg("served_model_name"))
@@ -165,7 +168,14 @@ def main() -> int:
     runs = {}
     for label, value in (("off", "0"), ("on", "1")):
         work = args.out / label
+        kept = work / "run.json"
+        if args.side and label != args.side:
+            if kept.exists():
+                runs[label] = json.loads(kept.read_text())
+                runs[label]["sweep"] = {int(c): row for c, row in runs[label]["sweep"].items()}  # JSON keys are text
+            continue
         work.mkdir(exist_ok=True)
+        kept.unlink(missing_ok=True)
         run_env = {**env, ENV: value}
         server = local.launch(resolved, run_env, work)
         try:
@@ -179,6 +189,11 @@ def main() -> int:
         if label == "on" and "cookbook MXFP4 MoE plugin: kernel on" not in (work / "server.log").read_text():
             print("error: the plugin-on server's log does not say the plugin was on", file=sys.stderr)
             return 1
+        kept.write_text(json.dumps(runs[label], indent=2) + "\n")
+    if set(runs) != {"off", "on"}:
+        missing = ({"off", "on"} - set(runs)).pop()
+        print(f"{args.side}: kept in {args.out / args.side / 'run.json'}; run --side {missing} into the same --out to compare")
+        return 0
     cfg = json.loads(
         (Path(local.exported_env(resolved, env)["COOKBOOK"]) / "recipes" / args.recipe / "config.json").read_text()
     )
