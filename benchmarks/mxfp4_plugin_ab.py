@@ -192,7 +192,9 @@ def main() -> int:
         kept.write_text(json.dumps(runs[label], indent=2) + "\n")
     if set(runs) != {"off", "on"}:
         missing = ({"off", "on"} - set(runs)).pop()
-        print(f"{args.side}: kept in {args.out / args.side / 'run.json'}; run --side {missing} into the same --out to compare")
+        print(
+            f"{args.side}: kept in {args.out / args.side / 'run.json'}; run --side {missing} into the same --out to compare"
+        )
         return 0
     cfg = json.loads(
         (Path(local.exported_env(resolved, env)["COOKBOOK"]) / "recipes" / args.recipe / "config.json").read_text()

@@ -51,3 +51,73 @@ def test_logprobs_decode_guard_on_v026_source(v026, padded_vocab_model, tmp_path
     from vllm_sdist import check_logprobs_decode_guard
 
     check_logprobs_decode_guard(v026, PROFILE, get_tokenizer(str(padded_vocab_model)), tmp_path)
+
+
+def _function(path, name: str) -> ast.FunctionDef:
+    return next(n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.FunctionDef) and n.name == name)
+
+
+def _broadcast_of(expr: str, hc_attn_fn, **names):
+    """Evaluate one of the two expressions that derive hc_attn_fn_broadcast, on a stand-in layer."""
+    import types
+
+    layer = types.SimpleNamespace(hc_attn_fn=hc_attn_fn, hc_mult=4, hidden_size=8)
+    return eval(expr, {}, {"layer": layer, "self": layer, **names})
+
+
+def test_dsv4_dummy_mhc_broadcast_on_v026_source(v026, tmp_path):
+    """The defect dsv4-dummy-mhc-broadcast fixes, read off the 0.26.0 source: the first layer's forward
+    asserts hc_attn_fn_broadcast, only finalize_mhc_broadcast_weights() sets it, only load_weights()
+    calls that, and the dummy loader never calls load_weights(). Patched, the forward derives the same
+    tensor as finalize_mhc_broadcast_weights() (both evaluated on one random hc_attn_fn)."""
+    import torch
+    from vllm_sdist import profile_copy
+
+    from cookbook.fixes import tree
+
+    model = v026 / "models" / "deepseek_v4" / "nvidia" / "model.py"
+    text = model.read_text()
+    assert "assert self.hc_attn_fn_broadcast is not None" in text
+    setters = [
+        n
+        for n in ast.walk(ast.parse(text))
+        if isinstance(n, ast.FunctionDef)
+        and any(
+            isinstance(a, ast.Assign)
+            and any(ast.unparse(t).endswith("hc_attn_fn_broadcast") for t in a.targets)
+            and not (isinstance(a.value, ast.Constant) and a.value.value is None)
+            for a in ast.walk(n)
+        )
+    ]
+    assert [f.name for f in setters] == ["finalize_mhc_broadcast_weights"]
+    callers = {
+        f.name
+        for f in ast.walk(ast.parse(text))
+        if isinstance(f, ast.FunctionDef)
+        and f.name != "finalize_mhc_broadcast_weights"
+        and "finalize_mhc_broadcast_weights()" in ast.unparse(f)
+    }
+    assert callers == {"load_weights"}
+    dummy = _function(v026 / "model_executor" / "model_loader" / "dummy_loader.py", "load_weights")
+    assert "model.load_weights" not in ast.unparse(dummy)
+
+    copy = profile_copy(v026, PROFILE, tmp_path / "vllm")
+    tree.apply(PROFILE, [], copy)
+    patched = (copy / "models" / "deepseek_v4" / "nvidia" / "model.py").read_text()
+    assert "assert self.hc_attn_fn_broadcast is not None" not in patched
+    fix = next(
+        n
+        for n in ast.walk(ast.parse(patched))
+        if isinstance(n, ast.If) and ast.unparse(n.test) == "self.hc_attn_fn_broadcast is None"
+    )
+    (assign,) = fix.body
+    finalize = _function(model, "finalize_mhc_broadcast_weights")
+    (original,) = [
+        a
+        for a in ast.walk(finalize)
+        if isinstance(a, ast.Assign) and ast.unparse(a.targets[0]).endswith("hc_attn_fn_broadcast")
+    ]
+    hc = torch.randn(24, 4 * 8)
+    ours = _broadcast_of(ast.unparse(assign.value), hc)
+    theirs = _broadcast_of(ast.unparse(original.value), hc)
+    assert ours.shape == (24, 8) and torch.equal(ours, theirs)

@@ -84,6 +84,21 @@ def source_or_skip(version: str) -> Path:
     return _or_skip(vllm_source, version, f"vllm {version} sdist")
 
 
+def profile_copy(src: Path, profile: str, copy: Path) -> Path:
+    """A copy of `src` holding only _version.py and the files the profile's patches change: enough for
+    tree.apply, so a test can apply the whole profile and read the patched files."""
+    from cookbook.fixes import pack
+
+    rels = {"_version.py"}
+    for f in pack.resolve(profile, []):
+        if f.patch is not None:
+            rels |= {ln[6:].split("\t")[0] for ln in f.patch.read_text().splitlines() if ln.startswith("+++ b/")}
+    for r in sorted(rels):
+        (copy / r).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(src / r, copy / r)
+    return copy
+
+
 def check_logprobs_decode_guard(src: Path, profile: str, tokenizer, tmp_path: Path) -> None:
     """The defect logprobs-decode-guard fixes shows on `src` (a padded-vocab id raises TypeError in
     convert_ids_list_to_tokens), and the profile's patch applies exactly to that tree and removes it."""
@@ -106,11 +121,8 @@ def check_logprobs_decode_guard(src: Path, profile: str, tokenizer, tmp_path: Pa
     stock = load(src / rel, f"detok_stock_{profile}")
     with pytest.raises(TypeError, match="'NoneType' object is not iterable"):
         stock.convert_ids_list_to_tokens(tokenizer, [padded_id])
-    copy = tmp_path / "vllm"
-    for r in ("_version.py", rel):
-        (copy / r).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(src / r, copy / r)
-    assert [f.name for f in pack.resolve(profile, []) if f.provided_by == "pack"] == ["logprobs-decode-guard"]
+    assert "logprobs-decode-guard" in [f.name for f in pack.resolve(profile, []) if f.provided_by == "pack"]
+    copy = profile_copy(src, profile, tmp_path / "vllm")
     tree.apply(profile, [], copy)
     fixed = load(copy / rel, f"detok_fixed_{profile}")
     the_id = tokenizer.convert_tokens_to_ids("\u2581the")

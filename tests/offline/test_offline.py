@@ -23,10 +23,15 @@ from cookbook.offline import pack
 RECEIVE = repo_root() / "src" / "cookbook" / "offline" / "receive.py"
 
 
-def _wheel(dest: Path, name: str = "tinydep", version: str = "1.0") -> Path:
-    """A minimal, valid wheel (PEP 427): one module, METADATA, WHEEL and RECORD."""
+# A .pth that puts a folder inside the package on sys.path, as nvidia-cutlass-dsl's does for `cutlass`
+PTH_IMPORT = b"import sys, os, pthdep; sys.path.insert(0, os.path.join(pthdep.__path__[0], 'inner'))\n"
+
+
+def _wheel(dest: Path, name: str = "tinydep", version: str = "1.0", more: dict[str, bytes] | None = None) -> Path:
+    """A minimal, valid wheel (PEP 427): one module (and `more` files), METADATA, WHEEL and RECORD."""
     files = {
         f"{name}/__init__.py": b"VALUE = 42\n",
+        **(more or {}),
         f"{name}-{version}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
         f"{name}-{version}.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
     }
@@ -54,6 +59,9 @@ def _payload(tmp: Path) -> Path:
     with tarfile.open(engine_xz, "w:xz") as tar:
         tar.add(engine_src, arcname=".")
     wheel = _wheel(tmp)
+    pth_wheel = _wheel(
+        tmp, "pthdep", more={"pthdep/inner/hidden.py": b"WHERE = 'inner'\n", "pthdep_paths.pth": PTH_IMPORT}
+    )
     payload = tmp / "payload.tar"
     with tarfile.open(payload, "w") as tar:
         data = json.dumps({"engine": engine_xz.name, "engine_name": "fakeengine==9.9", "wheels": [wheel.name]}).encode()
@@ -62,6 +70,7 @@ def _payload(tmp: Path) -> Path:
         tar.addfile(ti, io.BytesIO(data))
         tar.add(engine_xz, arcname=engine_xz.name)
         tar.add(wheel, arcname=f"wheels/{wheel.name}")
+        tar.add(pth_wheel, arcname=f"wheels/{pth_wheel.name}")
     return payload
 
 
@@ -108,14 +117,15 @@ def test_pieces_one_per_transfer_any_order_then_install(pieces, tmp_path):
     for i, batch in enumerate([[names[2]], [names[0]], [names[0]], [names[1]]]):
         r = _receive(_only(out, batch, tmp_path / f"t{i}"), into)
         assert r.returncode == 0, r.stderr
-    assert "installed fakeengine==9.9 and 1 wheels" in r.stdout
+    assert "installed fakeengine==9.9 and 2 wheels" in r.stdout
     env = (into / "env.sh").read_text()
+    # `hidden` is importable only through the .pth's folder: env.sh must list what the .pth adds
     run = subprocess.run(
-        ["bash", "-c", f"{env}\nfakeengine && python3 -c 'import tinydep; print(tinydep.VALUE)'"],
+        ["bash", "-c", f"{env}\nfakeengine && python3 -c 'import tinydep, hidden; print(tinydep.VALUE, hidden.WHERE)'"],
         capture_output=True,
         text=True,
     )
-    assert run.stdout.split() == ["engine", "main", "ran", "42"], run.stderr
+    assert run.stdout.split() == ["engine", "main", "ran", "42", "inner"], run.stderr
     assert not (into / "payload.tar").exists()  # unpacked, then removed
 
 
@@ -194,6 +204,21 @@ def test_dsv4_spec_extends_the_gemma_one_and_carries_tilelang():
     assert spec.host_packages == base.host_packages and spec.constraints == base.constraints
     assert "tilelang" in base.skip and "tilelang" not in spec.skip and "tilelang" in spec.no_deps
     assert spec.extra[: len(base.extra)] == base.extra and any(e.startswith("z3-solver") for e in spec.extra)
+    # the CuTe DSL (the KV compressor's `import cutlass`) with CUDA 13's libraries, not the CUDA 12 ones
+    assert "nvidia-cutlass-dsl" in base.skip and "nvidia-cutlass-dsl" not in spec.skip
+    assert "nvidia-cutlass-dsl" in spec.no_deps and "nvidia-cutlass-dsl-libs-cu12" in spec.skip
+
+
+def test_dsv4_payload_carries_the_cute_dsl_release_vllm_026_pins():
+    """vLLM 0.26.0 pins nvidia-cutlass-dsl[cu13]==X (requirements/cuda.txt); the payload carries the
+    [cu13] extra's libraries at that X, since nvidia-cutlass-dsl itself comes without its requirements."""
+    from vllm_sdist import source_or_skip
+
+    cuda_txt = (source_or_skip("0.26.0").parent / "requirements" / "cuda.txt").read_text()
+    (pin,) = [ln.split("==")[1].strip() for ln in cuda_txt.splitlines() if ln.startswith("nvidia-cutlass-dsl[cu13]==")]
+    spec = pack.OfflineSpec.load(repo_root() / "recipes" / "dsv4-flash-perf-h200" / "offline.yaml")
+    assert f"nvidia-cutlass-dsl-libs-cu13=={pin}" in spec.extra
+    assert f"nvidia-cutlass-dsl-libs-base=={pin}" in spec.extra
 
 
 def _spec_file(folder: Path, slug: str, text: str) -> Path:

@@ -14,7 +14,7 @@ last piece is in, the whole payload is checked and unpacked:
     DIR/engine/   the engine's wheel, unpacked (PYTHONPATH entry)
     DIR/site/     every carried wheel, installed with pip --target --no-deps (PYTHONPATH entry)
 
-and DIR/env.sh exports PYTHONPATH for both. The exit is 0 with a line saying how many
+and DIR/env.sh exports PYTHONPATH for both (and for the folders the carried .pth files add). The exit is 0 with a line saying how many
 pieces are still missing, 1 when a piece or the whole payload fails its checksum.
 """
 
@@ -109,13 +109,29 @@ def install(payload: Path, into: Path) -> int:
         return fail(f"pip could not install the {len(wheels)} carried wheels into {into / 'site'}")
     shutil.rmtree(unpacked)
     scripts = console_scripts(engine, into / "bin")
+    path = ":".join([str(into / "site"), *pth_paths(into / "site"), str(engine)])
     (into / "env.sh").write_text(
-        f'export PYTHONPATH="{into / "site"}:{engine}${{PYTHONPATH:+:$PYTHONPATH}}"\n'
+        f'export PYTHONPATH="{path}${{PYTHONPATH:+:$PYTHONPATH}}"\n'
         f'export PATH="{into / "bin"}:{into / "site" / "bin"}:$PATH"\n'
     )
     print(f"console scripts: {', '.join(scripts) or 'none'}", flush=True)
     print(f"installed {contents['engine_name']} and {len(wheels)} wheels; source {into / 'env.sh'}", flush=True)
     return 0
+
+
+def pth_paths(site_dir: Path) -> list[str]:
+    """The folders the site's .pth files add to sys.path. pip --target leaves .pth files where only a
+    site directory reads them, and PYTHONPATH is not one (nvidia-cutlass-dsl's .pth is what makes
+    `import cutlass` work); so site.addsitedir runs them once, here, and env.sh lists what they added."""
+    probe = (
+        "import json, site, sys; before = set(sys.path); site.addsitedir(sys.argv[1]); "
+        "print(json.dumps([p for p in sys.path if p not in before and p != sys.argv[1]]))"
+    )
+    run = subprocess.run([sys.executable, "-c", probe, str(site_dir)], capture_output=True, text=True)
+    if run.returncode != 0:
+        print(f"warning: the .pth files in {site_dir} did not run: {run.stderr.strip()}", file=sys.stderr)
+        return []
+    return json.loads(run.stdout.strip().splitlines()[-1])
 
 
 def console_scripts(engine: Path, bin_dir: Path) -> list[str]:
