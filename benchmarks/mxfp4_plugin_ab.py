@@ -132,6 +132,13 @@ def bench(base_url: str, model: str, tokenizer: str, workdir: Path, env: dict) -
     return rows
 
 
+def kept_side(path: Path) -> dict:
+    """One side's figures as an earlier `--side` run kept them (JSON: the concurrencies come back as text)."""
+    run = json.loads(path.read_text())
+    run["sweep"] = {int(c): row for c, row in run["sweep"].items()}
+    return run
+
+
 def weights_gib(log: Path) -> float | None:
     m = re.search(r"Model loading took ([\d.]+) GiB", log.read_text(errors="replace"))
     return float(m.group(1)) if m else None
@@ -171,8 +178,7 @@ def main() -> int:
         kept = work / "run.json"
         if args.side and label != args.side:
             if kept.exists():
-                runs[label] = json.loads(kept.read_text())
-                runs[label]["sweep"] = {int(c): row for c, row in runs[label]["sweep"].items()}  # JSON keys are text
+                runs[label] = kept_side(kept)
             continue
         work.mkdir(exist_ok=True)
         kept.unlink(missing_ok=True)

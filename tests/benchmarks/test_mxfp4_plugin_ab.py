@@ -1,0 +1,79 @@
+"""benchmarks/mxfp4_plugin_ab.py's judgement, on recorded figures: which greedy divergences pass as
+near-ties, the Amdahl prediction from the recipe's own config, and a side kept by one `--side` call
+read back by the next (the servers themselves run on the H200: scripts/offline-gpu/plugin-check)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+
+import pytest
+
+from cookbook.files import repo_root
+
+SCRIPT = repo_root() / "benchmarks" / "mxfp4_plugin_ab.py"
+
+
+@pytest.fixture(scope="module")
+def ab():
+    spec = importlib.util.spec_from_file_location("mxfp4_plugin_ab", SCRIPT)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules["mxfp4_plugin_ab"] = mod
+    spec.loader.exec_module(mod)
+    yield mod
+    sys.modules.pop("mxfp4_plugin_ab", None)
+
+
+def _run(tokens, top=None):
+    """One prompt's greedy output: token ids, their logprobs, and each position's top-5."""
+    top = top or [{t: -0.1} for t in tokens]
+    return {"tokens": tokens, "logprobs": [-0.1] * len(tokens), "top": top}
+
+
+def test_identical_outputs_count_as_identical(ab):
+    g = ab.compare([_run(["a", "b"])], [_run(["a", "b"])])
+    assert (g["identical"], g["near_ties"], g["refused"]) == (1, 0, [])
+
+
+def test_a_divergence_at_a_near_tie_passes_and_a_clear_one_is_refused(ab):
+    tie = [{"a": -0.1}, {"x": -0.70, "y": -0.72}]
+    off = _run(["a", "x"], tie)
+    on = _run(["a", "y"], [{"a": -0.1}, {"x": -0.71, "y": -0.69}])
+    g = ab.compare([off], [on])
+    assert g["near_ties"] == 1 and not g["refused"]
+    # the same tokens, but the on run prefers y by 0.5 nats: not a tie
+    far = _run(["a", "y"], [{"a": -0.1}, {"x": -0.7, "y": -0.2}])
+    g = ab.compare([off], [far])
+    assert g["refused"] == [{"prompt": 0, "position": 1}]
+    # the other run's token is not in its top-5 at all
+    absent = _run(["a", "z"], [{"a": -0.1}, {"z": -0.70}])
+    assert ab.compare([off], [absent])["refused"] == [{"prompt": 0, "position": 1}]
+
+
+def test_one_run_stopping_early_is_a_divergence(ab):
+    g = ab.compare([_run(["a", "b", "c"])], [_run(["a", "b"])])
+    assert g["refused"] == [{"prompt": 0, "position": 2}]
+
+
+def test_amdahl_from_the_recipes_config(ab):
+    cfg = json.loads((repo_root() / "recipes" / "dsv4-flash-perf-h200" / "config.json").read_text())
+    h, i = cfg["hidden_size"], cfg["moe_intermediate_size"]
+    expert = 3 * h * i // 2 + 3 * h * i // 32  # w13 and w2: nibbles plus one E8M0 scale per 32
+    assert expert == 13_369_344
+    weights_gib = 31.42
+    read = weights_gib * 2**30 - 8 * (256 - 6) * expert - cfg["vocab_size"] * h * 2
+    f = 8 * 6 * expert / read
+    a = ab.amdahl(cfg, weights_gib, {"1": {"vllm_us": 53.8, "ours_us": 31.8}})
+    assert a["moe_share_of_bytes"] == pytest.approx(f)
+    assert a["kernel_speedup_1_token"] == pytest.approx(53.8 / 31.8)
+    assert a["predicted_gain"] == pytest.approx(1 / ((1 - f) + f / (53.8 / 31.8)))
+    assert ab.amdahl(cfg, None, {"1": {"vllm_us": 1, "ours_us": 1}}) is None
+
+
+def test_a_kept_side_reads_back_with_its_concurrencies(ab, tmp_path):
+    run = {"ready_s": 250.0, "greedy": [], "sweep": {1: {"tok_s": 50.0, "tpot_ms": 20.0}, 64: {"tok_s": 900.0}}}
+    kept = tmp_path / "run.json"
+    kept.write_text(json.dumps(run))
+    back = ab.kept_side(kept)
+    assert back["sweep"][1]["tok_s"] == 50.0 and set(back["sweep"]) == {1, 64}
