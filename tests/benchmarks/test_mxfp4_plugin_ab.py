@@ -4,24 +4,18 @@ read back by the next (the servers themselves run on the H200: scripts/offline-g
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import sys
 
+import benchmark_scripts
 import pytest
 
 from cookbook.files import repo_root
 
-SCRIPT = repo_root() / "benchmarks" / "mxfp4_plugin_ab.py"
-
 
 @pytest.fixture(scope="module")
 def ab():
-    spec = importlib.util.spec_from_file_location("mxfp4_plugin_ab", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["mxfp4_plugin_ab"] = mod
-    spec.loader.exec_module(mod)
-    yield mod
+    yield benchmark_scripts.load("mxfp4_plugin_ab")
     sys.modules.pop("mxfp4_plugin_ab", None)
 
 

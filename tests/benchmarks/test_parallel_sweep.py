@@ -3,27 +3,21 @@ default recipe (Gemma 3 270M), started by its own launch block with the log goin
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import socket
-import sys
 from pathlib import Path
 
+import benchmark_scripts
 import pytest
 
 from cookbook.recipe.resolve import resolve
 from cookbook.serving import local
 
 REPO = Path(__file__).resolve().parents[2]
-SCRIPT = REPO / "benchmarks" / "parallel_sweep.py"
 
 
 def _module():
-    spec = importlib.util.spec_from_file_location("parallel_sweep", SCRIPT)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules["parallel_sweep"] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    return benchmark_scripts.load("parallel_sweep")
 
 
 def test_bad_arguments_are_refused_with_one_line(tmp_path, capsys):
