@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import json
 import socket
-from pathlib import Path
 
 import benchmark_scripts
 import pytest
 
 from cookbook.recipe.resolve import resolve
 from cookbook.serving import local
-
-REPO = Path(__file__).resolve().parents[2]
 
 
 def _module():
