@@ -201,12 +201,15 @@ def test_dsv4_spec_extends_the_gemma_one_and_carries_tilelang():
     recipes = repo_root() / "recipes"
     base = pack.OfflineSpec.load(recipes / "gemma3-270m-h200" / "offline.yaml")
     spec = pack.OfflineSpec.load(recipes / "dsv4-flash-perf-h200" / "offline.yaml")
-    assert spec.host_packages == base.host_packages and spec.constraints == base.constraints
+    assert spec.host_packages == base.host_packages
+    assert base.constraints.items() <= spec.constraints.items() and "quack-kernels==0.6.1" in spec.constraints
     assert "tilelang" in base.skip and "tilelang" not in spec.skip and "tilelang" in spec.no_deps
     assert spec.extra[: len(base.extra)] == base.extra and any(e.startswith("z3-solver") for e in spec.extra)
     # the CuTe DSL (the KV compressor's `import cutlass`) with CUDA 13's libraries, not the CUDA 12 ones
     assert "nvidia-cutlass-dsl" in base.skip and "nvidia-cutlass-dsl" not in spec.skip
     assert "nvidia-cutlass-dsl" in spec.no_deps and "nvidia-cutlass-dsl-libs-cu12" in spec.skip
+    # and quack, which those kernels import too (quack.compile_utils), carried where the base skips it
+    assert "quack-kernels" in base.skip and "quack-kernels" not in spec.skip and "quack-kernels" in spec.no_deps
 
 
 def test_dsv4_payload_carries_the_cute_dsl_release_vllm_026_pins():
@@ -281,3 +284,57 @@ def test_checkout_size_counts_tracked_and_untracked_files_but_not_ignored_ones(t
     assert pack.checkout_mib(repo) == pytest.approx(1.5, abs=0.01)
     with pytest.raises(CookbookError, match="not a git checkout"):
         pack.checkout_mib(tmp_path / "elsewhere")
+
+
+# Import name -> distribution, for the libraries vLLM 0.26.0's DeepSeek-V4 code imports (a new one
+# fails the test below until it is named here and the payload carries it or the host has it).
+DSV4_IMPORTS = {
+    "cutlass": "nvidia-cutlass-dsl",
+    "quack": "quack-kernels",
+    "cuda": "cuda-bindings",
+    "regex": "regex",
+    "transformers": "transformers",
+    "torch": "torch",
+    "numpy": "numpy",
+    "triton": "triton",
+    "tilelang": "tilelang",
+    "einops": "einops",
+}
+
+
+def _imported_top_levels(root: Path, leave_out: set[str]) -> set[str]:
+    import ast
+
+    names = set()
+    for path in root.rglob("*.py"):
+        if leave_out & set(path.relative_to(root).parts):
+            continue
+        for node in ast.walk(ast.parse(path.read_text())):  # lazy imports inside functions included
+            if isinstance(node, ast.Import):
+                names |= {a.name.split(".")[0] for a in node.names}
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.add(node.module.split(".")[0])
+    return names - set(sys.stdlib_module_names) - {"vllm", "__future__"}
+
+
+def test_every_library_dsv4_imports_is_on_the_host_or_carried():
+    """Each library vLLM 0.26.0's models/deepseek_v4 imports (other platforms' folders left out), at
+    module level or lazily inside a kernel, reaches the H200 host: the host has it, or it is not
+    skipped by the payload spec (so the engine's requirements or the spec's extras carry it). A library
+    skipped here surfaced on the H200 only minutes into a server start ("No module named 'cutlass'")."""
+    from vllm_sdist import source_or_skip
+
+    src = source_or_skip("0.26.0")
+    spec = pack.OfflineSpec.load(repo_root() / "recipes" / "dsv4-flash-perf-h200" / "offline.yaml")
+    reqs = (src.parent / "requirements" / "cuda.txt").read_text() + (
+        src.parent / "requirements" / "common.txt"
+    ).read_text()
+    unknown, missing = [], []
+    for name in sorted(_imported_top_levels(src / "models" / "deepseek_v4", {"amd", "xpu"})):
+        dist = DSV4_IMPORTS.get(name)
+        if dist is None:
+            unknown.append(name)
+        elif dist not in spec.host_packages and (dist in spec.skip or dist not in reqs + " ".join(spec.extra)):
+            missing.append(f"{name} ({dist})")
+    assert not unknown, f"imports not in DSV4_IMPORTS: {unknown}"
+    assert not missing, f"neither on the host nor carried: {missing}"
