@@ -14,8 +14,9 @@ last piece is in, the whole payload is checked and unpacked:
     DIR/engine/   the engine's wheel, unpacked (PYTHONPATH entry)
     DIR/site/     every carried wheel, installed with pip --target --no-deps (PYTHONPATH entry)
 
-and DIR/env.sh exports PYTHONPATH for both (and for the folders the carried .pth files add). The exit is 0 with a line saying how many
-pieces are still missing, 1 when a piece or the whole payload fails its checksum.
+and DIR/env.sh exports PYTHONPATH for both, and for the folders the carried .pth files add.
+The exit is 0 with a line saying how many pieces are still missing, 1 when a piece or the
+whole payload fails its checksum.
 """
 
 from __future__ import annotations
