@@ -14,6 +14,11 @@ from cookbook.fixes import pack, tree
 PROFILE = "vllm-0.26.0"
 
 
+def _function(source: str | ast.AST, name: str) -> ast.FunctionDef:
+    tree = ast.parse(source) if isinstance(source, str) else source
+    return next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == name)
+
+
 @pytest.fixture(scope="module")
 def v026():
     from vllm_sdist import source_or_skip
@@ -34,8 +39,9 @@ def test_profile_pins_the_sources_version_and_torch(v026):
 def test_flashinfer_sampler_is_off_when_the_env_says_0(v026):
     """The recipe's VLLM_USE_FLASHINFER_SAMPLER=0 reaches the decision: flashinfer_sampler_supported()
     returns False on that variable before FlashInfer is imported, so its JIT never starts."""
-    mod = ast.parse((v026 / "v1" / "sample" / "ops" / "topk_topp_sampler.py").read_text())
-    fn = next(n for n in ast.walk(mod) if isinstance(n, ast.FunctionDef) and n.name == "flashinfer_sampler_supported")
+    fn = _function(
+        (v026 / "v1" / "sample" / "ops" / "topk_topp_sampler.py").read_text(), "flashinfer_sampler_supported"
+    )
     body = [ast.unparse(s) for s in fn.body]
     env_check = next(i for i, s in enumerate(body) if s.startswith("if not envs.VLLM_USE_FLASHINFER_SAMPLER"))
     first_import = next(i for i, s in enumerate(body) if "import FlashInferBackend" in s)
@@ -53,16 +59,12 @@ def test_logprobs_decode_guard_on_v026_source(v026, padded_vocab_model, tmp_path
     check_logprobs_decode_guard(v026, PROFILE, get_tokenizer(str(padded_vocab_model)), tmp_path)
 
 
-def _function(path, name: str) -> ast.FunctionDef:
-    return next(n for n in ast.walk(ast.parse(path.read_text())) if isinstance(n, ast.FunctionDef) and n.name == name)
-
-
-def _broadcast_of(expr: str, hc_attn_fn, **names):
+def _broadcast_of(expr: str, hc_attn_fn):
     """Evaluate one of the two expressions that derive hc_attn_fn_broadcast, on a stand-in layer."""
     import types
 
     layer = types.SimpleNamespace(hc_attn_fn=hc_attn_fn, hc_mult=4, hidden_size=8)
-    return eval(expr, {}, {"layer": layer, "self": layer, **names})
+    return eval(expr, {}, {"layer": layer, "self": layer})
 
 
 def test_dsv4_dummy_mhc_broadcast_on_v026_source(v026, tmp_path):
@@ -78,9 +80,10 @@ def test_dsv4_dummy_mhc_broadcast_on_v026_source(v026, tmp_path):
     model = v026 / "models" / "deepseek_v4" / "nvidia" / "model.py"
     text = model.read_text()
     assert "assert self.hc_attn_fn_broadcast is not None" in text
+    stock = ast.parse(text)
     setters = [
         n
-        for n in ast.walk(ast.parse(text))
+        for n in ast.walk(stock)
         if isinstance(n, ast.FunctionDef)
         and any(
             isinstance(a, ast.Assign)
@@ -92,13 +95,13 @@ def test_dsv4_dummy_mhc_broadcast_on_v026_source(v026, tmp_path):
     assert [f.name for f in setters] == ["finalize_mhc_broadcast_weights"]
     callers = {
         f.name
-        for f in ast.walk(ast.parse(text))
+        for f in ast.walk(stock)
         if isinstance(f, ast.FunctionDef)
         and f.name != "finalize_mhc_broadcast_weights"
         and "finalize_mhc_broadcast_weights()" in ast.unparse(f)
     }
     assert callers == {"load_weights"}
-    dummy = _function(v026 / "model_executor" / "model_loader" / "dummy_loader.py", "load_weights")
+    dummy = _function((v026 / "model_executor" / "model_loader" / "dummy_loader.py").read_text(), "load_weights")
     assert "model.load_weights" not in ast.unparse(dummy)
 
     copy = profile_copy(v026, PROFILE, tmp_path / "vllm")
@@ -111,7 +114,7 @@ def test_dsv4_dummy_mhc_broadcast_on_v026_source(v026, tmp_path):
         if isinstance(n, ast.If) and ast.unparse(n.test) == "self.hc_attn_fn_broadcast is None"
     )
     (assign,) = fix.body
-    finalize = _function(model, "finalize_mhc_broadcast_weights")
+    finalize = _function(stock, "finalize_mhc_broadcast_weights")
     (original,) = [
         a
         for a in ast.walk(finalize)

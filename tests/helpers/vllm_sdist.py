@@ -87,12 +87,12 @@ def source_or_skip(version: str) -> Path:
 def profile_copy(src: Path, profile: str, copy: Path) -> Path:
     """A copy of `src` holding only _version.py and the files the profile's patches change: enough for
     tree.apply, so a test can apply the whole profile and read the patched files."""
-    from cookbook.fixes import pack
+    from cookbook.fixes import pack, patchfile
 
     rels = {"_version.py"}
     for f in pack.resolve(profile, []):
         if f.patch is not None:
-            rels |= {ln[6:].split("\t")[0] for ln in f.patch.read_text().splitlines() if ln.startswith("+++ b/")}
+            rels |= {fp.path for fp in patchfile.parse(f.patch).files}
     for r in sorted(rels):
         (copy / r).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(src / r, copy / r)

@@ -6,8 +6,8 @@ package finds them all in seconds, before the server is started:
 
     python3 -m cookbook.offline.imports vllm.models.deepseek_v4 --skip amd,xpu
 
-Prints one line per module that fails (its error, and for a missing module the name pip would
-need to provide), exit 1 if any failed, 0 with a count otherwise. `--skip` leaves out subpackages
+Prints one line per module that fails (its error; for a missing library, the module name it
+imported), exit 1 if any failed, 0 with a count otherwise. `--skip` leaves out subpackages
 of other platforms (their libraries are not meant to be there). Standard library only, like
 receive.py: it runs before anything else is known to work.
 """
