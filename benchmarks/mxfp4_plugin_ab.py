@@ -6,7 +6,8 @@ is COOKBOOK_MXFP4_MOE=0 or 1 in the environment the block starts in (its export 
 caller's value). Against each:
   1. greedy completions of N fixed prompts (temperature 0, 32 tokens, top-5 logprobs);
   2. `vllm bench serve` (vLLM's own client) on random 256-token prompts, 128 output tokens,
-     ignore-eos, at each concurrency: aggregate output tok/s and mean TPOT.
+     ignore-eos, at each concurrency, after 2x-concurrency untimed warm-up requests: aggregate
+     output tok/s, mean TPOT and mean TTFT.
 Then: how many greedy outputs are identical, and for the others whether the first differing
 token is a near-tie (within TIE nats in both runs' own logprobs, both tokens in each run's
 top-5); the ratios on/off; and, with --layer-bench (`python -m cookbook.vllm_plugin.layer_bench`),
@@ -116,19 +117,27 @@ def compare(off: list[dict], on: list[dict]) -> dict:
     }
 
 
+def bench_argv(base_url: str, model: str, tokenizer: str, c: int, workdir: Path) -> list[str]:
+    """`vllm bench serve` at concurrency c. Its 2c warm-up requests go first, untimed: DeepSeek-V4's
+    TileLang kernels compile the first time a batch shape runs (10-17 s each on the H200), and DeepGEMM's
+    with VLLM_DEEP_GEMM_WARMUP=skip, so an unwarmed first side paid seconds of TTFT that the second,
+    finding the compile caches full, did not."""
+    argv = ["vllm", "bench", "serve", "--backend", "vllm", "--base-url", base_url, "--model", model]
+    argv += ["--tokenizer", tokenizer, "--dataset-name", "random", "--random-input-len", "256"]
+    argv += ["--random-output-len", "128", "--ignore-eos", "--num-prompts", str(max(8, 4 * c))]
+    argv += ["--num-warmups", str(2 * c), "--max-concurrency", str(c), "--seed", "0", "--disable-tqdm"]
+    argv += ["--percentile-metrics", "ttft,tpot", "--save-result", "--result-dir", str(workdir)]
+    return argv + ["--result-filename", f"bench-c{c}.json"]
+
+
 def bench(base_url: str, model: str, tokenizer: str, workdir: Path, env: dict) -> dict:
     rows = {}
     for c in CONCURRENCIES:
-        name = f"bench-c{c}.json"
-        argv = ["vllm", "bench", "serve", "--backend", "vllm", "--base-url", base_url, "--model", model]
-        argv += ["--tokenizer", tokenizer, "--dataset-name", "random", "--random-input-len", "256"]
-        argv += ["--random-output-len", "128", "--ignore-eos", "--num-prompts", str(max(8, 4 * c))]
-        argv += ["--max-concurrency", str(c), "--seed", "0", "--disable-tqdm", "--percentile-metrics", "ttft,tpot"]
-        argv += ["--save-result", "--result-dir", str(workdir), "--result-filename", name]
+        argv = bench_argv(base_url, model, tokenizer, c, workdir)
         local.step(f"concurrency {c}: " + local.quote_cmd(argv))
         subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL)
-        res = json.loads((workdir / name).read_text())
-        rows[c] = {"tok_s": res["output_throughput"], "tpot_ms": res["mean_tpot_ms"]}
+        res = json.loads((workdir / f"bench-c{c}.json").read_text())
+        rows[c] = {"tok_s": res["output_throughput"], "tpot_ms": res["mean_tpot_ms"], "ttft_ms": res["mean_ttft_ms"]}
     return rows
 
 
@@ -226,13 +235,14 @@ def main() -> int:
     }
     (args.out / "ab.json").write_text(json.dumps(result, indent=2) + "\n")
     lines = [
-        "| streams | tok/s off | tok/s on | tok/s on/off | TPOT ms off | TPOT ms on | TPOT off/on |",
-        "|---|---|---|---|---|---|---|",
+        "| streams | tok/s off | tok/s on | tok/s on/off | TPOT ms off | TPOT ms on | TPOT off/on | TTFT ms off | TTFT ms on |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for c, r in result["sweep"].items():
         lines.append(
             f"| {c} | {r['off']['tok_s']:.1f} | {r['on']['tok_s']:.1f} | {r['tok_s_ratio']:.3f} | "
-            f"{r['off']['tpot_ms']:.2f} | {r['on']['tpot_ms']:.2f} | {r['tpot_ratio']:.3f} |"
+            f"{r['off']['tpot_ms']:.2f} | {r['on']['tpot_ms']:.2f} | {r['tpot_ratio']:.3f} | "
+            f"{r['off']['ttft_ms']:.0f} | {r['on']['ttft_ms']:.0f} |"
         )
     g = result["greedy"]
     lines.append("")

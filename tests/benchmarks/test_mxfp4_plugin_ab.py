@@ -71,3 +71,29 @@ def test_a_kept_side_reads_back_with_its_concurrencies(ab, tmp_path):
     kept.write_text(json.dumps(run))
     back = ab.kept_side(kept)
     assert back["sweep"][1]["tok_s"] == 50.0 and set(back["sweep"]) == {1, 64}
+
+
+def test_each_timed_run_follows_warm_ups_at_its_concurrency(ab, tmp_path):
+    for c in ab.CONCURRENCIES:
+        argv = ab.bench_argv("http://h:1", "m", "tok", c, tmp_path)
+        assert int(argv[argv.index("--num-warmups") + 1]) >= c
+        assert int(argv[argv.index("--max-concurrency") + 1]) == c
+        assert int(argv[argv.index("--num-prompts") + 1]) >= 4 * c
+
+
+def test_every_bench_flag_is_one_vllm_0_26_0_defines(ab, tmp_path):
+    """The H200 runs vLLM 0.26.0's `vllm bench serve`: a flag it lacks stops the run minutes in."""
+    import ast
+
+    from vllm_sdist import source_or_skip
+
+    v026 = source_or_skip("0.26.0")
+    defined = {
+        node.value
+        for path in (v026 / "benchmarks").rglob("*.py")
+        for node in ast.walk(ast.parse(path.read_text()))
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.startswith("--")
+    }
+    flags = [a for a in ab.bench_argv("http://h:1", "m", "tok", 4, tmp_path) if a.startswith("--")]
+    assert "--num-warmups" in defined
+    assert [f for f in flags if f not in defined] == []

@@ -124,3 +124,22 @@ def test_dsv4_dummy_mhc_broadcast_on_v026_source(v026, tmp_path):
     ours = _broadcast_of(ast.unparse(assign.value), hc)
     theirs = _broadcast_of(ast.unparse(original.value), hc)
     assert ours.shape == (24, 8) and torch.equal(ours, theirs)
+
+
+def test_dsv4_recipe_deep_gemm_warmup_is_a_value_envs_accepts(v026):
+    """dsv4-flash-perf-h200 skips DeepGEMM's start-up warm-up (1,690 shapes, 28 minutes on the H200):
+    VLLM_DEEP_GEMM_WARMUP is read through env_with_choices, which refuses any other spelling at start."""
+    from cookbook.recipe import resolve
+
+    value = resolve("dsv4-flash-perf-h200").recipe.env["VLLM_DEEP_GEMM_WARMUP"].value
+    envs = ast.parse((v026 / "envs.py").read_text())
+    call = next(
+        n
+        for n in ast.walk(envs)
+        if isinstance(n, ast.Call)
+        and getattr(n.func, "id", "") == "env_with_choices"
+        and isinstance(n.args[0], ast.Constant)
+        and n.args[0].value == "VLLM_DEEP_GEMM_WARMUP"
+    )
+    choices = ast.literal_eval(call.args[2])
+    assert value == "skip" and value in choices and "relax" == ast.literal_eval(call.args[1])

@@ -74,3 +74,34 @@ def test_prepare_skips_steps_whose_output_exists(tmp_path, monkeypatch):
     monkeypatch.setattr(local, "convert_command", lambda: ["false"])  # would fail if it ran
     env = local.prepare(resolve("gemma3-270m-cpu"), tmp_path)
     assert env["SOURCE_FILE"] == str(tmp_path / "m.gguf")
+
+
+def test_a_caller_stopped_by_sigterm_stops_its_server_first(tmp_path):
+    # As under `timeout 570 python3 benchmarks/...`: SIGTERM reaches the caller only, the server being
+    # in a session of its own; the caller's finally must still stop it.
+    import os
+    import signal
+    import sys
+
+    pid_file = tmp_path / "pgid"
+    script = (
+        "import subprocess, sys, time\n"
+        "from pathlib import Path\n"
+        "from cookbook.serving.local import Server\n"
+        "p = subprocess.Popen(['bash', '-c', 'sleep 300 & wait'], start_new_session=True)\n"
+        "server = Server(p, Path(sys.argv[2]), 'http://127.0.0.1:1')\n"
+        "Path(sys.argv[1]).write_text(str(p.pid))\n"
+        "try:\n"
+        "    time.sleep(300)\n"
+        "finally:\n"
+        "    server.stop(grace_s=10)\n"
+    )
+    caller = subprocess.Popen([sys.executable, "-c", script, str(pid_file), str(tmp_path / "log")])
+    deadline = time.monotonic() + 60
+    while not pid_file.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    pgid = int(pid_file.read_text())
+    assert _group_alive(pgid)
+    os.kill(caller.pid, signal.SIGTERM)
+    assert caller.wait(timeout=30) == 128 + signal.SIGTERM
+    assert not _group_alive(pgid), "the caller exited and left its server running"

@@ -18,6 +18,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -161,6 +162,9 @@ class Server:
     log: Path
     base_url: str
 
+    def __post_init__(self) -> None:
+        _exit_on_sigterm()
+
     def alive(self) -> bool:
         return self.process.poll() is None
 
@@ -189,6 +193,20 @@ class Server:
             while _group_alive(pgid):
                 time.sleep(0.2)
         self.process.wait()
+
+
+def _exit_on_sigterm() -> None:
+    """The server runs in a session of its own, so a SIGTERM to its caller (`timeout` around a
+    benchmark, a job scheduler) does not reach it, and Python's default SIGTERM exits without running
+    the caller's `finally: server.stop()`: the engine stayed up, holding the GPU and the port, and the
+    next launch was refused. SIGTERM becomes SystemExit(143) instead, so the finally blocks run. A
+    handler the program installed itself is kept; only the main thread may install one."""
+    if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _raise_exit)
+
+
+def _raise_exit(signum: int, frame) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _signal_group(pgid: int, sig: int) -> None:
