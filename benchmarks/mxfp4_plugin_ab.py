@@ -17,7 +17,8 @@ the 1-stream gain Amdahl's law predicts from the MoE share of the bytes a decode
 
 Writes DIR/ab.json (everything) and DIR/ab.md (the table for the recipe's README). `--side` serves one
 of the two and keeps its figures in DIR/<side>/run.json; the run that finds both compares them. On a
-machine whose calls are limited to 10 minutes the two sides go in two calls, into the same DIR.
+machine whose calls are limited to 10 minutes the two sides go in two calls, into the same DIR, and a
+side stopped part-way continues from DIR/<side>/progress.json on its next run (`--fresh`: start over).
 """
 
 from __future__ import annotations
@@ -130,15 +131,12 @@ def bench_argv(base_url: str, model: str, tokenizer: str, c: int, workdir: Path)
     return argv + ["--result-filename", f"bench-c{c}.json"]
 
 
-def bench(base_url: str, model: str, tokenizer: str, workdir: Path, env: dict) -> dict:
-    rows = {}
-    for c in CONCURRENCIES:
-        argv = bench_argv(base_url, model, tokenizer, c, workdir)
-        local.step(f"concurrency {c}: " + local.quote_cmd(argv))
-        subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL)
-        res = json.loads((workdir / f"bench-c{c}.json").read_text())
-        rows[c] = {"tok_s": res["output_throughput"], "tpot_ms": res["mean_tpot_ms"], "ttft_ms": res["mean_ttft_ms"]}
-    return rows
+def bench(base_url: str, model: str, tokenizer: str, c: int, workdir: Path, env: dict) -> dict:
+    argv = bench_argv(base_url, model, tokenizer, c, workdir)
+    local.step(f"concurrency {c}: " + local.quote_cmd(argv))
+    subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL)
+    res = json.loads((workdir / f"bench-c{c}.json").read_text())
+    return {"tok_s": res["output_throughput"], "tpot_ms": res["mean_tpot_ms"], "ttft_ms": res["mean_ttft_ms"]}
 
 
 def kept_side(path: Path) -> dict:
@@ -148,8 +146,53 @@ def kept_side(path: Path) -> dict:
     return run
 
 
-def weights_gib(log: Path) -> float | None:
-    m = re.search(r"Model loading took ([\d.]+) GiB", log.read_text(errors="replace"))
+def resumable(progress: Path, recipe_hash: str) -> dict | None:
+    """What an earlier, stopped run of this side finished, if it served the same recipe."""
+    if not progress.exists():
+        return None
+    run = kept_side(progress)
+    return run if run.get("recipe_hash") == recipe_hash else None
+
+
+def serve_side(resolved, label: str, run_env: dict, work: Path, ready_timeout_s: float, fresh: bool) -> dict:
+    """One side: greedy completions, then each concurrency, on one server. Progress is written to
+    work/progress.json after each step, so a run stopped part-way (a device call's time limit, which
+    the cold side's kernel compiles can pass) continues on the next run of the same side, on a new
+    server of the same recipe, instead of starting over."""
+    progress = work / "progress.json"
+    run = None if fresh else resumable(progress, resolved.content_hash)
+    if run:
+        done = ", ".join(str(c) for c in run["sweep"]) or "none"
+        local.note(f"{label}: continuing a stopped run (greedy kept; concurrencies done: {done}); --fresh starts over")
+    else:
+        run = {"recipe_hash": resolved.content_hash, "ready_s": [], "greedy": None, "sweep": {}}
+
+    def save() -> None:
+        progress.write_text(json.dumps(run, indent=2) + "\n")
+
+    model = str(resolved.recipe.serve.arg("served_model_name"))
+    tok = local.exported_env(resolved, run_env)["CHECKPOINT_DIR"]
+    server = local.launch(resolved, run_env, work)
+    try:
+        run["ready_s"].append(local.wait_ready(server, ready_timeout_s))
+        if run["greedy"] is None:
+            run["greedy"] = greedy(server.base_url, model)
+            save()
+        for c in CONCURRENCIES:
+            if c not in run["sweep"]:
+                run["sweep"][c] = bench(server.base_url, model, tok, c, work, run_env)
+                save()
+    finally:
+        server.stop()
+    log = (work / "server.log").read_text(errors="replace")
+    run["weights_gib"] = weights_gib(log)
+    # kernels compiled while requests ran (vLLM's jit_monitor): each one lands in some request's TTFT
+    run.setdefault("jit_during_inference", []).append(log.count("JIT compilation during inference"))
+    return run
+
+
+def weights_gib(log: str) -> float | None:
+    m = re.search(r"Model loading took ([\d.]+) GiB", log)
     return float(m.group(1)) if m else None
 
 
@@ -176,9 +219,9 @@ def main() -> int:
     ap.add_argument("--layer-bench", type=Path, help="JSON of `python -m cookbook.vllm_plugin.layer_bench`")
     ap.add_argument("--ready-timeout-s", type=float, default=600)
     ap.add_argument("--side", choices=("off", "on"), help="serve only this side (default: both, off first)")
+    ap.add_argument("--fresh", action="store_true", help="start a side over instead of continuing a stopped run")
     args = ap.parse_args()
     resolved = resolve(args.recipe)
-    model = str(resolved.recipe.serve.arg("served_model_name"))
     args.out.mkdir(parents=True, exist_ok=True)
     env = local.prepare(resolved, args.out)
     runs = {}
@@ -191,20 +234,12 @@ def main() -> int:
             continue
         work.mkdir(exist_ok=True)
         kept.unlink(missing_ok=True)
-        run_env = {**env, ENV: value}
-        server = local.launch(resolved, run_env, work)
-        try:
-            runs[label] = {"ready_s": local.wait_ready(server, args.ready_timeout_s)}
-            tok = local.exported_env(resolved, run_env)["CHECKPOINT_DIR"]
-            runs[label]["greedy"] = greedy(server.base_url, model)
-            runs[label]["sweep"] = bench(server.base_url, model, tok, work, run_env)
-        finally:
-            server.stop()
-        runs[label]["weights_gib"] = weights_gib(work / "server.log")
+        runs[label] = serve_side(resolved, label, {**env, ENV: value}, work, args.ready_timeout_s, args.fresh)
         if label == "on" and "cookbook MXFP4 MoE plugin: kernel on" not in (work / "server.log").read_text():
             print("error: the plugin-on server's log does not say the plugin was on", file=sys.stderr)
             return 1
         kept.write_text(json.dumps(runs[label], indent=2) + "\n")
+        (work / "progress.json").unlink()
     if set(runs) != {"off", "on"}:
         missing = ({"off", "on"} - set(runs)).pop()
         print(
@@ -250,6 +285,10 @@ def main() -> int:
         f"Greedy, {g['prompts']} prompts x 32 tokens: {g['identical']} identical, {g['near_ties']} diverge at a "
         f"near-tie (<= {TIE} nats), {len(g['refused'])} otherwise; largest |logprob difference| over the common "
         f"prefix {g['max_abs_logprob_diff_common_prefix']:.4f}."
+    )
+    jit = {side: runs[side].get("jit_during_inference", []) for side in ("off", "on")}
+    lines.append(
+        f"Kernels compiled during requests (vLLM's jit_monitor), per server start: off {jit['off']}, on {jit['on']}."
     )
     if result["amdahl_1_stream"]:
         a = result["amdahl_1_stream"]

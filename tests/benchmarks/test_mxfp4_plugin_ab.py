@@ -97,3 +97,42 @@ def test_every_bench_flag_is_one_vllm_0_26_0_defines(ab, tmp_path):
     flags = [a for a in ab.bench_argv("http://h:1", "m", "tok", 4, tmp_path) if a.startswith("--")]
     assert "--num-warmups" in defined
     assert [f for f in flags if f not in defined] == []
+
+
+def test_a_stopped_side_resumes_only_for_the_same_recipe(ab, tmp_path):
+    progress = tmp_path / "progress.json"
+    assert ab.resumable(progress, "h1") is None
+    progress.write_text(json.dumps({"recipe_hash": "h1", "ready_s": [150.0], "greedy": [], "sweep": {"1": {}}}))
+    assert ab.resumable(progress, "h1")["sweep"] == {1: {}}
+    assert ab.resumable(progress, "h2") is None, "a run of another recipe version was continued"
+
+
+@pytest.mark.engine
+@pytest.mark.slow
+def test_a_stopped_side_continues_on_a_real_cpu_server(ab, tmp_path, monkeypatch):
+    """serve_side on the pinned CPU engine (the embedded default recipe): the greedy outputs and the
+    concurrency a stopped run finished are kept, the next concurrency is measured by vLLM's own
+    `vllm bench serve` with its warm-ups, and progress.json holds both."""
+    import socket
+
+    from cookbook.recipe.resolve import resolve
+    from cookbook.serving import local
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    resolved = resolve("gemma3-270m-cpu", sets=[f"serve.args.port={port}"])
+    monkeypatch.setattr(ab, "CONCURRENCIES", (1, 2))
+    work = tmp_path / "off"
+    work.mkdir()
+    seeded = {"tok_s": 1.0, "tpot_ms": 2.0, "ttft_ms": 3.0}
+    earlier = {"recipe_hash": resolved.content_hash, "ready_s": [99.0], "greedy": ["kept"], "sweep": {"1": seeded}}
+    (work / "progress.json").write_text(json.dumps(earlier))
+    env = local.prepare(resolved, tmp_path)
+    run = ab.serve_side(resolved, "off", {**env, ab.ENV: "0"}, work, 900, fresh=False)
+    assert run["greedy"] == ["kept"] and run["sweep"][1] == seeded
+    assert run["ready_s"][0] == 99.0 and len(run["ready_s"]) == 2
+    row = run["sweep"][2]
+    assert row["tok_s"] > 0 and row["tpot_ms"] > 0 and row["ttft_ms"] > 0
+    assert ab.kept_side(work / "progress.json")["sweep"][2] == row
+    assert json.loads((work / "bench-c2.json").read_text())["completed"] == 8

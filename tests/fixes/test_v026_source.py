@@ -143,3 +143,104 @@ def test_dsv4_recipe_deep_gemm_warmup_is_a_value_envs_accepts(v026):
     )
     choices = ast.literal_eval(call.args[2])
     assert value == "skip" and value in choices and "relax" == ast.literal_eval(call.args[1])
+
+
+def _class(tree_: ast.AST, name: str) -> ast.ClassDef:
+    return next(n for n in ast.walk(tree_) if isinstance(n, ast.ClassDef) and n.name == name)
+
+
+def _required_attrs(find: ast.FunctionDef) -> set[str]:
+    """The attribute names _find_first_mhc_layer's hasattr() loop requires."""
+    loop = next(n for n in ast.walk(find) if isinstance(n, ast.GeneratorExp))
+    return set(ast.literal_eval(loop.generators[0].iter))
+
+
+def _define(source: str | ast.AST, name: str, namespace: dict) -> None:
+    """Run one function's definition from the source into namespace, decorators (functools.cache) left off."""
+    fn = _function(source, name)
+    fn.decorator_list = []
+    exec(compile(ast.fix_missing_locations(ast.Module([fn], [])), name, "exec"), namespace)
+
+
+def _calls(fn: ast.AST, name: str) -> list[ast.Call]:
+    return [n for n in ast.walk(fn) if isinstance(n, ast.Call) and ast.unparse(n.func) == name]
+
+
+def test_dsv4_mhc_warmup_nvidia_on_v026_source(v026, tmp_path, monkeypatch):
+    """The defect dsv4-mhc-warmup-nvidia fixes, read off the 0.26.0 source: the warm-up requires
+    hc_pre and hc_post, which the NVIDIA DeepseekV4DecoderLayer neither defines nor sets, so it
+    warms nothing there. Patched: it finds the NVIDIA layer; its calls pass the forward's own
+    scalar arguments and keywords; and its token sizes reach every n_splits variant any token
+    count up to 8192 compiles on a 132-SM H200 (by the source's own compute_num_split)."""
+    import sys
+    import types
+
+    from vllm_sdist import profile_copy
+
+    from cookbook.fixes import tree
+
+    rel = ("model_executor", "warmup", "deepseek_v4_mhc_warmup.py")
+    nvidia = ast.parse((v026 / "models" / "deepseek_v4" / "nvidia" / "model.py").read_text())
+    layer = _class(nvidia, "DeepseekV4DecoderLayer")
+    has = {n.name for n in layer.body if isinstance(n, ast.FunctionDef)}
+    has |= {
+        t.attr
+        for n in ast.walk(_function(layer, "__init__"))
+        if isinstance(n, ast.Assign | ast.AnnAssign)
+        for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+        if isinstance(t, ast.Attribute) and ast.unparse(t.value) == "self"
+    }
+    stock = ast.parse(v026.joinpath(*rel).read_text())
+    assert {"hc_pre", "hc_post"} <= _required_attrs(_function(stock, "_find_first_mhc_layer"))
+    assert not {"hc_pre", "hc_post"} & has, "the NVIDIA layer has hc_pre/hc_post: the fix is upstream"
+
+    copy = profile_copy(v026, PROFILE, tmp_path / "vllm")
+    tree.apply(PROFILE, [], copy)
+    patched = ast.parse(copy.joinpath(*rel).read_text())
+    assert _required_attrs(_function(patched, "_find_first_mhc_layer")) <= has
+
+    forward = _function(layer, "forward")
+    warm = _function(patched, "_warmup_nvidia_layer_mhc")
+    mix = next(n.value for n in ast.walk(warm) if isinstance(n, ast.Assign) and ast.unparse(n.targets[0]) == "mix")
+    for name in ("mhc_pre_broadcast_tilelang", "mhc_pre_tilelang", "mhc_fused_post_pre_tilelang"):
+        theirs = _calls(forward, name)
+        (ours,) = _calls(warm, name)
+        assert theirs, name
+        for call in theirs:
+            # the five mHC scalars follow the three tensors (four, after the post-pre's x and mixes)
+            first = 4 if name == "mhc_fused_post_pre_tilelang" else 1
+            scalars = [ast.unparse(a).replace("self.", "layer.") for a in call.args[first + 3 : first + 8]]
+            assert scalars == [ast.unparse(e) for e in mix.elts], name
+            assert {k.arg for k in call.keywords} == {k.arg for k in ours.keywords if k.arg} | {
+                "norm_weight",
+                "norm_eps",
+            }, name
+
+    # _nvidia_split_token_sizes with the source's own compute_num_split and cdiv, on 132 SMs
+    kernels_src = (v026 / "model_executor" / "kernels" / "mhc" / "tilelang_kernels.py").read_text()
+    math_src = (v026 / "utils" / "math_utils.py").read_text()
+    math_mod = types.ModuleType("vllm.utils.math_utils")
+    _define(math_src, "cdiv", math_mod.__dict__)
+    h200 = types.SimpleNamespace(multi_processor_count=132)
+    kern_mod = types.ModuleType("vllm.model_executor.kernels.mhc.tilelang_kernels")
+    kern_mod.__dict__.update(
+        torch=types.SimpleNamespace(cuda=types.SimpleNamespace(get_device_properties=lambda i: h200))
+    )
+    kern_mod.cdiv = math_mod.cdiv
+    _define(kernels_src, "compute_num_split", kern_mod.__dict__)
+    monkeypatch.setitem(sys.modules, "vllm.utils.math_utils", math_mod)
+    monkeypatch.setitem(sys.modules, kern_mod.__name__, kern_mod)
+    ns: dict = {}
+    _define(patched, "_nvidia_split_token_sizes", ns)
+    hidden, hc = 4096, 4
+    split = kern_mod.compute_num_split
+
+    def keys(n: int) -> set:
+        blocks = math_mod.cdiv(n, 64)
+        return {("broadcast", split(64, hidden, blocks)), ("fused", split(64, hc * hidden, blocks))}
+
+    sizes = ns["_nvidia_split_token_sizes"](types.SimpleNamespace(hidden_size=hidden, hc_mult=hc), 8192)
+    warmed = set().union(*(keys(n) for n in sizes))
+    needed = set().union(*(keys(n) for n in range(17, 8193)))
+    assert needed == warmed and len(sizes) < 64
+    assert len({k for k in needed if k[0] == "fused"}) > 4, "a single variant would make the test vacuous"
