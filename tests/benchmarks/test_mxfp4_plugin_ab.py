@@ -136,3 +136,23 @@ def test_a_stopped_side_continues_on_a_real_cpu_server(ab, tmp_path, monkeypatch
     assert row["tok_s"] > 0 and row["tpot_ms"] > 0 and row["ttft_ms"] > 0
     assert ab.kept_side(work / "progress.json")["sweep"][2] == row
     assert json.loads((work / "bench-c2.json").read_text())["completed"] == 8
+
+
+def test_compiles_are_counted_only_after_the_server_was_up(ab):
+    # lines as the H200's off server logged them (2026-12-02), the warm-up's compile first
+    tl = "(EngineCore pid=2861) 2026-12-02 03:25:43  [TileLang:tilelang.jit.kernel:INFO] (kernel.py:133): "
+    mon = "(EngineCore pid=2861) WARNING 12-02 03:27:00 [jit_monitor.py:135] "
+    log = "\n".join(
+        [
+            tl + "TileLang begins to compile kernel `mhc_fused_tilelang` with `out_idx=None`",
+            "(APIServer pid=2789) INFO:     Application startup complete.",
+            mon + "Triton kernel JIT compilation during inference: _compute_slot_mapping_kernel. This causes a",
+            mon + "TileLang JIT compilation during inference: mhc_pre_big_fuse_with_norm_tilelang. This causes a",
+            tl + "TileLang begins to compile kernel `mhc_pre_big_fuse_with_norm_tilelang` with `out_idx=None`",
+            tl + "TileLang begins to compile kernel `mhc_pre_big_fuse_with_norm_tilelang` with `out_idx=None`",
+        ]
+    )
+    late = ab.compiled_after_ready(log)
+    assert late["tilelang_compiles"] == 2
+    assert late["jit_monitor_kernels"] == ["_compute_slot_mapping_kernel", "mhc_pre_big_fuse_with_norm_tilelang"]
+    assert ab.compiled_after_ready(log.split("\n")[0])["tilelang_compiles"] == 0
