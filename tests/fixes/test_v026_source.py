@@ -244,3 +244,87 @@ def test_dsv4_mhc_warmup_nvidia_on_v026_source(v026, tmp_path, monkeypatch):
     needed = set().union(*(keys(n) for n in range(17, 8193)))
     assert needed == warmed and len(sizes) < 64
     assert len({k for k in needed if k[0] == "fused"}) > 4, "a single variant would make the test vacuous"
+
+
+def test_dsv4_mhc_warmup_nvidia_binds_to_the_kernels_signatures(v026, tmp_path, monkeypatch):
+    """The patched _warmup_nvidia_layer_mhc run on the CPU against the 0.26.0 TileLang wrappers'
+    own signatures (their bodies left out: the kernels need a GPU): each argument lands on the
+    parameter of that name with the layer's value, at every token size, the broadcast one only
+    when the layer has its broadcast weight."""
+    import inspect
+    import sys
+    import types
+
+    import torch
+    from vllm_sdist import profile_copy
+
+    from cookbook.fixes import tree
+
+    copy = profile_copy(v026, PROFILE, tmp_path / "vllm")
+    tree.apply(PROFILE, [], copy)
+    patched = ast.parse((copy / "model_executor" / "warmup" / "deepseek_v4_mhc_warmup.py").read_text())
+    wrappers = ast.parse((v026 / "model_executor" / "kernels" / "mhc" / "tilelang.py").read_text())
+    calls: list[tuple[str, dict]] = []
+    hidden, hc = 64, 4
+
+    def stub(name: str):
+        fn = _function(wrappers, name)
+        fn.decorator_list, fn.body = [], [ast.Pass()]
+        ns: dict = {"torch": torch}
+        exec(compile(ast.fix_missing_locations(ast.Module([fn], [])), name, "exec"), ns)
+        sig = inspect.signature(ns[name])
+
+        def record(*args, **kwargs):
+            bound = sig.bind(*args, **kwargs)
+            calls.append((name, dict(bound.arguments)))
+            t = bound.arguments[next(iter(sig.parameters))].shape[0]
+            z = torch.zeros
+            if name == "mhc_pre_tilelang":
+                return z(t, hc, 1), z(t, hc, hc), z(t, hidden, dtype=torch.bfloat16)
+            return None
+
+        return record
+
+    mod = types.ModuleType("vllm.model_executor.kernels.mhc.tilelang")
+    for name in ("mhc_fused_post_pre_tilelang", "mhc_pre_broadcast_tilelang", "mhc_pre_tilelang"):
+        setattr(mod, name, stub(name))
+    monkeypatch.setitem(sys.modules, mod.__name__, mod)
+    ns: dict = {"torch": torch}
+    _define(patched, "_warmup_nvidia_layer_mhc", ns)
+
+    mix_hc = (2 + hc) * hc
+    norm = types.SimpleNamespace
+    layer = types.SimpleNamespace(
+        hidden_size=hidden,
+        hc_mult=hc,
+        rms_norm_eps=1e-6,
+        hc_eps=1e-5,
+        hc_post_alpha=2.0,
+        hc_sinkhorn_iters=20,
+        attn_norm=norm(weight=torch.nn.Parameter(torch.ones(hidden)), variance_epsilon=1e-6),
+        ffn_norm=norm(weight=torch.nn.Parameter(torch.ones(hidden) * 2), variance_epsilon=1e-7),
+        **{f"hc_{p}_fn": torch.randn(mix_hc, hc * hidden) for p in ("attn", "ffn")},
+        **{f"hc_{p}_scale": torch.randn(3) for p in ("attn", "ffn")},
+        **{f"hc_{p}_base": torch.randn(mix_hc) for p in ("attn", "ffn")},
+        hc_attn_fn_broadcast=torch.randn(mix_hc, hidden),
+    )
+    ns["_warmup_nvidia_layer_mhc"](layer, [1, 64, 320])
+    assert [c[0] for c in calls] == [
+        "mhc_pre_broadcast_tilelang",
+        "mhc_pre_tilelang",
+        "mhc_fused_post_pre_tilelang",
+    ] * 3
+    for name, a in calls:
+        side = "ffn" if name == "mhc_fused_post_pre_tilelang" else "attn"
+        for p in ("fn", "scale", "base"):
+            assert a["hc_" + p if p != "fn" else p] is getattr(layer, f"hc_{side}_{p}"), (name, p)
+        assert (a["rms_eps"], a["hc_pre_eps"], a["hc_sinkhorn_eps"]) == (1e-6, 1e-5, 1e-5)
+        assert (a["hc_post_mult_value"], a["sinkhorn_repeat"]) == (2.0, 20)
+        assert torch.equal(a["norm_weight"], getattr(layer, f"{side}_norm").weight)
+        assert a["norm_eps"] == getattr(layer, f"{side}_norm").variance_epsilon
+    assert [a["residual"].shape[0] for n, a in calls if n == "mhc_pre_tilelang"] == [1, 64, 320]
+    assert all(a["fn_broadcast"] is layer.hc_attn_fn_broadcast for n, a in calls if n == "mhc_pre_broadcast_tilelang")
+    calls.clear()
+    layer.hc_attn_fn_broadcast = None
+    ns["_warmup_nvidia_layer_mhc"](layer, [64])
+    assert [c[0] for c in calls] == ["mhc_pre_tilelang", "mhc_fused_post_pre_tilelang"]
