@@ -246,7 +246,7 @@ def main() -> int:
             print("error: the plugin-on server's log does not say the plugin was on", file=sys.stderr)
             return 1
         kept.write_text(json.dumps(runs[label], indent=2) + "\n")
-        (work / "progress.json").unlink()
+        (work / "progress.json").unlink(missing_ok=True)
     if set(runs) != {"off", "on"}:
         missing = ({"off", "on"} - set(runs)).pop()
         print(
