@@ -6,6 +6,7 @@ each defect and that the pack's patch applies to them exactly."""
 from __future__ import annotations
 
 import ast
+import copy
 
 import pytest
 
@@ -155,10 +156,13 @@ def _required_attrs(find: ast.FunctionDef) -> set[str]:
     return set(ast.literal_eval(loop.generators[0].iter))
 
 
-def _define(source: str | ast.AST, name: str, namespace: dict) -> None:
-    """Run one function's definition from the source into namespace, decorators (functools.cache) left off."""
-    fn = _function(source, name)
+def _define(source: str | ast.AST, name: str, namespace: dict, signature_only: bool = False) -> None:
+    """Run one function's definition from the source into namespace, decorators (functools.cache) left
+    off, and with signature_only its body too (a GPU kernel's wrapper, called for its signature)."""
+    fn = copy.deepcopy(_function(source, name))  # the caller's parsed tree stays as it was
     fn.decorator_list = []
+    if signature_only:
+        fn.body = [ast.Pass()]
     exec(compile(ast.fix_missing_locations(ast.Module([fn], [])), name, "exec"), namespace)
 
 
@@ -268,10 +272,8 @@ def test_dsv4_mhc_warmup_nvidia_binds_to_the_kernels_signatures(v026, tmp_path, 
     hidden, hc = 64, 4
 
     def stub(name: str):
-        fn = _function(wrappers, name)
-        fn.decorator_list, fn.body = [], [ast.Pass()]
         ns: dict = {"torch": torch}
-        exec(compile(ast.fix_missing_locations(ast.Module([fn], [])), name, "exec"), ns)
+        _define(wrappers, name, ns, signature_only=True)
         sig = inspect.signature(ns[name])
 
         def record(*args, **kwargs):
