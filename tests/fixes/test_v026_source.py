@@ -170,13 +170,33 @@ def _calls(fn: ast.AST, name: str) -> list[ast.Call]:
     return [n for n in ast.walk(fn) if isinstance(n, ast.Call) and ast.unparse(n.func) == name]
 
 
+def _split_modules(v026, monkeypatch):
+    """vllm.utils.math_utils (cdiv) and the mHC kernels module (compute_num_split) from the 0.26.0
+    source, on a 132-SM H200, in sys.modules for the patched warm-up's imports."""
+    import sys
+    import types
+
+    kernels_src = (v026 / "model_executor" / "kernels" / "mhc" / "tilelang_kernels.py").read_text()
+    math_mod = types.ModuleType("vllm.utils.math_utils")
+    _define((v026 / "utils" / "math_utils.py").read_text(), "cdiv", math_mod.__dict__)
+    h200 = types.SimpleNamespace(multi_processor_count=132)
+    kern_mod = types.ModuleType("vllm.model_executor.kernels.mhc.tilelang_kernels")
+    kern_mod.__dict__.update(
+        torch=types.SimpleNamespace(cuda=types.SimpleNamespace(get_device_properties=lambda i: h200))
+    )
+    kern_mod.cdiv = math_mod.cdiv
+    _define(kernels_src, "compute_num_split", kern_mod.__dict__)
+    monkeypatch.setitem(sys.modules, "vllm.utils.math_utils", math_mod)
+    monkeypatch.setitem(sys.modules, kern_mod.__name__, kern_mod)
+    return math_mod, kern_mod
+
+
 def test_dsv4_mhc_warmup_nvidia_on_v026_source(v026, tmp_path, monkeypatch):
     """The defect dsv4-mhc-warmup-nvidia fixes, read off the 0.26.0 source: the warm-up requires
     hc_pre and hc_post, which the NVIDIA DeepseekV4DecoderLayer neither defines nor sets, so it
     warms nothing there. Patched: it finds the NVIDIA layer; its calls pass the forward's own
     scalar arguments and keywords; and its token sizes reach every n_splits variant any token
     count up to 8192 compiles on a 132-SM H200 (by the source's own compute_num_split)."""
-    import sys
     import types
 
     from vllm_sdist import profile_copy
@@ -221,19 +241,7 @@ def test_dsv4_mhc_warmup_nvidia_on_v026_source(v026, tmp_path, monkeypatch):
             }, name
 
     # _nvidia_split_token_sizes with the source's own compute_num_split and cdiv, on 132 SMs
-    kernels_src = (v026 / "model_executor" / "kernels" / "mhc" / "tilelang_kernels.py").read_text()
-    math_src = (v026 / "utils" / "math_utils.py").read_text()
-    math_mod = types.ModuleType("vllm.utils.math_utils")
-    _define(math_src, "cdiv", math_mod.__dict__)
-    h200 = types.SimpleNamespace(multi_processor_count=132)
-    kern_mod = types.ModuleType("vllm.model_executor.kernels.mhc.tilelang_kernels")
-    kern_mod.__dict__.update(
-        torch=types.SimpleNamespace(cuda=types.SimpleNamespace(get_device_properties=lambda i: h200))
-    )
-    kern_mod.cdiv = math_mod.cdiv
-    _define(kernels_src, "compute_num_split", kern_mod.__dict__)
-    monkeypatch.setitem(sys.modules, "vllm.utils.math_utils", math_mod)
-    monkeypatch.setitem(sys.modules, kern_mod.__name__, kern_mod)
+    math_mod, kern_mod = _split_modules(v026, monkeypatch)
     ns: dict = {}
     _define(patched, "_nvidia_split_token_sizes", ns)
     hidden, hc = 4096, 4
@@ -330,3 +338,89 @@ def test_dsv4_mhc_warmup_nvidia_binds_to_the_kernels_signatures(v026, tmp_path, 
     layer.hc_attn_fn_broadcast = None
     ns["_warmup_nvidia_layer_mhc"](layer, [64])
     assert [c[0] for c in calls] == ["mhc_pre_tilelang", "mhc_fused_post_pre_tilelang"]
+
+
+def test_dsv4_mhc_warmup_compiles_one_size_per_variant_on_threads(v026, tmp_path, monkeypatch):
+    """The patched _compile_nvidia_variants on the CPU, its kernels left out: of the warm-up's token
+    sizes it runs the first of each variant key, on worker threads side by side, with DeepGEMM's
+    GEMM never entered by two threads at once and put back afterwards, also when a size fails. The
+    key's small-FMA thresholds are the ones mhc_fused_post_pre_tilelang's source branches on."""
+    import contextlib
+    import sys
+    import threading
+    import time
+    import types
+
+    import torch
+    from vllm_sdist import profile_copy
+
+    from cookbook.fixes import tree
+
+    wrappers = (v026 / "model_executor" / "kernels" / "mhc" / "tilelang.py").read_text()
+    post_pre = [ast.unparse(s) for s in ast.walk(_function(wrappers, "mhc_fused_post_pre_tilelang"))]
+    assert "use_small_fma = num_tokens <= 16" in post_pre
+    assert "tile_n = 2 if num_tokens < 8 else 3" in post_pre
+
+    copy_ = profile_copy(v026, PROFILE, tmp_path / "vllm")
+    tree.apply(PROFILE, [], copy_)
+    patched = ast.parse((copy_ / "model_executor" / "warmup" / "deepseek_v4_mhc_warmup.py").read_text())
+    _, kern_mod = _split_modules(v026, monkeypatch)
+    inside = {"gemm": 0, "gemm_most": 0, "warm": 0, "warm_most": 0}
+    lock = threading.Lock()
+
+    def enter(what: str, hold_s: float) -> None:
+        with lock:
+            inside[what] += 1
+            inside[what + "_most"] = max(inside[what + "_most"], inside[what])
+        time.sleep(hold_s)
+        with lock:
+            inside[what] -= 1
+
+    def gemm(*args):
+        enter("gemm", 0.02)
+
+    # `import vllm.utils.deep_gemm as deep_gemm` walks vllm.utils.deep_gemm's attributes from vllm down
+    vllm, utils, dg = (types.ModuleType(n) for n in ("vllm", "vllm.utils", "vllm.utils.deep_gemm"))
+    vllm.utils, utils.deep_gemm, dg.tf32_hc_prenorm_gemm = utils, dg, gemm
+    for module in (vllm, utils, dg):
+        monkeypatch.setitem(sys.modules, module.__name__, module)
+    monkeypatch.setattr(torch.cuda, "device", lambda device: contextlib.nullcontext())
+    monkeypatch.setattr(torch.accelerator, "synchronize", lambda: None)
+    monkeypatch.setattr("os.sched_getaffinity", lambda pid: set(range(4)))
+    ran: list[tuple[str, int]] = []
+
+    def warm(layer, sizes):
+        (size,) = sizes
+        ran.append((threading.current_thread().name, size))
+        if size == fail_at:
+            raise RuntimeError("compile failed")
+        for _ in range(2):  # the broadcast pre and the post-pre, each after its GEMM
+            sys.modules["vllm.utils.deep_gemm"].tf32_hc_prenorm_gemm()
+        enter("warm", 0.05)
+
+    ns: dict = {"torch": torch, "_warmup_nvidia_layer_mhc": warm}
+    _define(patched, "_nvidia_variant_key", ns)
+    _define(patched, "_compile_nvidia_variants", ns)
+    layer = types.SimpleNamespace(hidden_size=4096, hc_mult=4, hc_attn_fn=torch.zeros(1))
+    sizes = [1, 2, 4, 8, 16, 24, 32, 40, 48, 56, 64, 128, 192, 256, 320, 384, 448, 512, 1024, 2048, 4096, 8192]
+    split = kern_mod.compute_num_split
+
+    def key(n: int) -> tuple:
+        blocks = -(-n // 64)
+        return split(64, 4096, blocks), split(64, 4 * 4096, blocks), n <= 16, n < 8
+
+    firsts = list({key(n): n for n in reversed(sizes)}.values())
+    fail_at = None
+    assert ns["_compile_nvidia_variants"](layer, sizes) == len(firsts) == len({key(n) for n in sizes})
+    assert sorted(n for _, n in ran) == sorted(firsts) and len(firsts) < len(sizes)
+    assert {name.split("_")[0] for name, _ in ran} == {"mhc-warmup"}
+    assert inside["warm_most"] > 1, "the sizes ran one after another"
+    assert inside["gemm_most"] == 1
+    assert dg.tf32_hc_prenorm_gemm is gemm
+
+    ran.clear()
+    fail_at = 8
+    with pytest.raises(RuntimeError, match="compile failed"):
+        ns["_compile_nvidia_variants"](layer, sizes)
+    assert dg.tf32_hc_prenorm_gemm is gemm
+    assert ns["_compile_nvidia_variants"](layer, [64]) == 0  # one variant: nothing to run side by side
