@@ -78,3 +78,50 @@ def test_stop_keeps_the_log_and_removes_the_container(serving, tmp_path):
     assert server.alive()
     server.stop(grace_s=2)
     assert not server.alive() and server.log.exists()
+
+
+def test_a_caller_stopped_by_sigterm_removes_its_container(tmp_path):
+    """As under `timeout` around `cookbook serve --image`: SIGTERM reaches the caller, whose
+    `finally: server.stop()` must still stop and remove the container."""
+    import signal
+    import subprocess
+    import sys
+
+    from docker.errors import NotFound
+
+    c = build.client()
+    base = bases.for_platform("cpu").image
+    if build.image_of(c, base) is None:
+        pytest.skip(f"{base} is not here: scripts/make-cpu-base")
+    name_file = tmp_path / "name"
+    script = (
+        "import sys, time\n"
+        "from pathlib import Path\n"
+        "from cookbook.image import build\n"
+        "from cookbook.serving.container import ContainerServer\n"
+        "box = build.client().containers.run(sys.argv[3], ['sleep', '300'], detach=True)\n"
+        "server = ContainerServer(box, Path(sys.argv[2]), 'http://127.0.0.1:1', {})\n"
+        "Path(sys.argv[1]).write_text(box.name)\n"
+        "try:\n"
+        "    time.sleep(300)\n"
+        "finally:\n"
+        "    server.stop(grace_s=1)\n"
+    )
+    caller = subprocess.Popen([sys.executable, "-c", script, str(name_file), str(tmp_path / "log"), base])
+    try:
+        deadline = time.monotonic() + 60
+        while not name_file.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        name = name_file.read_text()
+        assert c.containers.get(name).status == "running"
+        caller.send_signal(signal.SIGTERM)
+        assert caller.wait(timeout=60) == 128 + signal.SIGTERM
+        with pytest.raises(NotFound):
+            c.containers.get(name)
+    finally:
+        caller.kill()
+        if name_file.exists():
+            try:
+                c.containers.get(name_file.read_text()).remove(force=True)
+            except NotFound:
+                pass

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from cookbook.serving.local import ServeError, _get, step
+from cookbook.serving.local import ServeError, _exit_on_sigterm, _get, step
 
 CHECKPOINT_IN_IMAGE = "/models/checkpoint"  # ports/cpu/Dockerfile: CHECKPOINT_DIR
 CACHE_IN_IMAGE = "/cache"
@@ -26,6 +26,11 @@ class ContainerServer:
     log: Path
     base_url: str
     image: dict[str, str]  # ref, id, digest
+
+    def __post_init__(self) -> None:
+        # as for a local server: a SIGTERM to the caller must still run its `finally: stop()`, or
+        # the container keeps the port and the next launch is refused
+        _exit_on_sigterm()
 
     def alive(self) -> bool:
         try:
