@@ -243,6 +243,7 @@ def test_dsv4_mhc_warmup_nvidia_on_v026_source(v026, tmp_path, monkeypatch):
     # _nvidia_split_token_sizes with the source's own compute_num_split and cdiv, on 132 SMs
     math_mod, kern_mod = _split_modules(v026, monkeypatch)
     ns: dict = {}
+    _define(patched, "_nvidia_variant_key", ns)
     _define(patched, "_nvidia_split_token_sizes", ns)
     hidden, hc = 4096, 4
     split = kern_mod.compute_num_split
