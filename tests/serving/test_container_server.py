@@ -31,11 +31,18 @@ def free_port() -> int:
 
 
 @pytest.fixture
-def serving(tmp_path):
+def cpu_base():
+    """The Docker client and the CPU base image's ref (skipped without the base)."""
     c = build.client()
     base = bases.for_platform("cpu").image
     if build.image_of(c, base) is None:
         pytest.skip(f"{base} is not here: scripts/make-cpu-base")
+    return c, base
+
+
+@pytest.fixture
+def serving(tmp_path, cpu_base):
+    c, base = cpu_base
     boxes = []
 
     def start(root: str) -> container.ContainerServer:
@@ -80,7 +87,7 @@ def test_stop_keeps_the_log_and_removes_the_container(serving, tmp_path):
     assert not server.alive() and server.log.exists()
 
 
-def test_a_caller_stopped_by_sigterm_removes_its_container(tmp_path):
+def test_a_caller_stopped_by_sigterm_removes_its_container(tmp_path, cpu_base):
     """As under `timeout` around `cookbook serve --image`: SIGTERM reaches the caller, whose
     `finally: server.stop()` must still stop and remove the container."""
     import signal
@@ -89,10 +96,7 @@ def test_a_caller_stopped_by_sigterm_removes_its_container(tmp_path):
 
     from docker.errors import NotFound
 
-    c = build.client()
-    base = bases.for_platform("cpu").image
-    if build.image_of(c, base) is None:
-        pytest.skip(f"{base} is not here: scripts/make-cpu-base")
+    c, base = cpu_base
     name_file = tmp_path / "name"
     script = (
         "import sys, time\n"
