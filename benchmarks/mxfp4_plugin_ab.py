@@ -13,12 +13,14 @@ token is a near-tie (within TIE nats in both runs' own logprobs, both tokens in 
 top-5); the ratios on/off; and, with --layer-bench (`python -m cookbook.vllm_plugin.layer_bench`),
 the 1-stream gain Amdahl's law predicts from the MoE share of the bytes a decode step reads.
 
-    python benchmarks/mxfp4_plugin_ab.py dsv4-flash-perf-h200 --out DIR [--layer-bench FILE] [--side off|on]
+    python benchmarks/mxfp4_plugin_ab.py dsv4-flash-perf-h200 --out DIR [--layer-bench FILE] [--side off|on | --together]
 
 Writes DIR/ab.json (everything) and DIR/ab.md (the table for the recipe's README). `--side` serves one
 of the two and keeps its figures in DIR/<side>/run.json; the run that finds both compares them. On a
 machine whose calls are limited to 10 minutes the two sides go in two calls, into the same DIR, and a
 side stopped part-way continues from DIR/<side>/progress.json on its next run (`--fresh`: start over).
+`--together` starts both servers at once on the one GPU (ports 8000 and 8001, a fixed 8 GiB KV pool each)
+and measures them in turn, off then on at each concurrency: one start's wait, not two (serve_together).
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ import json
 import re
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -41,6 +44,7 @@ ENV = "COOKBOOK_MXFP4_MOE"
 PLUGIN_ON = "cookbook MXFP4 MoE plugin: kernel on"  # cookbook.vllm_plugin's log line when it takes the forward
 CONCURRENCIES = (1, 4, 16, 64)
 TIE = 0.05  # nats: see accept_divergence
+BENCH_TIMEOUT_S = 300  # one `vllm bench serve`: about 30 s each on the H200, start included
 TOPICS = (
     "the history of bridges",
     "how rain forms",
@@ -135,7 +139,9 @@ def bench_argv(base_url: str, model: str, tokenizer: str, c: int, workdir: Path)
 def bench(base_url: str, model: str, tokenizer: str, c: int, workdir: Path, env: dict) -> dict:
     argv = bench_argv(base_url, model, tokenizer, c, workdir)
     local.step(f"concurrency {c}: " + local.quote_cmd(argv))
-    subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL)
+    # a bound: a server that stops answering mid-sweep (seen on the H200 at 64 streams) ends the run with the
+    # figures so far kept, instead of holding the GPU until the machine is taken back
+    subprocess.run(argv, env=env, check=True, stdout=subprocess.DEVNULL, timeout=BENCH_TIMEOUT_S)
     res = json.loads((workdir / f"bench-c{c}.json").read_text())
     return {"tok_s": res["output_throughput"], "tpot_ms": res["mean_tpot_ms"], "ttft_ms": res["mean_ttft_ms"]}
 
@@ -185,11 +191,70 @@ def serve_side(resolved, label: str, run_env: dict, work: Path, ready_timeout_s:
                 save()
     finally:
         server.stop()
+    return finish_side(run, work)
+
+
+def finish_side(run: dict, work: Path) -> dict:
+    """What the stopped server's log says: the weights' size, whether the plugin took the forward,
+    and what compiled after it was up."""
     log = (work / "server.log").read_text(errors="replace")
     run["weights_gib"] = weights_gib(log)
     run["plugin_on_logged"] = PLUGIN_ON in log
     run.setdefault("compiled_after_ready", []).append(compiled_after_ready(log))
     return run
+
+
+def together_sets(port: int) -> list[str]:
+    """One side's settings when both servers share the GPU: its own port, and a fixed KV pool instead of
+    a share of the GPU. Why fixed: vLLM sizes the pool from the memory it sees used while it profiles,
+    and the other server's start moves that; 8 GiB holds 64 streams of 384 tokens many times over (the
+    recipe's 0.9 share gives about 90 GiB). 0.4 is what each must find free when its worker starts."""
+    return [
+        f"serve.args.port={port}",
+        "serve.args.gpu_memory_utilization=0.4",
+        "serve.args.kv_cache_memory_bytes=8589934592",
+    ]
+
+
+def serve_together(sides: dict, env: dict, out: Path, ready_timeout_s: float) -> dict[str, dict]:
+    """Both sides up at once on one GPU (`sides`: label -> the recipe resolved with its together_sets),
+    measured in turn: greedy on each, then at each concurrency off and then on, so that whatever drifts
+    over the run (clocks, the machine) falls on both. The idle server waits on its socket and runs
+    nothing on the GPU. One start's wait instead of two: the starts compile on the CPU side by side.
+    Progress is written to <side>/progress.json after each step, for a run stopped part-way."""
+    runs, servers = {}, {}
+    try:
+        t0 = time.monotonic()
+        for label, resolved in sides.items():
+            work = out / label
+            work.mkdir(parents=True, exist_ok=True)
+            value = "1" if label == "on" else "0"
+            runs[label] = {"recipe_hash": resolved.content_hash, "ready_s": [], "greedy": None, "sweep": {}}
+            runs[label]["mode"] = "together"
+            servers[label] = (resolved, {**env, ENV: value}, work, local.launch(resolved, {**env, ENV: value}, work))
+        for label, (_, _, _, server) in servers.items():
+            local.wait_ready(server, max(1.0, ready_timeout_s - (time.monotonic() - t0)))
+            runs[label]["ready_s"].append(time.monotonic() - t0)
+
+        def save(label: str) -> None:
+            (servers[label][2] / "progress.json").write_text(json.dumps(runs[label], indent=2) + "\n")
+
+        def where(label: str) -> tuple[str, str, str]:
+            resolved, run_env, _, server = servers[label]
+            model = str(resolved.recipe.serve.arg("served_model_name"))
+            return server.base_url, model, local.exported_env(resolved, run_env)["CHECKPOINT_DIR"]
+
+        for label in servers:
+            runs[label]["greedy"] = greedy(*where(label)[:2])
+            save(label)
+        for c in CONCURRENCIES:
+            for label in servers:
+                runs[label]["sweep"][c] = bench(*where(label), c, servers[label][2], servers[label][1])
+                save(label)
+    finally:
+        for _, _, _, server in servers.values():
+            server.stop()
+    return {label: finish_side(runs[label], servers[label][2]) for label in runs}
 
 
 def compiled_after_ready(log: str) -> dict:
@@ -229,12 +294,29 @@ def main() -> int:
     ap.add_argument("--ready-timeout-s", type=float, default=600)
     ap.add_argument("--side", choices=("off", "on"), help="serve only this side (default: both, off first)")
     ap.add_argument("--fresh", action="store_true", help="start a side over instead of continuing a stopped run")
+    ap.add_argument(
+        "--together",
+        action="store_true",
+        help="both servers up at once (ports 8000 and 8001, 8 GiB of KV cache each), measured in turn",
+    )
     args = ap.parse_args()
+    if args.together and args.side:
+        ap.error("--together serves both sides: leave out --side")
     resolved = resolve(args.recipe)
     args.out.mkdir(parents=True, exist_ok=True)
     env = local.prepare(resolved, args.out)
     runs = {}
-    for label, value in (("off", "0"), ("on", "1")):
+    if args.together:
+        sides = {label: resolve(args.recipe, sets=together_sets(port)) for label, port in (("off", 8000), ("on", 8001))}
+        runs = serve_together(sides, env, args.out, args.ready_timeout_s)
+        if not runs["on"]["plugin_on_logged"]:
+            print("error: the plugin-on server's log does not say the plugin was on", file=sys.stderr)
+            return 1
+        for label, run in runs.items():
+            (args.out / label / "run.json").write_text(json.dumps(run, indent=2) + "\n")
+            (args.out / label / "progress.json").unlink(missing_ok=True)
+    one_after_the_other = () if args.together else (("off", "0"), ("on", "1"))
+    for label, value in one_after_the_other:
         work = args.out / label
         kept = work / "run.json"
         if args.side and label != args.side:
@@ -262,6 +344,7 @@ def main() -> int:
     result = {
         "recipe": args.recipe,
         "recipe_hash": resolved.content_hash,
+        "mode": "together" if args.together else "one after the other",
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "greedy": compare(runs["off"]["greedy"], runs["on"]["greedy"]),
         "sweep": {
@@ -290,6 +373,11 @@ def main() -> int:
         )
     g = result["greedy"]
     lines.append("")
+    if args.together:
+        lines.append(
+            "Both servers were up at once on the one GPU (8 GiB of KV cache each instead of the recipe's 0.9 "
+            "share), measured in turn: off, then on, at each concurrency."
+        )
     lines.append(
         f"Greedy, {g['prompts']} prompts x 32 tokens: {g['identical']} identical, {g['near_ties']} diverge at a "
         f"near-tie (<= {TIE} nats), {len(g['refused'])} otherwise; largest |logprob difference| over the common "

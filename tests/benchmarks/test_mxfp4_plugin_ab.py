@@ -156,3 +156,48 @@ def test_compiles_are_counted_only_after_the_server_was_up(ab):
     assert late["tilelang_compiles"] == 2
     assert late["jit_monitor_kernels"] == ["_compute_slot_mapping_kernel", "mhc_pre_big_fuse_with_norm_tilelang"]
     assert ab.compiled_after_ready(log.split("\n")[0])["tilelang_compiles"] == 0
+
+
+def test_the_together_settings_give_each_side_its_port_and_a_fixed_kv_pool(ab):
+    """Both servers on one GPU: vLLM's profiled pool would count the other server's memory as its own."""
+    from cookbook.recipe.resolve import resolve
+
+    args = {p: resolve("dsv4-flash-perf-h200", sets=ab.together_sets(p)).recipe.serve for p in (8000, 8001)}
+    assert [a.arg("port") for a in args.values()] == [8000, 8001]
+    for serve in args.values():
+        assert serve.arg("kv_cache_memory_bytes") == 8 * 2**30
+        assert serve.arg("gpu_memory_utilization") * 2 < 1, "the second server could not start beside the first"
+
+
+@pytest.mark.engine
+@pytest.mark.slow
+def test_both_sides_served_together_on_real_cpu_servers(ab, tmp_path, monkeypatch):
+    """serve_together on the pinned CPU engine: two servers of the embedded default recipe up at once,
+    each with its own port and its ENV value, greedy outputs from both, and each concurrency measured
+    on each by `vllm bench serve`; both are stopped afterwards, and their progress is on disk."""
+    import socket
+
+    from cookbook.recipe.resolve import resolve
+    from cookbook.serving import local
+
+    ports = []
+    for _ in range(2):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            ports.append(s.getsockname()[1])
+    sides = {label: resolve("gemma3-270m-cpu", sets=[f"serve.args.port={p}"]) for label, p in zip(("off", "on"), ports)}
+    monkeypatch.setattr(ab, "CONCURRENCIES", (2,))
+    env = local.prepare(sides["off"], tmp_path)
+    runs = ab.serve_together(sides, env, tmp_path, 900)
+    assert set(runs) == {"off", "on"}
+    for label, run in runs.items():
+        assert run["mode"] == "together" and len(run["greedy"]) == len(ab.PROMPTS)
+        assert run["sweep"][2]["tok_s"] > 0 and run["sweep"][2]["tpot_ms"] > 0
+        assert json.loads((tmp_path / label / "bench-c2.json").read_text())["completed"] == 8
+        assert ab.kept_side(tmp_path / label / "progress.json")["sweep"][2] == run["sweep"][2]
+        launched = (tmp_path / label / "launch.sh").read_text()
+        assert f"--port {ports[0] if label == 'off' else ports[1]}" in launched
+    # greedy decoding on one engine and one model: the two servers agree token for token
+    assert ab.compare(runs["off"]["greedy"], runs["on"]["greedy"])["identical"] == len(ab.PROMPTS)
+    for p in ports:
+        assert local._get(f"http://127.0.0.1:{p}/health", 2) is None, "a server was left running"
