@@ -216,22 +216,21 @@ def together_sets(port: int) -> list[str]:
     ]
 
 
-def serve_together(sides: dict, env: dict, out: Path, ready_timeout_s: float) -> dict[str, dict]:
-    """Both sides up at once on one GPU (`sides`: label -> the recipe resolved with its together_sets),
-    measured in turn: greedy on each, then at each concurrency off and then on, so that whatever drifts
-    over the run (clocks, the machine) falls on both. The idle server waits on its socket and runs
-    nothing on the GPU. One start's wait instead of two: the starts compile on the CPU side by side.
-    Progress is written to <side>/progress.json after each step, for a run stopped part-way."""
+def serve_together(sides: dict[str, tuple], out: Path, ready_timeout_s: float) -> dict[str, dict]:
+    """Both sides up at once on one GPU (`sides`: label -> the recipe resolved with its together_sets, and
+    the environment its block starts in), measured in turn: greedy on each, then at each concurrency off
+    and then on, so that whatever drifts over the run (clocks, the machine) falls on both. The idle
+    server waits on its socket and runs nothing on the GPU. One start's wait instead of two: the starts
+    compile on the CPU side by side. Progress is written to <side>/progress.json after each step."""
     runs, servers = {}, {}
     try:
         t0 = time.monotonic()
-        for label, resolved in sides.items():
+        for label, (resolved, run_env) in sides.items():
             work = out / label
             work.mkdir(parents=True, exist_ok=True)
-            value = "1" if label == "on" else "0"
             runs[label] = {"recipe_hash": resolved.content_hash, "ready_s": [], "greedy": None, "sweep": {}}
             runs[label]["mode"] = "together"
-            servers[label] = (resolved, {**env, ENV: value}, work, local.launch(resolved, {**env, ENV: value}, work))
+            servers[label] = (resolved, run_env, work, local.launch(resolved, run_env, work))
         for label, (_, _, _, server) in servers.items():
             local.wait_ready(server, max(1.0, ready_timeout_s - (time.monotonic() - t0)))
             runs[label]["ready_s"].append(time.monotonic() - t0)
@@ -307,8 +306,11 @@ def main() -> int:
     env = local.prepare(resolved, args.out)
     runs = {}
     if args.together:
-        sides = {label: resolve(args.recipe, sets=together_sets(port)) for label, port in (("off", 8000), ("on", 8001))}
-        runs = serve_together(sides, env, args.out, args.ready_timeout_s)
+        sides = {
+            label: (resolve(args.recipe, sets=together_sets(port)), {**env, ENV: value})
+            for label, port, value in (("off", 8000, "0"), ("on", 8001, "1"))
+        }
+        runs = serve_together(sides, args.out, args.ready_timeout_s)
         if not runs["on"]["plugin_on_logged"]:
             print("error: the plugin-on server's log does not say the plugin was on", file=sys.stderr)
             return 1
