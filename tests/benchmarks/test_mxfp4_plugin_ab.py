@@ -190,16 +190,63 @@ def test_both_sides_served_together_on_real_cpu_servers(ab, tmp_path, monkeypatc
     # the plugin refuses the CPU engine (vLLM 0.32.0), so both run with it off: two servers, one GPU's worth
     sides = {label: (r, {**env, ab.ENV: "0"}) for label, r in zip(("off", "on"), recipes)}
     monkeypatch.setattr(ab, "CONCURRENCIES", (2,))
+    monkeypatch.setattr(ab, "ROUNDS", 2)
     runs = ab.serve_together(sides, tmp_path, 900)
     assert set(runs) == {"off", "on"}
     for label, run in runs.items():
         assert run["mode"] == "together" and len(run["greedy"]) == len(ab.PROMPTS)
+        assert len(run["rounds"][2]) == 2 and run["sweep"][2] == ab.median_row(run["rounds"][2])
+        assert run["warm"][2]["tok_s"] > 0, "the untimed pass did not run"
         assert run["sweep"][2]["tok_s"] > 0 and run["sweep"][2]["tpot_ms"] > 0
-        assert json.loads((tmp_path / label / "bench-c2.json").read_text())["completed"] == 8
+        for r in range(2):
+            assert json.loads((tmp_path / label / f"bench-c2-r{r}.json").read_text())["completed"] == 8
         assert ab.kept_side(tmp_path / label / "progress.json")["sweep"][2] == run["sweep"][2]
         launched = (tmp_path / label / "launch.sh").read_text()
         assert f"--port {ports[0] if label == 'off' else ports[1]}" in launched
-    # greedy decoding on one engine and one model: the two servers agree token for token
-    assert ab.compare(runs["off"]["greedy"], runs["on"]["greedy"])["identical"] == len(ab.PROMPTS)
+    # the untimed pass first; then ABBA: off finished first in round 0, on in round 1
+    done = {(label, r): (tmp_path / label / f"bench-c2-r{r}.json").stat().st_mtime_ns for label in runs for r in (0, 1)}
+    assert done["off", 0] < done["on", 0] and done["on", 1] < done["off", 1]
+    warm = max((tmp_path / label / "warm-c2.json").stat().st_mtime_ns for label in runs)
+    assert warm < min(done.values())
+    # greedy decoding on one engine and one trained model: the two servers agree token for token, and the
+    # comparison could have failed (a real model's logits are not flat)
+    g = ab.compare(runs["off"]["greedy"], runs["on"]["greedy"])
+    assert g["identical"] == len(ab.PROMPTS) and g["informative"]
     for p in ports:
         assert local._get(f"http://127.0.0.1:{p}/health", 2) is None, "a server was left running"
+
+
+def test_flat_logits_make_the_greedy_comparison_uninformative(ab):
+    """Random weights give near-uniform logits (the H200's off server: every top 5 within 1e-5 nats of
+    -ln 262144): any divergence would pass as a near-tie, and the report must say it could not fail."""
+    flat = _run(["a", "b"], [{"a": -12.476567, "x": -12.476577}, {"b": -12.476568, "y": -12.476579}])
+    g = ab.compare([flat], [flat])
+    assert g["identical"] == 1 and not g["informative"] and g["top5_spread_nats"] < 1e-4
+    peaked = _run(["a", "b"], [{"a": -0.1, "x": -2.5}, {"b": -0.2, "y": -3.0}])
+    assert ab.compare([peaked], [peaked])["informative"]
+
+
+def test_rounds_give_medians_and_paired_ratios(ab):
+    rows = [{"tok_s": 100.0, "tpot_ms": 3.0}, {"tok_s": 40.0, "tpot_ms": 9.0}, {"tok_s": 110.0, "tpot_ms": 2.9}]
+    assert ab.median_row(rows) == {"tok_s": 100.0, "tpot_ms": 3.0}, "one stalled round moved the median"
+    off = {"rounds": {1: [{"tok_s": 100.0}, {"tok_s": 50.0}]}}
+    on = {"rounds": {1: [{"tok_s": 110.0}, {"tok_s": 60.0}]}}
+    assert ab.round_ratios(off, on, 1) == [1.1, 1.2]
+    assert ab.round_ratios({"sweep": {}}, {"sweep": {}}, 1) == [], "a one-round run has no range"
+
+
+def test_the_in_process_client_is_what_vllm_0_26_0_defines(ab):
+    """bench() imports vLLM's client code rather than running its CLI: the H200's 0.26.0 must have the
+    same three names (the CPU engine's pin runs them in the slow tests)."""
+    import ast
+
+    from vllm_sdist import source_or_skip
+
+    v026 = source_or_skip("0.26.0")
+
+    def defined(path):
+        tree = ast.parse(path.read_text())
+        return {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+
+    assert {"add_cli_args", "main_async"} <= defined(v026 / "benchmarks" / "serve.py")
+    assert "FlexibleArgumentParser" in defined(v026 / "utils" / "argparse_utils.py")
