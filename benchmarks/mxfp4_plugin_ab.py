@@ -158,10 +158,10 @@ def bench(base_url: str, model: str, tokenizer: str, c: int, workdir: Path, name
     parser = FlexibleArgumentParser()
     add_cli_args(parser)
     args = parser.parse_args(argv[3:])
-    stem = name or f"bench-c{c}"
-    with (workdir / f"{stem}.log").open("w") as log, contextlib.redirect_stdout(log):
+    result = workdir / args.result_filename
+    with result.with_suffix(".log").open("w") as log, contextlib.redirect_stdout(log):
         asyncio.run(asyncio.wait_for(main_async(args), BENCH_TIMEOUT_S))
-    res = json.loads((workdir / f"{stem}.json").read_text())
+    res = json.loads(result.read_text())
     return {"tok_s": res["output_throughput"], "tpot_ms": res["mean_tpot_ms"], "ttft_ms": res["mean_ttft_ms"]}
 
 
@@ -180,6 +180,11 @@ def resumable(progress: Path, recipe_hash: str) -> dict | None:
     return run if run.get("recipe_hash") == recipe_hash else None
 
 
+def model_and_tokenizer(resolved, run_env: dict) -> tuple[str, str]:
+    """The served model's name and the tokenizer folder the benchmark client reads (the checkpoint's)."""
+    return str(resolved.recipe.serve.arg("served_model_name")), local.exported_env(resolved, run_env)["CHECKPOINT_DIR"]
+
+
 def serve_side(resolved, label: str, run_env: dict, work: Path, ready_timeout_s: float, fresh: bool) -> dict:
     """One side: greedy completions, then each concurrency, on one server. Progress is written to
     work/progress.json after each step, so a run stopped part-way (a device call's time limit, which
@@ -196,8 +201,7 @@ def serve_side(resolved, label: str, run_env: dict, work: Path, ready_timeout_s:
     def save() -> None:
         progress.write_text(json.dumps(run, indent=2) + "\n")
 
-    model = str(resolved.recipe.serve.arg("served_model_name"))
-    tok = local.exported_env(resolved, run_env)["CHECKPOINT_DIR"]
+    model, tok = model_and_tokenizer(resolved, run_env)
     server = local.launch(resolved, run_env, work)
     try:
         run["ready_s"].append(local.wait_ready(server, ready_timeout_s))
@@ -237,55 +241,52 @@ def together_sets(port: int) -> list[str]:
 
 def serve_together(sides: dict[str, tuple], out: Path, ready_timeout_s: float) -> dict[str, dict]:
     """Both sides up at once on one GPU (`sides`: label -> the recipe resolved with its together_sets, and
-    the environment its block starts in), measured in turn: greedy on each, then at each concurrency off
-    and then on, so that whatever drifts over the run (clocks, the machine) falls on both. The idle
+    the environment its block starts in), measured in turn: greedy on each, an untimed pass of the sweep
+    on each, then ROUNDS off/on pairs at each concurrency in ABBA order, so that whatever drifts over the
+    run (clocks, the machine) falls on both. The idle
     server waits on its socket and runs nothing on the GPU. One start's wait instead of two: the starts
     compile on the CPU side by side. Progress is written to <side>/progress.json after each step."""
-    runs, servers = {}, {}
+    runs, servers, works, where = {}, {}, {}, {}
     try:
         t0 = time.monotonic()
         for label, (resolved, run_env) in sides.items():
-            work = out / label
-            work.mkdir(parents=True, exist_ok=True)
-            runs[label] = {"recipe_hash": resolved.content_hash, "ready_s": [], "greedy": None, "sweep": {}}
-            runs[label]["mode"] = "together"
-            servers[label] = (resolved, run_env, work, local.launch(resolved, run_env, work))
-        for label, (_, _, _, server) in servers.items():
+            works[label] = out / label
+            works[label].mkdir(parents=True, exist_ok=True)
+            runs[label] = {"recipe_hash": resolved.content_hash, "mode": "together", "ready_s": [], "greedy": None}
+            runs[label]["sweep"] = {}
+            servers[label] = local.launch(resolved, run_env, works[label])
+            where[label] = (servers[label].base_url, *model_and_tokenizer(resolved, run_env))
+        for label, server in servers.items():
             local.wait_ready(server, max(1.0, ready_timeout_s - (time.monotonic() - t0)))
             runs[label]["ready_s"].append(time.monotonic() - t0)
 
         def save(label: str) -> None:
-            (servers[label][2] / "progress.json").write_text(json.dumps(runs[label], indent=2) + "\n")
-
-        def where(label: str) -> tuple[str, str, str]:
-            resolved, run_env, _, server = servers[label]
-            model = str(resolved.recipe.serve.arg("served_model_name"))
-            return server.base_url, model, local.exported_env(resolved, run_env)["CHECKPOINT_DIR"]
+            (works[label] / "progress.json").write_text(json.dumps(runs[label], indent=2) + "\n")
 
         for label in servers:
-            runs[label]["greedy"] = greedy(*where(label)[:2])
+            runs[label]["greedy"] = greedy(*where[label][:2])
             save(label)
         # an untimed pass of the whole sweep on each side first: Triton kernels of DeepSeek-V4's attention
         # metadata compiled inside timed runs on the H200 (vLLM's jit_monitor named them), after each
         # run's own warm-up requests, and one such compile at 1 stream is a quarter of the run
         for c in CONCURRENCIES:
             for label in servers:
-                runs[label].setdefault("warm", {})[c] = bench(*where(label), c, servers[label][2], f"warm-c{c}")
+                runs[label].setdefault("warm", {})[c] = bench(*where[label], c, works[label], f"warm-c{c}")
                 save(label)
         for c in CONCURRENCIES:
             for r in range(ROUNDS):
                 # ABBA: off first in even rounds, on first in odd ones, so neither side always goes first
                 for label in list(servers)[:: 1 if r % 2 == 0 else -1]:
-                    row = bench(*where(label), c, servers[label][2], f"bench-c{c}-r{r}")
+                    row = bench(*where[label], c, works[label], f"bench-c{c}-r{r}")
                     runs[label].setdefault("rounds", {}).setdefault(c, []).append(row)
                     save(label)
             for label in servers:
                 runs[label]["sweep"][c] = median_row(runs[label]["rounds"][c])
                 save(label)
     finally:
-        for _, _, _, server in servers.values():
+        for server in servers.values():
             server.stop()
-    return {label: finish_side(runs[label], servers[label][2]) for label in runs}
+    return {label: finish_side(runs[label], works[label]) for label in runs}
 
 
 def median_row(rows: list[dict]) -> dict:
