@@ -20,7 +20,8 @@ of the two and keeps its figures in DIR/<side>/run.json; the run that finds both
 machine whose calls are limited to 10 minutes the two sides go in two calls, into the same DIR, and a
 side stopped part-way continues from DIR/<side>/progress.json on its next run (`--fresh`: start over).
 `--together` starts both servers at once on the one GPU (ports 8000 and 8001, a fixed 8 GiB KV pool each)
-and measures them in turn: an untimed pass of the sweep on each, then ROUNDS off/on pairs at each
+and measures them in turn: untimed passes of the sweep on each (again at a concurrency while a pass
+stalls, up to WARM_PASSES), then ROUNDS off/on pairs at each
 concurrency in ABBA order, each figure the median of its rounds. One start's wait, not two, and a drift
 or a stall in one round shows as a range (serve_together).
 """
@@ -50,6 +51,8 @@ CONCURRENCIES = (1, 4, 16, 64)
 TIE = 0.05  # nats: see accept_divergence
 BENCH_TIMEOUT_S = 300  # one `vllm bench serve` run: seconds on the H200
 ROUNDS = 3  # --together: off/on pairs at each concurrency, alternating
+STALL = 3.0  # a run whose mean TTFT is over STALL x its median held a stall (a compile) in a few requests
+WARM_PASSES = 3  # --together: untimed runs at a concurrency, until one has no stall
 TOPICS = (
     "the history of bridges",
     "how rain forms",
@@ -139,7 +142,7 @@ def bench_argv(base_url: str, model: str, tokenizer: str, c: int, workdir: Path,
     seconds of TTFT that the second, finding the compile caches full, did not."""
     argv = ["vllm", "bench", "serve", "--backend", "vllm", "--base-url", base_url, "--model", model]
     argv += ["--tokenizer", tokenizer, "--dataset-name", "random", "--random-input-len", "256"]
-    argv += ["--random-output-len", "128", "--ignore-eos", "--num-prompts", str(max(8, 4 * c))]
+    argv += ["--random-output-len", "128", "--ignore-eos", "--num-prompts", str(max(16, 4 * c))]
     argv += ["--num-warmups", str(2 * c), "--max-concurrency", str(c), "--seed", "0", "--disable-tqdm"]
     argv += ["--percentile-metrics", "ttft,tpot", "--save-result", "--result-dir", str(workdir)]
     return argv + ["--result-filename", f"{name or f'bench-c{c}'}.json"]
@@ -162,7 +165,18 @@ def bench(base_url: str, model: str, tokenizer: str, c: int, workdir: Path, name
     with result.with_suffix(".log").open("w") as log, contextlib.redirect_stdout(log):
         asyncio.run(asyncio.wait_for(main_async(args), BENCH_TIMEOUT_S))
     res = json.loads(result.read_text())
-    return {"tok_s": res["output_throughput"], "tpot_ms": res["mean_tpot_ms"], "ttft_ms": res["mean_ttft_ms"]}
+    return {
+        "tok_s": res["output_throughput"],
+        "tpot_ms": res["mean_tpot_ms"],
+        "ttft_ms": res["mean_ttft_ms"],
+        "ttft_median_ms": res["median_ttft_ms"],
+    }
+
+
+def stalled(row: dict) -> bool:
+    """A few requests waited seconds for their first token while the rest did not: on the H200 a kernel
+    compiled inside the run (DeepGEMM's, Triton's), 8.6 s mean TTFT against a 0.39 s median at 64 streams."""
+    return row["ttft_ms"] > STALL * row["ttft_median_ms"]
 
 
 def kept_side(path: Path) -> dict:
@@ -241,7 +255,7 @@ def together_sets(port: int) -> list[str]:
 
 def serve_together(sides: dict[str, tuple], out: Path, ready_timeout_s: float) -> dict[str, dict]:
     """Both sides up at once on one GPU (`sides`: label -> the recipe resolved with its together_sets, and
-    the environment its block starts in), measured in turn: greedy on each, an untimed pass of the sweep
+    the environment its block starts in), measured in turn: greedy on each, untimed passes of the sweep
     on each, then ROUNDS off/on pairs at each concurrency in ABBA order, so that whatever drifts over the
     run (clocks, the machine) falls on both. The idle
     server waits on its socket and runs nothing on the GPU. One start's wait instead of two: the starts
@@ -266,13 +280,17 @@ def serve_together(sides: dict[str, tuple], out: Path, ready_timeout_s: float) -
         for label in servers:
             runs[label]["greedy"] = greedy(*where[label][:2])
             save(label)
-        # an untimed pass of the whole sweep on each side first: Triton kernels of DeepSeek-V4's attention
+        # untimed passes of the whole sweep on each side first: Triton kernels of DeepSeek-V4's attention
         # metadata compiled inside timed runs on the H200 (vLLM's jit_monitor named them), after each
-        # run's own warm-up requests, and one such compile at 1 stream is a quarter of the run
+        # run's own warm-up requests, and one such compile at 1 stream is a quarter of the run; at 64
+        # streams one pass still stalled, so a concurrency is warmed again until a pass runs clean
         for c in CONCURRENCIES:
             for label in servers:
-                runs[label].setdefault("warm", {})[c] = bench(*where[label], c, works[label], f"warm-c{c}")
-                save(label)
+                passes = runs[label].setdefault("warm", {}).setdefault(c, [])
+                while not passes or (stalled(passes[-1]) and len(passes) < WARM_PASSES):
+                    name = f"warm-c{c}" + (f"-{len(passes)}" if passes else "")
+                    passes.append(bench(*where[label], c, works[label], name))
+                    save(label)
         for c in CONCURRENCIES:
             for r in range(ROUNDS):
                 # ABBA: off first in even rounds, on first in odd ones, so neither side always goes first
@@ -294,10 +312,11 @@ def median_row(rows: list[dict]) -> dict:
     return {k: statistics.median(row[k] for row in rows) for k in rows[0]}
 
 
-def round_ratios(off: dict, on: dict, c: int) -> list[float]:
-    """on/off tok/s of each round at concurrency c, pairing the rounds as they ran: [] for one round."""
+def round_ratios(off: dict, on: dict, c: int, key: str = "tok_s") -> list[float]:
+    """on/off tok/s (key "tpot_ms": off/on TPOT) of each round at concurrency c, pairing the rounds as they
+    ran: [] for one round."""
     pairs = zip(off.get("rounds", {}).get(c, []), on.get("rounds", {}).get(c, []), strict=False)
-    return [b["tok_s"] / a["tok_s"] for a, b in pairs]
+    return [b[key] / a[key] if key == "tok_s" else a[key] / b[key] for a, b in pairs]
 
 
 def compiled_after_ready(log: str) -> dict:
@@ -400,6 +419,10 @@ def main() -> int:
                 "tok_s_ratio": runs["on"]["sweep"][c]["tok_s"] / runs["off"]["sweep"][c]["tok_s"],
                 "tpot_ratio": runs["off"]["sweep"][c]["tpot_ms"] / runs["on"]["sweep"][c]["tpot_ms"],
                 "tok_s_ratio_rounds": round_ratios(runs["off"], runs["on"], c),
+                "tpot_ratio_rounds": round_ratios(runs["off"], runs["on"], c, "tpot_ms"),
+                "stalled_rounds": {
+                    side: sum(stalled(row) for row in runs[side].get("rounds", {}).get(c, [])) for side in ("off", "on")
+                },
             }
             for c in CONCURRENCIES
         },
@@ -412,12 +435,15 @@ def main() -> int:
         "| streams | tok/s off | tok/s on | tok/s on/off | TPOT ms off | TPOT ms on | TPOT off/on | TTFT ms off | TTFT ms on |",
         "|---|---|---|---|---|---|---|---|---|",
     ]
+
+    def spread(rounds: list[float]) -> str:
+        return f" ({min(rounds):.2f}-{max(rounds):.2f})" if len(rounds) > 1 else ""
+
     for c, r in result["sweep"].items():
-        rounds = r["tok_s_ratio_rounds"]
-        spread = f" ({min(rounds):.2f}-{max(rounds):.2f})" if len(rounds) > 1 else ""
         lines.append(
-            f"| {c} | {r['off']['tok_s']:.1f} | {r['on']['tok_s']:.1f} | {r['tok_s_ratio']:.3f}{spread} | "
-            f"{r['off']['tpot_ms']:.2f} | {r['on']['tpot_ms']:.2f} | {r['tpot_ratio']:.3f} | "
+            f"| {c} | {r['off']['tok_s']:.1f} | {r['on']['tok_s']:.1f} | {r['tok_s_ratio']:.3f}"
+            f"{spread(r['tok_s_ratio_rounds'])} | {r['off']['tpot_ms']:.2f} | {r['on']['tpot_ms']:.2f} | "
+            f"{r['tpot_ratio']:.3f}{spread(r['tpot_ratio_rounds'])} | "
             f"{r['off']['ttft_ms']:.0f} | {r['on']['ttft_ms']:.0f} |"
         )
     g = result["greedy"]
@@ -425,9 +451,16 @@ def main() -> int:
     if args.together:
         lines.append(
             "Both servers were up at once on the one GPU (8 GiB of KV cache each instead of the recipe's 0.9 "
-            f"share), measured in turn: an untimed pass of the sweep on each, then {ROUNDS} rounds at each "
-            "concurrency, off and on alternating (ABBA); "
-            "each figure is the median of its rounds, and the on/off column gives the rounds' range."
+            f"share), measured in turn: untimed passes of the sweep on each (a concurrency again, up to "
+            f"{WARM_PASSES} passes, while a pass stalls), then {ROUNDS} rounds at each concurrency, off and on "
+            "alternating (ABBA); each figure is the median of its rounds, and the ratio columns give the "
+            "rounds' range."
+        )
+        stalls = {c: r["stalled_rounds"] for c, r in result["sweep"].items() if any(r["stalled_rounds"].values())}
+        lines.append(
+            f"Rounds with a stall (mean TTFT over {STALL:g}x its median): "
+            + (", ".join(f"{c} streams: off {s['off']}, on {s['on']}" for c, s in stalls.items()) or "none")
+            + "."
         )
     lines.append(
         f"Greedy, {g['prompts']} prompts x 32 tokens: {g['identical']} identical, {g['near_ties']} diverge at a "

@@ -31,9 +31,9 @@ def layer():
     return layer_bench.dsv4_layer()
 
 
-def _both(layer, tokens, seed, scale=1.0):
+def _both(layer, tokens, seed, scale=1.0, experts=layer_bench.E):
     routed, _, cls = layer
-    xs = layer_bench.routing(tokens, seed, scale)
+    xs = layer_bench.routing(tokens, seed, scale, experts)
     fns = layer_bench.paths(routed, cls)
     ours, theirs = fns["ours"](*xs), fns["vllm"](*xs)
     torch.cuda.synchronize()
@@ -63,6 +63,16 @@ def test_forward_equals_vllms_within_the_kernels_tolerance(layer, tokens, scale,
     assert calls == [1]  # our kernel ran
     err = rel_error(ours.float().cpu().numpy(), theirs.float().cpu().numpy())
     assert 0 < err <= TOL, f"T={tokens}: ours vs vLLM's {err:.2e}"
+
+
+@pytest.mark.parametrize("tokens", [16, 64])
+def test_a_batch_on_a_few_experts_equals_vllms_too(layer, tokens):
+    """Dozens of tokens on each expert, as the dummy routing bias gives a served batch (layer_bench's
+    concentrated rows time this): the align step's blocks fill up, the same sums come out."""
+    ours, theirs, xs = _both(layer, tokens, 20 + tokens, experts=layer_bench.CONCENTRATED)
+    assert int(xs[2].unique().numel()) <= layer_bench.CONCENTRATED
+    err = rel_error(ours.float().cpu().numpy(), theirs.float().cpu().numpy())
+    assert 0 < err <= TOL, f"T={tokens} on {layer_bench.CONCENTRATED} experts: ours vs vLLM's {err:.2e}"
 
 
 def test_the_clamp_is_what_both_paths_compute(layer):

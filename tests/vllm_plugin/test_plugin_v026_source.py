@@ -105,3 +105,24 @@ def test_the_server_sets_up_the_moe_workspace_that_the_layer_bench_sets_up_itsel
     )
     assert [a.arg for a in fn.args.args][:1] == ["device"]
     assert "_manager is not None" in (v026 / "v1/worker/workspace.py").read_text(encoding="utf-8")
+
+
+def test_the_routing_bias_the_dummy_fill_zeroes_is_the_one_the_router_reads(v026):
+    """balance_dummy_routing zeroes RoutedExperts.e_score_correction_bias in place: DeepSeek-V4 hands the
+    gate's own tensor to FusedMoE, which hands it to its router and to RoutedExperts, which keeps it."""
+    model = (v026 / "models/deepseek_v4/nvidia/model.py").read_text()
+    assert "e_score_correction_bias=self.gate.e_score_correction_bias," in model
+    layer = (v026 / "model_executor/layers/fused_moe/layer.py").read_text()
+    assert layer.count("e_score_correction_bias=e_score_correction_bias,") >= 2  # router and RoutedExperts
+    routed = (v026 / "model_executor/layers/fused_moe/routed_experts.py").read_text()
+    assert "self.e_score_correction_bias = e_score_correction_bias" in routed
+
+
+def test_dummy_weights_are_the_range_the_routing_model_assumes(v026):
+    import benchmark_scripts
+
+    tree = ast.parse((v026 / "model_executor/model_loader/weight_utils.py").read_text())
+    fn = next(n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef) and n.name == "initialize_dummy_weights")
+    defaults = dict(zip([a.arg for a in fn.args.args][-len(fn.args.defaults) :], fn.args.defaults, strict=True))
+    dummy = benchmark_scripts.load("dummy_routing").DUMMY
+    assert (ast.literal_eval(defaults["low"]), ast.literal_eval(defaults["high"])) == (-dummy, dummy)

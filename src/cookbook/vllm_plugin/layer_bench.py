@@ -7,6 +7,10 @@ and runs vLLM's load step, which the plugin wraps. The GPU tests use it; run as 
 both `apply` paths (the patched one and the original, `__wrapped__`) in CUDA graphs:
 
     python -m cookbook.vllm_plugin.layer_bench [--tokens 1,4,16,64] [--json FILE]
+
+Each batch is timed twice: routed uniformly over the 256 experts (what a checkpoint's balanced router
+gives), and routed among CONCENTRATED experts only (what vLLM's dummy routing bias leaves a batch:
+benchmarks/dummy_routing.py), so that a served A/B on dummy weights can be read against both.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import sys
 from . import mxfp4_moe
 
 E, H, I, K, LIMIT = 256, 4096, 2048, 6, 10.0  # DeepSeek-V4-Flash's routed experts and swiglu_limit
+CONCENTRATED = 7  # experts a batch of 4-64 reaches under the dummy routing bias (benchmarks/dummy_routing.py)
 _CONFIG: list = []  # the VllmConfig of the layer dsv4_layer built
 
 
@@ -72,13 +77,14 @@ def dsv4_layer():
     return routed, raw, Mxfp4MoEMethod
 
 
-def routing(tokens: int, seed: int, scale: float = 1.0):
-    """x (BF16), top-k weights (float32, summing to 1) and int32 ids for `tokens` random tokens."""
+def routing(tokens: int, seed: int, scale: float = 1.0, experts: int = E):
+    """x (BF16), top-k weights (float32, summing to 1) and int32 ids for `tokens` random tokens, each
+    routed to K of the first `experts` experts."""
     import torch
 
     g = torch.Generator(device="cuda").manual_seed(seed)
     x = (torch.randn(tokens, H, device="cuda", generator=g) * scale).bfloat16()
-    vals, ids = torch.rand(tokens, E, device="cuda", generator=g).topk(K, dim=1)
+    vals, ids = torch.rand(tokens, experts, device="cuda", generator=g).topk(K, dim=1)
     return x, torch.softmax(vals, 1).float(), ids.to(torch.int32)
 
 
@@ -128,12 +134,18 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     routed, _, cls = dsv4_layer()
     fns = paths(routed, cls)
-    out = {}
+    out: dict = {"concentrated": {"experts": CONCENTRATED}}
     for t in (int(v) for v in args.tokens.split(",")):
-        xs = routing(t, t)
-        row = {name: time_us(fn, xs) for name, fn in fns.items()}
-        out[str(t)] = {"ours_us": row["ours"], "vllm_us": row["vllm"], "speedup": row["vllm"] / row["ours"]}
-        print(f"T={t:3d}: ours {row['ours']:8.1f} us, vLLM's {row['vllm']:8.1f} us, {row['vllm'] / row['ours']:.2f}x")
+        for where, experts, label in (
+            (out, E, "uniform"),
+            (out["concentrated"], CONCENTRATED, f"{CONCENTRATED} experts"),
+        ):
+            row = {name: time_us(fn, routing(t, t, experts=experts)) for name, fn in fns.items()}
+            where[str(t)] = {"ours_us": row["ours"], "vllm_us": row["vllm"], "speedup": row["vllm"] / row["ours"]}
+            print(
+                f"T={t:3d}, {label:>9}: ours {row['ours']:8.1f} us, vLLM's {row['vllm']:8.1f} us, "
+                f"{row['vllm'] / row['ours']:.2f}x"
+            )
     if args.json:
         with open(args.json, "w") as f:
             json.dump(out, f, indent=2)

@@ -13,7 +13,11 @@ enum chosen by its oracle. The patch wraps three methods and changes nothing els
 
 With fill=True (COOKBOOK_MXFP4_MOE_DUMMY_EXPERTS=1) `process_weights_after_loading` first writes
 random MXFP4 experts, seeded by the layer's name, for --load-format dummy: vLLM's dummy loader leaves
-integer tensors as they were created (zeros), which would make every expert output zero.
+integer tensors as they were created (zeros), which would make every expert output zero. It also
+sets the layer's routing correction bias (DeepSeek-V4's `noaux_tc` layers) to zero: the dummy loader
+draws it from [-1e-3, 1e-3] like every float, about 100 times the spread of the dummy router's
+token-dependent scores, so every token would pick among the same few experts, where a checkpoint's
+bias balances the load over all of them (`balance_dummy_routing`).
 """
 
 from __future__ import annotations
@@ -80,6 +84,7 @@ def _patch(vmx, route: bool, fill: bool) -> None:
     def process_weights_after_loading(self, layer):
         if fill:
             fill_dummy_experts(layer)
+            balance_dummy_routing(layer)
         if route and self.mxfp4_backend != vmx.Mxfp4MoeBackend.NONE:
             setattr(layer, STATE, prepare_layer(layer))
         pwal(self, layer)
@@ -198,6 +203,18 @@ def forward(st: KernelState, x, topk_weights, topk_ids):
         workspace=st.workspace,
         swiglu_limit=st.swiglu_limit,
     )
+
+
+def balance_dummy_routing(layer) -> None:
+    """Zero the layer's e_score_correction_bias, in place: the router and the gate hold the same tensor.
+
+    With vLLM's dummy weights the bias (uniform in [-1e-3, 1e-3]) outweighs the token-dependent part of
+    DeepSeek-V4's sqrtsoftplus scores (about 6e-6 across tokens): modelled, 64 tokens then pick among
+    7 of the 256 experts instead of about 200 (benchmarks/dummy_routing.py). Zero is the bias of a
+    router whose experts are already balanced; hash-routed layers have none."""
+    bias = getattr(layer, "e_score_correction_bias", None)
+    if bias is not None:
+        bias.data.zero_()
 
 
 def fill_dummy_experts(layer) -> None:
