@@ -21,7 +21,7 @@ machine whose calls are limited to 10 minutes the two sides go in two calls, int
 side stopped part-way continues from DIR/<side>/progress.json on its next run (`--fresh`: start over).
 `--together` starts both servers at once on the one GPU (ports 8000 and 8001, a fixed 8 GiB KV pool each)
 and measures them in turn: untimed passes of the sweep on each (again at a concurrency while a pass
-stalls, up to WARM_PASSES), then ROUNDS off/on pairs at each
+stalls, up to WARM_PASSES), then ROUNDS[c] off/on pairs at each
 concurrency in ABBA order, each figure the median of its rounds. One start's wait, not two, and a drift
 or a stall in one round shows as a range (serve_together).
 """
@@ -50,7 +50,10 @@ PLUGIN_ON = "cookbook MXFP4 MoE plugin: kernel on"  # cookbook.vllm_plugin's log
 CONCURRENCIES = (1, 4, 16, 64)
 TIE = 0.05  # nats: see accept_divergence
 BENCH_TIMEOUT_S = 300  # one `vllm bench serve` run: seconds on the H200
-ROUNDS = 3  # --together: off/on pairs at each concurrency, alternating
+# --together: off/on pairs at each concurrency, alternating. More at 1 and 4 streams, whose runs are
+# short and whose expected gain is a few percent: one H200 server's median TPOT at 1 stream moved
+# between 3.0 and 4.1 ms from round to round
+ROUNDS = {1: 5, 4: 5, 16: 3, 64: 3}
 STALL = 3.0  # a run whose mean TTFT is over STALL x its median held a stall (a compile) in a few requests
 WARM_PASSES = 3  # --together: untimed runs at a concurrency, until one has no stall
 TOPICS = (
@@ -256,7 +259,7 @@ def together_sets(port: int) -> list[str]:
 def serve_together(sides: dict[str, tuple], out: Path, ready_timeout_s: float) -> dict[str, dict]:
     """Both sides up at once on one GPU (`sides`: label -> the recipe resolved with its together_sets, and
     the environment its block starts in), measured in turn: greedy on each, untimed passes of the sweep
-    on each, then ROUNDS off/on pairs at each concurrency in ABBA order, so that whatever drifts over the
+    on each, then ROUNDS[c] off/on pairs at each concurrency in ABBA order, so that whatever drifts over the
     run (clocks, the machine) falls on both. The idle
     server waits on its socket and runs nothing on the GPU. One start's wait instead of two: the starts
     compile on the CPU side by side. Progress is written to <side>/progress.json after each step."""
@@ -292,7 +295,7 @@ def serve_together(sides: dict[str, tuple], out: Path, ready_timeout_s: float) -
                     passes.append(bench(*where[label], c, works[label], name))
                     save(label)
         for c in CONCURRENCIES:
-            for r in range(ROUNDS):
+            for r in range(ROUNDS[c]):
                 # ABBA: off first in even rounds, on first in odd ones, so neither side always goes first
                 for label in list(servers)[:: 1 if r % 2 == 0 else -1]:
                     row = bench(*where[label], c, works[label], f"bench-c{c}-r{r}")
@@ -449,10 +452,13 @@ def main() -> int:
     g = result["greedy"]
     lines.append("")
     if args.together:
+        rounds = ", ".join(
+            f"{len(runs['off']['rounds'][c])} at {c} stream{'s' if c > 1 else ''}" for c in CONCURRENCIES
+        )
         lines.append(
             "Both servers were up at once on the one GPU (8 GiB of KV cache each instead of the recipe's 0.9 "
             f"share), measured in turn: untimed passes of the sweep on each (a concurrency again, up to "
-            f"{WARM_PASSES} passes, while a pass stalls), then {ROUNDS} rounds at each concurrency, off and on "
+            f"{WARM_PASSES} passes, while a pass stalls), then rounds ({rounds}), off and on "
             "alternating (ABBA); each figure is the median of its rounds, and the ratio columns give the "
             "rounds' range."
         )

@@ -190,7 +190,7 @@ def test_both_sides_served_together_on_real_cpu_servers(ab, tmp_path, monkeypatc
     # the plugin refuses the CPU engine (vLLM 0.32.0), so both run with it off: two servers, one GPU's worth
     sides = {label: (r, {**env, ab.ENV: "0"}) for label, r in zip(("off", "on"), recipes)}
     monkeypatch.setattr(ab, "CONCURRENCIES", (2,))
-    monkeypatch.setattr(ab, "ROUNDS", 2)
+    monkeypatch.setattr(ab, "ROUNDS", {2: 2})
     runs = ab.serve_together(sides, tmp_path, 900)
     assert set(runs) == {"off", "on"}
     for label, run in runs.items():
@@ -261,3 +261,50 @@ def test_the_in_process_client_is_what_vllm_0_26_0_defines(ab):
 
     assert {"add_cli_args", "main_async"} <= defined(v026 / "benchmarks" / "serve.py")
     assert "FlexibleArgumentParser" in defined(v026 / "utils" / "argparse_utils.py")
+
+
+def _row(tok_s, tpot, ttft, ttft_median):
+    return {"tok_s": tok_s, "tpot_ms": tpot, "ttft_ms": ttft, "ttft_median_ms": ttft_median}
+
+
+def test_the_together_table_from_recorded_rounds(ab, tmp_path, monkeypatch, capsys):
+    """main()'s report for a --together run, on the H200's 64-stream rounds of 2026-12-03 (the servers are
+    replaced by their recorded figures: the GPU runs them, and a report that fails there costs its
+    session's device time): medians, both ratio ranges, the stalled rounds, the round counts."""
+    rounds = {
+        "off": [_row(792.3, 13.60, 8608, 387), _row(5498.1, 8.84, 360, 374), _row(6457.6, 7.76, 278, 271)],
+        "on": [_row(3672.6, 8.38, 1160, 352), _row(4194.3, 9.49, 744, 349), _row(6227.3, 7.80, 321, 327)],
+    }
+    one = {"off": [_row(236.9, 3.82, 53, 54)], "on": [_row(255.3, 3.57, 46, 47)]}
+    greedy = [_run(["a", "b"], [{"a": -0.1, "x": -2.5}, {"b": -0.2, "y": -3.0}])]
+
+    def recorded(sides, out, ready_timeout_s):
+        runs = {}
+        for label in ("off", "on"):
+            per_c = {1: one[label], 64: rounds[label]}
+            runs[label] = {
+                "mode": "together",
+                "greedy": greedy,
+                "rounds": per_c,
+                "sweep": {c: ab.median_row(rows) for c, rows in per_c.items()},
+                "weights_gib": 31.45 if label == "off" else 56.95,
+                "plugin_on_logged": label == "on",
+                "compiled_after_ready": [{"tilelang_compiles": 0, "jit_monitor_kernels": []}],
+            }
+            (out / label).mkdir(parents=True, exist_ok=True)
+        return runs
+
+    monkeypatch.setattr(ab, "CONCURRENCIES", (1, 64))
+    monkeypatch.setattr(ab, "serve_together", recorded)
+    monkeypatch.setattr(ab.local, "prepare", lambda resolved, out: {"COOKBOOK": str(repo_root())})
+    monkeypatch.setattr(sys, "argv", ["mxfp4_plugin_ab.py", "--out", str(tmp_path), "--together"])
+    assert ab.main() == 0
+    md = (tmp_path / "ab.md").read_text()
+    row64 = next(line for line in md.splitlines() if line.startswith("| 64 |"))
+    assert "| 5498.1 | 4194.3 | 0.763 (0.76-4.64) |" in row64
+    assert "| 1.055 (0.93-1.62) |" in row64  # TPOT off/on: medians 8.84 and 8.38; rounds 13.60/8.38 ...
+    assert "rounds (1 at 1 stream, 3 at 64 streams)" in md
+    # off's round 0 (8.6 s mean TTFT, 0.39 s median) and on's (1.16 s against 0.35 s)
+    assert "Rounds with a stall (mean TTFT over 3x its median): 64 streams: off 1, on 1." in md
+    result = json.loads((tmp_path / "ab.json").read_text())
+    assert result["sweep"]["64"]["stalled_rounds"] == {"off": 1, "on": 1}
