@@ -33,6 +33,7 @@ import asyncio
 import contextlib
 import datetime as dt
 import json
+import os
 import re
 import statistics
 import sys
@@ -161,6 +162,7 @@ def bench(base_url: str, model: str, tokenizer: str, c: int, workdir: Path, name
 
     argv = bench_argv(base_url, model, tokenizer, c, workdir, name)
     local.step(f"concurrency {c}: " + local.quote_cmd(argv))
+    cached = jit_kernels()
     parser = FlexibleArgumentParser()
     add_cli_args(parser)
     args = parser.parse_args(argv[3:])
@@ -173,7 +175,20 @@ def bench(base_url: str, model: str, tokenizer: str, c: int, workdir: Path, name
         "tpot_ms": res["mean_tpot_ms"],
         "ttft_ms": res["mean_ttft_ms"],
         "ttft_median_ms": res["median_ttft_ms"],
+        "compiled": jit_kernels() - cached,
     }
+
+
+# (environment variable, glob under it): one match per compiled kernel
+JIT_CACHES = (("DG_JIT_CACHE_DIR", "cache/kernel.*"), ("TRITON_CACHE_DIR", "*/*.cubin"))
+
+
+def jit_kernels() -> int:
+    """Kernels in the JIT caches the servers write (scripts/offline-gpu/plugin-check points both at the
+    same folders): the count before and after a run is what compiled inside it. DeepGEMM logs no
+    compile; its cache's file times placed the 64-stream stalls on the H200 (2026-12-03), 9 GEMMs
+    compiling inside one run."""
+    return sum(len(list(Path(os.environ[var]).glob(g))) for var, g in JIT_CACHES if os.environ.get(var))
 
 
 def stalled(row: dict) -> bool:
@@ -426,6 +441,10 @@ def main() -> int:
                 "stalled_rounds": {
                     side: sum(stalled(row) for row in runs[side].get("rounds", {}).get(c, [])) for side in ("off", "on")
                 },
+                "compiled_in_rounds": {
+                    side: sum(row.get("compiled", 0) for row in runs[side].get("rounds", {}).get(c, []))
+                    for side in ("off", "on")
+                },
             }
             for c in CONCURRENCIES
         },
@@ -466,6 +485,14 @@ def main() -> int:
         lines.append(
             f"Rounds with a stall (mean TTFT over {STALL:g}x its median): "
             + (", ".join(f"{c} streams: off {s['off']}, on {s['on']}" for c, s in stalls.items()) or "none")
+            + "."
+        )
+        compiled = {
+            c: r["compiled_in_rounds"] for c, r in result["sweep"].items() if any(r["compiled_in_rounds"].values())
+        }
+        lines.append(
+            "Kernels compiled inside timed rounds (new entries in DeepGEMM's and Triton's caches): "
+            + (", ".join(f"{c} streams: off {n['off']}, on {n['on']}" for c, n in compiled.items()) or "none")
             + "."
         )
     lines.append(

@@ -263,8 +263,8 @@ def test_the_in_process_client_is_what_vllm_0_26_0_defines(ab):
     assert "FlexibleArgumentParser" in defined(v026 / "utils" / "argparse_utils.py")
 
 
-def _row(tok_s, tpot, ttft, ttft_median):
-    return {"tok_s": tok_s, "tpot_ms": tpot, "ttft_ms": ttft, "ttft_median_ms": ttft_median}
+def _row(tok_s, tpot, ttft, ttft_median, compiled=0):
+    return {"tok_s": tok_s, "tpot_ms": tpot, "ttft_ms": ttft, "ttft_median_ms": ttft_median, "compiled": compiled}
 
 
 def test_the_together_table_from_recorded_rounds(ab, tmp_path, monkeypatch, capsys):
@@ -272,8 +272,8 @@ def test_the_together_table_from_recorded_rounds(ab, tmp_path, monkeypatch, caps
     replaced by their recorded figures: the GPU runs them, and a report that fails there costs its
     session's device time): medians, both ratio ranges, the stalled rounds, the round counts."""
     rounds = {
-        "off": [_row(792.3, 13.60, 8608, 387), _row(5498.1, 8.84, 360, 374), _row(6457.6, 7.76, 278, 271)],
-        "on": [_row(3672.6, 8.38, 1160, 352), _row(4194.3, 9.49, 744, 349), _row(6227.3, 7.80, 321, 327)],
+        "off": [_row(792.3, 13.60, 8608, 387, 9), _row(5498.1, 8.84, 360, 374), _row(6457.6, 7.76, 278, 271)],
+        "on": [_row(3672.6, 8.38, 1160, 352, 2), _row(4194.3, 9.49, 744, 349, 1), _row(6227.3, 7.80, 321, 327)],
     }
     one = {"off": [_row(236.9, 3.82, 53, 54)], "on": [_row(255.3, 3.57, 46, 47)]}
     greedy = [_run(["a", "b"], [{"a": -0.1, "x": -2.5}, {"b": -0.2, "y": -3.0}])]
@@ -306,5 +306,28 @@ def test_the_together_table_from_recorded_rounds(ab, tmp_path, monkeypatch, caps
     assert "rounds (1 at 1 stream, 3 at 64 streams)" in md
     # off's round 0 (8.6 s mean TTFT, 0.39 s median) and on's (1.16 s against 0.35 s)
     assert "Rounds with a stall (mean TTFT over 3x its median): 64 streams: off 1, on 1." in md
+    assert "Kernels compiled inside timed rounds (new entries in DeepGEMM's and Triton's caches): " in md
+    assert "64 streams: off 9, on 3." in md
     result = json.loads((tmp_path / "ab.json").read_text())
     assert result["sweep"]["64"]["stalled_rounds"] == {"off": 1, "on": 1}
+
+
+def test_kernels_in_the_jit_caches_are_counted_by_what_each_compiler_writes(ab, tmp_path, monkeypatch):
+    """The layouts the H200's caches had (jit-cache.tar.xz, 2026-12-03): DeepGEMM a folder per kernel
+    under cache/, Triton a folder per hash holding the cubin and its metadata."""
+    dg, triton = tmp_path / "deep_gemm", tmp_path / "triton"
+    for name in ("kernel.sm90_fp8_gemm_1d2d.0d1191", "kernel.sm90_tf32_hc_prenorm_gemm.138588"):
+        (dg / "cache" / name).mkdir(parents=True)
+        (dg / "cache" / name / "kernel.cubin").write_bytes(b"")
+    (triton / "5Q3K").mkdir(parents=True)
+    for f in ("_combine_topk_swa_indices_kernel.cubin", "_combine_topk_swa_indices_kernel.json"):
+        (triton / "5Q3K" / f).write_text("")
+    monkeypatch.delenv("DG_JIT_CACHE_DIR", raising=False)
+    monkeypatch.delenv("TRITON_CACHE_DIR", raising=False)
+    assert ab.jit_kernels() == 0, "no caches named: nothing to count"
+    monkeypatch.setenv("DG_JIT_CACHE_DIR", str(dg))
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(triton))
+    assert ab.jit_kernels() == 3
+    (triton / "7ZZZ").mkdir()
+    (triton / "7ZZZ" / "_compute_slot_mapping_kernel.cubin").write_bytes(b"")
+    assert ab.jit_kernels() == 4
