@@ -11,8 +11,9 @@ about what uniform routing reaches, 256 * (1 - (1 - 6/256)^T).
 
     python benchmarks/dummy_routing.py [--tokens 1,4,16,64] [--trials 3]
 
-The shape comes from recipes/dsv4-flash-perf-h200/config.json. CPU only, seconds. It models the router, not the server: the hidden states are random, which is what
-sampled tokens' embeddings give the gate on flat logits.
+The shape comes from recipes/dsv4-flash-perf-h200/config.json. CPU only, seconds. It models the
+router, not the server: the hidden states are random, which is what sampled tokens' embeddings give
+the gate on flat logits.
 """
 
 from __future__ import annotations

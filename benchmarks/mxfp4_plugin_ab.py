@@ -21,9 +21,9 @@ machine whose calls are limited to 10 minutes the two sides go in two calls, int
 side stopped part-way continues from DIR/<side>/progress.json on its next run (`--fresh`: start over).
 `--together` starts both servers at once on the one GPU (ports 8000 and 8001, a fixed 8 GiB KV pool each)
 and measures them in turn: untimed passes of the sweep on each (again at a concurrency while a pass
-stalls, up to WARM_PASSES), then ROUNDS[c] off/on pairs at each
-concurrency in ABBA order, each figure the median of its rounds. One start's wait, not two, and a drift
-or a stall in one round shows as a range (serve_together).
+stalls, up to WARM_PASSES), then ROUNDS[c] off/on pairs at each concurrency in ABBA order, each figure
+the median of its rounds. One start's wait, not two, and a drift or a stall in one round shows as a
+range (serve_together).
 """
 
 from __future__ import annotations
@@ -274,9 +274,9 @@ def together_sets(port: int) -> list[str]:
 def serve_together(sides: dict[str, tuple], out: Path, ready_timeout_s: float) -> dict[str, dict]:
     """Both sides up at once on one GPU (`sides`: label -> the recipe resolved with its together_sets, and
     the environment its block starts in), measured in turn: greedy on each, untimed passes of the sweep
-    on each, then ROUNDS[c] off/on pairs at each concurrency in ABBA order, so that whatever drifts over the
-    run (clocks, the machine) falls on both. The idle
-    server waits on its socket and runs nothing on the GPU. One start's wait instead of two: the starts
+    on each, then ROUNDS[c] off/on pairs at each concurrency in ABBA order, so that whatever drifts over
+    the run (clocks, the machine) falls on both. The idle server waits on its socket and runs nothing on
+    the GPU. One start's wait instead of two: the starts
     compile on the CPU side by side. Progress is written to <side>/progress.json after each step."""
     runs, servers, works, where = {}, {}, {}, {}
     try:
@@ -284,8 +284,13 @@ def serve_together(sides: dict[str, tuple], out: Path, ready_timeout_s: float) -
         for label, (resolved, run_env) in sides.items():
             works[label] = out / label
             works[label].mkdir(parents=True, exist_ok=True)
-            runs[label] = {"recipe_hash": resolved.content_hash, "mode": "together", "ready_s": [], "greedy": None}
-            runs[label]["sweep"] = {}
+            runs[label] = {
+                "recipe_hash": resolved.content_hash,
+                "mode": "together",
+                "ready_s": [],
+                "greedy": None,
+                "sweep": {},
+            }
             servers[label] = local.launch(resolved, run_env, works[label])
             where[label] = (servers[label].base_url, *model_and_tokenizer(resolved, run_env))
         for label, server in servers.items():
@@ -328,6 +333,11 @@ def serve_together(sides: dict[str, tuple], out: Path, ready_timeout_s: float) -
 def median_row(rows: list[dict]) -> dict:
     """Each figure's median over the rounds (one slow round, a compile or a stall, moves it least)."""
     return {k: statistics.median(row[k] for row in rows) for k in rows[0]}
+
+
+def per_side(runs: dict, c: int, count) -> dict[str, int]:
+    """count(row) summed over each side's rounds at concurrency c: {"off": n, "on": n}."""
+    return {side: sum(count(row) for row in runs[side].get("rounds", {}).get(c, [])) for side in ("off", "on")}
 
 
 def round_ratios(off: dict, on: dict, c: int, key: str = "tok_s") -> list[float]:
@@ -438,13 +448,8 @@ def main() -> int:
                 "tpot_ratio": runs["off"]["sweep"][c]["tpot_ms"] / runs["on"]["sweep"][c]["tpot_ms"],
                 "tok_s_ratio_rounds": round_ratios(runs["off"], runs["on"], c),
                 "tpot_ratio_rounds": round_ratios(runs["off"], runs["on"], c, "tpot_ms"),
-                "stalled_rounds": {
-                    side: sum(stalled(row) for row in runs[side].get("rounds", {}).get(c, [])) for side in ("off", "on")
-                },
-                "compiled_in_rounds": {
-                    side: sum(row.get("compiled", 0) for row in runs[side].get("rounds", {}).get(c, []))
-                    for side in ("off", "on")
-                },
+                "stalled_rounds": per_side(runs, c, stalled),
+                "compiled_in_rounds": per_side(runs, c, lambda row: row.get("compiled", 0)),
             }
             for c in CONCURRENCIES
         },
@@ -481,20 +486,16 @@ def main() -> int:
             "alternating (ABBA); each figure is the median of its rounds, and the ratio columns give the "
             "rounds' range."
         )
-        stalls = {c: r["stalled_rounds"] for c, r in result["sweep"].items() if any(r["stalled_rounds"].values())}
-        lines.append(
-            f"Rounds with a stall (mean TTFT over {STALL:g}x its median): "
-            + (", ".join(f"{c} streams: off {s['off']}, on {s['on']}" for c, s in stalls.items()) or "none")
-            + "."
-        )
-        compiled = {
-            c: r["compiled_in_rounds"] for c, r in result["sweep"].items() if any(r["compiled_in_rounds"].values())
-        }
-        lines.append(
-            "Kernels compiled inside timed rounds (new entries in DeepGEMM's and Triton's caches): "
-            + (", ".join(f"{c} streams: off {n['off']}, on {n['on']}" for c, n in compiled.items()) or "none")
-            + "."
-        )
+        for title, key in (
+            (f"Rounds with a stall (mean TTFT over {STALL:g}x its median)", "stalled_rounds"),
+            (
+                "Kernels compiled inside timed rounds (new entries in DeepGEMM's and Triton's caches)",
+                "compiled_in_rounds",
+            ),
+        ):
+            counts = {c: r[key] for c, r in result["sweep"].items() if any(r[key].values())}
+            listed = ", ".join(f"{c} streams: off {n['off']}, on {n['on']}" for c, n in counts.items())
+            lines.append(f"{title}: {listed or 'none'}.")
     lines.append(
         f"Greedy, {g['prompts']} prompts x 32 tokens: {g['identical']} identical, {g['near_ties']} diverge at a "
         f"near-tie (<= {TIE} nats), {len(g['refused'])} otherwise; largest |logprob difference| over the common "

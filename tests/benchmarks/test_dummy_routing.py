@@ -16,9 +16,8 @@ def routing():
     sys.modules.pop("dummy_routing", None)
 
 
-def test_the_shape_is_the_recipes():
-    mod = benchmark_scripts.load("dummy_routing")
-    assert (mod.HIDDEN, mod.EXPERTS, mod.TOP_K) == (4096, 256, 6)
+def test_the_shape_is_the_recipes(routing):
+    assert (routing.HIDDEN, routing.EXPERTS, routing.TOP_K) == (4096, 256, 6)
 
 
 def test_one_token_reaches_its_top_k_either_way(routing):
