@@ -70,6 +70,7 @@ def build(c, p: Plan, context_dir: Path) -> dict:
     from docker.errors import APIError, BuildError
 
     t0 = time.monotonic()
+    before = image_of(c, p.tag)
     _say(f"==> docker build {p.tag} from {context_dir} (base {p.base})")
     last: list[str] = []
     image_id = None
@@ -103,7 +104,26 @@ def build(c, p: Plan, context_dir: Path) -> dict:
     seconds = time.monotonic() - t0
     size = img.attrs.get("Size", 0)
     _say(f"==> built {p.tag} ({img.id}, {size / 2**30:.2f} GiB) in {seconds:.0f} s")
+    if before is not None and before.id != img.id:
+        drop_if_untagged(c, before.id)
     return {"id": image_id or img.id, "tag": p.tag, "seconds": round(seconds, 1), "size": size}
+
+
+def drop_if_untagged(c, image_id: str) -> None:
+    """A rebuild moves the tag to the new image; the one it replaced, left with no tag, would stay
+    on disk as a dangling image of several GiB that nothing names. Remove it unless a container
+    still uses it (then keep it and say so) or another tag still names it."""
+    from docker.errors import APIError
+
+    old = image_of(c, image_id)
+    if old is None or old.tags:
+        return
+    try:
+        c.images.remove(image_id)
+    except APIError as exc:
+        _say(f"==> kept the previous build {image_id}: {exc.explanation or exc}")
+        return
+    _say(f"==> removed the previous build {image_id} (its tag now names the new one)")
 
 
 def identity(ref: str) -> dict:
