@@ -21,8 +21,9 @@ machine whose calls are limited to 10 minutes the two sides go in two calls, int
 side stopped part-way continues from DIR/<side>/progress.json on its next run (`--fresh`: start over).
 `--together` starts both servers at once on the one GPU (ports 8000 and 8001, a fixed 8 GiB KV pool each)
 and measures them in turn: untimed passes of the sweep on each (again at a concurrency while a pass
-stalls, up to WARM_PASSES), then ROUNDS[c] off/on pairs at each concurrency in ABBA order, each figure
-the median of its rounds. One start's wait, not two, and a drift or a stall in one round shows as a
+stalls, up to WARM_PASSES), then ROUNDS[c] off/on pairs at each concurrency in ABBA order (--rounds N:
+at most N), each figure the median of its rounds; the server not being measured is paused (SIGSTOP)
+during each run. One start's wait, not two, and a drift or a stall in one round shows as a
 range (serve_together).
 """
 
@@ -271,12 +272,14 @@ def together_sets(port: int) -> list[str]:
     ]
 
 
-def serve_together(sides: dict[str, tuple], out: Path, ready_timeout_s: float) -> dict[str, dict]:
+def serve_together(
+    sides: dict[str, tuple], out: Path, ready_timeout_s: float, rounds: dict[int, int] = ROUNDS
+) -> dict[str, dict]:
     """Both sides up at once on one GPU (`sides`: label -> the recipe resolved with its together_sets, and
     the environment its block starts in), measured in turn: greedy on each, untimed passes of the sweep
-    on each, then ROUNDS[c] off/on pairs at each concurrency in ABBA order, so that whatever drifts over
-    the run (clocks, the machine) falls on both. The idle server waits on its socket and runs nothing on
-    the GPU. One start's wait instead of two: the starts
+    on each, then rounds[c] off/on pairs at each concurrency in ABBA order, so that whatever drifts over
+    the run (clocks, the machine) falls on both. The other server is paused during each measured run
+    (Server.paused), so it takes neither CPU nor GPU time. One start's wait instead of two: the starts
     compile on the CPU side by side. Progress is written to <side>/progress.json after each step."""
     runs, servers, works, where = {}, {}, {}, {}
     try:
@@ -300,6 +303,15 @@ def serve_together(sides: dict[str, tuple], out: Path, ready_timeout_s: float) -
         def save(label: str) -> None:
             (works[label] / "progress.json").write_text(json.dumps(runs[label], indent=2) + "\n")
 
+        def alone(label: str, c: int, name: str) -> dict:
+            """One measured run with the other server paused (SIGSTOP): with both scheduled, the measured
+            server's 1-stream TPOT on the H200 was slower than alone and moved by a third between rounds
+            (recipe README, GPU runs)"""
+            with contextlib.ExitStack() as stack:
+                for other in (s for k, s in servers.items() if k != label):
+                    stack.enter_context(other.paused())
+                return bench(*where[label], c, works[label], name)
+
         for label in servers:
             runs[label]["greedy"] = greedy(*where[label][:2])
             save(label)
@@ -312,13 +324,13 @@ def serve_together(sides: dict[str, tuple], out: Path, ready_timeout_s: float) -
                 passes = runs[label].setdefault("warm", {}).setdefault(c, [])
                 while not passes or (stalled(passes[-1]) and len(passes) < WARM_PASSES):
                     name = f"warm-c{c}" + (f"-{len(passes)}" if passes else "")
-                    passes.append(bench(*where[label], c, works[label], name))
+                    passes.append(alone(label, c, name))
                     save(label)
         for c in CONCURRENCIES:
-            for r in range(ROUNDS[c]):
+            for r in range(rounds[c]):
                 # ABBA: off first in even rounds, on first in odd ones, so neither side always goes first
                 for label in list(servers)[:: 1 if r % 2 == 0 else -1]:
-                    row = bench(*where[label], c, works[label], f"bench-c{c}-r{r}")
+                    row = alone(label, c, f"bench-c{c}-r{r}")
                     runs[label].setdefault("rounds", {}).setdefault(c, []).append(row)
                     save(label)
             for label in servers:
@@ -389,7 +401,15 @@ def main() -> int:
         action="store_true",
         help="both servers up at once (ports 8000 and 8001, 8 GiB of KV cache each), measured in turn",
     )
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        metavar="N",
+        help=f"--together: at most N rounds at each concurrency (default {ROUNDS}), for a run short of device time",
+    )
     args = ap.parse_args()
+    if args.rounds is not None and args.rounds < 1:
+        ap.error(f"--rounds {args.rounds}: give 1 or more")
     if args.together and args.side:
         ap.error("--together serves both sides: leave out --side")
     resolved = resolve(args.recipe)
@@ -401,7 +421,8 @@ def main() -> int:
             label: (resolve(args.recipe, sets=together_sets(port)), {**env, ENV: value})
             for label, port, value in (("off", 8000, "0"), ("on", 8001, "1"))
         }
-        runs = serve_together(sides, args.out, args.ready_timeout_s)
+        rounds = {c: min(n, args.rounds or n) for c, n in ROUNDS.items()}
+        runs = serve_together(sides, args.out, args.ready_timeout_s, rounds)
         if not runs["on"]["plugin_on_logged"]:
             print("error: the plugin-on server's log does not say the plugin was on", file=sys.stderr)
             return 1

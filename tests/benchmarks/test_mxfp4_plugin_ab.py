@@ -190,8 +190,7 @@ def test_both_sides_served_together_on_real_cpu_servers(ab, tmp_path, monkeypatc
     # the plugin refuses the CPU engine (vLLM 0.32.0), so both run with it off: two servers, one GPU's worth
     sides = {label: (r, {**env, ab.ENV: "0"}) for label, r in zip(("off", "on"), recipes)}
     monkeypatch.setattr(ab, "CONCURRENCIES", (2,))
-    monkeypatch.setattr(ab, "ROUNDS", {2: 2})
-    runs = ab.serve_together(sides, tmp_path, 900)
+    runs = ab.serve_together(sides, tmp_path, 900, rounds={2: 2})
     assert set(runs) == {"off", "on"}
     for label, run in runs.items():
         assert run["mode"] == "together" and len(run["greedy"]) == len(ab.PROMPTS)
@@ -278,7 +277,8 @@ def test_the_together_table_from_recorded_rounds(ab, tmp_path, monkeypatch, caps
     one = {"off": [_row(236.9, 3.82, 53, 54)], "on": [_row(255.3, 3.57, 46, 47)]}
     greedy = [_run(["a", "b"], [{"a": -0.1, "x": -2.5}, {"b": -0.2, "y": -3.0}])]
 
-    def recorded(sides, out, ready_timeout_s):
+    def recorded(sides, out, ready_timeout_s, counts):
+        assert counts == ab.ROUNDS, "without --rounds, every concurrency runs its ROUNDS"
         runs = {}
         for label in ("off", "on"):
             per_c = {1: one[label], 64: rounds[label]}
@@ -331,3 +331,26 @@ def test_kernels_in_the_jit_caches_are_counted_by_what_each_compiler_writes(ab, 
     (triton / "7ZZZ").mkdir()
     (triton / "7ZZZ" / "_compute_slot_mapping_kernel.cubin").write_bytes(b"")
     assert ab.jit_kernels() == 4
+
+
+@pytest.mark.parametrize(("given", "want"), [("2", {1: 2, 4: 2, 16: 2, 64: 2}), ("4", {1: 4, 4: 4, 16: 3, 64: 3})])
+def test_rounds_caps_each_concurrencys_rounds(ab, tmp_path, monkeypatch, given, want):
+    seen = []
+
+    def capture(sides, out, ready_timeout_s, rounds):
+        seen.append(rounds)
+        raise SystemExit(0)
+
+    monkeypatch.setattr(ab, "serve_together", capture)
+    monkeypatch.setattr(ab.local, "prepare", lambda resolved, out: {"COOKBOOK": str(repo_root())})
+    monkeypatch.setattr(sys, "argv", ["mxfp4_plugin_ab.py", "--out", str(tmp_path), "--together", "--rounds", given])
+    with pytest.raises(SystemExit):
+        ab.main()
+    assert seen == [want]
+
+
+def test_rounds_below_one_is_refused(ab, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["mxfp4_plugin_ab.py", "--out", str(tmp_path), "--together", "--rounds", "0"])
+    with pytest.raises(SystemExit) as exc:
+        ab.main()
+    assert exc.value.code == 2 and "--rounds 0: give 1 or more" in capsys.readouterr().err

@@ -1,4 +1,5 @@
-"""Server.stop ends the whole process group, children included, before returning."""
+"""Server.stop ends the whole process group, children included, before returning; Server.paused
+stops the whole group inside its block and continues it after."""
 
 import subprocess
 import time
@@ -39,6 +40,45 @@ def test_stop_kills_a_group_that_ignores_sigterm(tmp_path):
     pgid = server.process.pid
     server.stop(grace_s=1)
     assert not _group_alive(pgid)
+
+
+def _cpu_ticks(pgid: int) -> int:
+    """utime + stime of every process in the group, from /proc"""
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == pgid:  # pgrp
+            total += int(fields[11]) + int(fields[12])
+    return total
+
+
+def test_a_paused_group_takes_no_cpu_and_runs_again_after(tmp_path):
+    # a busy child of the shell, as an idle server's engine is a child of its launch block
+    server = _start(tmp_path, "python3 -c 'while True: pass' & wait")
+    try:
+        with server.paused():
+            time.sleep(0.2)  # the stop is delivered asynchronously
+            before = _cpu_ticks(server.process.pid)
+            time.sleep(1.0)
+            assert _cpu_ticks(server.process.pid) == before, "a paused group still ran"
+        before = _cpu_ticks(server.process.pid)
+        time.sleep(1.0)
+        assert _cpu_ticks(server.process.pid) > before + 20, "the group did not run again after the block"
+    finally:
+        server.stop(grace_s=5)
+
+
+def test_stop_ends_a_paused_group(tmp_path):
+    server = _start(tmp_path, "python3 -c 'import time; time.sleep(300)' & wait")
+    pgid = server.process.pid
+    with server.paused():
+        t0 = time.monotonic()
+        server.stop(grace_s=10)
+        assert not _group_alive(pgid)
+        assert time.monotonic() - t0 < 5, "the stop waited out its grace: SIGTERM held until SIGCONT"
 
 
 def test_convert_steps_are_argv_lists_with_the_blocks_export_values(tmp_path):

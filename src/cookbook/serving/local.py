@@ -20,6 +20,7 @@ import subprocess
 import sys
 import threading
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -177,6 +178,18 @@ class Server:
         except OSError:
             return ""
 
+    @contextmanager
+    def paused(self):
+        """The whole process group stopped (SIGSTOP) inside the block and continued after it: a second
+        server on the machine, idle but still scheduled (its API server's loop, its engine's threads),
+        then takes no CPU time from the one being measured. Keep the block short: a stopped engine
+        answers nothing, and its own watchdogs see the gap when it runs again."""
+        _signal_group(self.process.pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            _signal_group(self.process.pid, signal.SIGCONT)
+
     def stop(self, grace_s: float = 30.0) -> None:
         """SIGTERM the whole process group (bash, the API server, the engine core), wait
         until every member is gone, SIGKILL what is left after grace_s."""
@@ -185,6 +198,7 @@ class Server:
             return
         step("stopping the server")
         _signal_group(pgid, signal.SIGTERM)
+        _signal_group(pgid, signal.SIGCONT)  # a paused group takes the SIGTERM only once it runs
         deadline = time.monotonic() + grace_s
         while _group_alive(pgid) and time.monotonic() < deadline:
             time.sleep(0.5)
