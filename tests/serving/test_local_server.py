@@ -55,18 +55,28 @@ def _cpu_ticks(pgid: int) -> int:
     return total
 
 
+def _ticks_grow(pgid: int, by: int, within_s: float = 60.0) -> bool:
+    """True once the group has used `by` more ticks of CPU (a loaded machine starts it late)."""
+    start, deadline = _cpu_ticks(pgid), time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        if _cpu_ticks(pgid) >= start + by:
+            return True
+        time.sleep(0.1)
+    return False
+
+
 def test_a_paused_group_takes_no_cpu_and_runs_again_after(tmp_path):
     # a busy child of the shell, as an idle server's engine is a child of its launch block
     server = _start(tmp_path, "python3 -c 'while True: pass' & wait")
+    pgid = server.process.pid
     try:
+        assert _ticks_grow(pgid, 10), "the busy child never ran"
         with server.paused():
             time.sleep(0.2)  # the stop is delivered asynchronously
-            before = _cpu_ticks(server.process.pid)
+            before = _cpu_ticks(pgid)
             time.sleep(1.0)
-            assert _cpu_ticks(server.process.pid) == before, "a paused group still ran"
-        before = _cpu_ticks(server.process.pid)
-        time.sleep(1.0)
-        assert _cpu_ticks(server.process.pid) > before + 20, "the group did not run again after the block"
+            assert _cpu_ticks(pgid) == before, "a paused group still ran"
+        assert _ticks_grow(pgid, 10), "the group did not run again after the block"
     finally:
         server.stop(grace_s=5)
 
