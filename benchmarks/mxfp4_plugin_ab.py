@@ -502,8 +502,9 @@ def main() -> int:
         )
         lines.append(
             "Both servers were up at once on the one GPU (8 GiB of KV cache each instead of the recipe's 0.9 "
-            f"share), measured in turn, the other paused during each run: untimed passes of the sweep on each (a concurrency again, up to "
-            f"{WARM_PASSES} passes, while a pass stalls), then rounds ({rounds}), off and on "
+            "share), measured in turn, the other paused during each run: untimed passes of the sweep on "
+            f"each (a concurrency again, up to {WARM_PASSES} passes, while a pass stalls), then rounds "
+            f"({rounds}), off and on "
             "alternating (ABBA); each figure is the median of its rounds, and the ratio columns give the "
             "rounds' range."
         )
