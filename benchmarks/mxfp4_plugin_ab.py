@@ -46,6 +46,7 @@ import httpx
 from cookbook.kernels.mxfp4_moe.shapes import VARIANTS
 from cookbook.recipe.resolve import resolve
 from cookbook.serving import local
+from cookbook.serving.host_load import HostLoad
 
 ENV = "COOKBOOK_MXFP4_MOE"
 PLUGIN_ON = "cookbook MXFP4 MoE plugin: kernel on"  # cookbook.vllm_plugin's log line when it takes the forward
@@ -153,11 +154,15 @@ def bench_argv(base_url: str, model: str, tokenizer: str, c: int, workdir: Path,
     return argv + ["--result-filename", f"{name or f'bench-c{c}'}.json"]
 
 
-def bench(base_url: str, model: str, tokenizer: str, c: int, workdir: Path, name: str | None = None) -> dict:
+def bench(
+    base_url: str, model: str, tokenizer: str, c: int, workdir: Path, name: str | None = None, pids: tuple = ()
+) -> dict:
     """One `vllm bench serve` run, in this process: vLLM's client code itself (vllm.benchmarks.serve, the
     same parser and coroutine its CLI runs), imported once instead of once a run (about 25 s a run on the
     H200). A server that stops answering ends the run after BENCH_TIMEOUT_S (seen on the H200 at 64
-    streams), with the figures so far kept, instead of holding the GPU until the machine is taken back."""
+    streams), with the figures so far kept, instead of holding the GPU until the machine is taken back.
+    `host`: what the GPU, the machine and the server's processes (pids: their roots) did during the run
+    (cookbook.serving.host_load), to tell a step that waits on the GPU from one that waits on the host."""
     from vllm.benchmarks.serve import add_cli_args, main_async
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
@@ -168,7 +173,7 @@ def bench(base_url: str, model: str, tokenizer: str, c: int, workdir: Path, name
     add_cli_args(parser)
     args = parser.parse_args(argv[3:])
     result = workdir / args.result_filename
-    with result.with_suffix(".log").open("w") as log, contextlib.redirect_stdout(log):
+    with result.with_suffix(".log").open("w") as log, contextlib.redirect_stdout(log), HostLoad(list(pids)) as load:
         asyncio.run(asyncio.wait_for(main_async(args), BENCH_TIMEOUT_S))
     res = json.loads(result.read_text())
     return {
@@ -177,6 +182,7 @@ def bench(base_url: str, model: str, tokenizer: str, c: int, workdir: Path, name
         "ttft_ms": res["mean_ttft_ms"],
         "ttft_median_ms": res["median_ttft_ms"],
         "compiled": jit_kernels() - cached,
+        "host": load.summary,
     }
 
 
@@ -243,7 +249,7 @@ def serve_side(resolved, label: str, run_env: dict, work: Path, ready_timeout_s:
             save()
         for c in CONCURRENCIES:
             if c not in run["sweep"]:
-                run["sweep"][c] = bench(server.base_url, model, tok, c, work)
+                run["sweep"][c] = bench(server.base_url, model, tok, c, work, pids=(server.process.pid,))
                 save()
     finally:
         server.stop()
@@ -310,7 +316,7 @@ def serve_together(
             with contextlib.ExitStack() as stack:
                 for other in (s for k, s in servers.items() if k != label):
                     stack.enter_context(other.paused())
-                return bench(*where[label], c, works[label], name)
+                return bench(*where[label], c, works[label], name, pids=(servers[label].process.pid,))
 
         for label in servers:
             runs[label]["greedy"] = greedy(*where[label][:2])
@@ -343,8 +349,19 @@ def serve_together(
 
 
 def median_row(rows: list[dict]) -> dict:
-    """Each figure's median over the rounds (one slow round, a compile or a stall, moves it least)."""
-    return {k: statistics.median(row[k] for row in rows) for k in rows[0]}
+    """Each figure's median over the rounds (one slow round, a compile or a stall, moves it least); in a
+    nested record (`host`) each number's over the rounds that have one (a round without a GPU sample has
+    None); a text, the first round's that has one."""
+    out = {}
+    for k, first in rows[0].items():
+        values = [row.get(k) for row in rows if row.get(k) is not None]
+        if isinstance(first, dict):
+            out[k] = median_row(values)
+        elif values and all(isinstance(v, (int, float)) for v in values):
+            out[k] = statistics.median(values)
+        else:
+            out[k] = values[0] if values else None
+    return out
 
 
 def per_side(runs: dict, c: int, count) -> dict[str, int]:
@@ -386,6 +403,31 @@ def amdahl(config: dict, weights: float | None, layer_bench: dict | None) -> dic
     f = layers * k * expert / read
     s = layer_bench["1"]["vllm_us"] / layer_bench["1"]["ours_us"]
     return {"moe_share_of_bytes": f, "kernel_speedup_1_token": s, "predicted_gain": 1 / ((1 - f) + f / s)}
+
+
+HOST_COLUMNS = (
+    ("gpu_busy_pct", "GPU busy %"),
+    ("sm_clock_mhz", "SM clock MHz"),
+    ("server_cpu_pct", "server's busiest process CPU %"),
+    ("cpu_steal_pct", "CPU steal %"),
+)
+
+
+def host_table(sweep: dict) -> list[str]:
+    """What the GPU and the host did during the timed runs (each figure the median of its rounds), off/on;
+    [] when no run recorded it."""
+    if not any(r[side].get("host") for r in sweep.values() for side in ("off", "on")):
+        return []
+
+    def cell(c: int, key: str) -> str:
+        pair = [sweep[c][side].get("host", {}).get(key) for side in ("off", "on")]
+        return " / ".join("-" if v is None else f"{v:.0f}" for v in pair)
+
+    return [
+        "| streams | " + " | ".join(f"{title} off / on" for _, title in HOST_COLUMNS) + " |",
+        "|---|" + "---|" * len(HOST_COLUMNS),
+        *(f"| {c} | " + " | ".join(cell(c, key) for key, _ in HOST_COLUMNS) + " |" for c in sweep),
+    ]
 
 
 def main() -> int:
@@ -495,6 +537,9 @@ def main() -> int:
             f"{r['off']['ttft_ms']:.0f} | {r['on']['ttft_ms']:.0f} |"
         )
     g = result["greedy"]
+    host = host_table(result["sweep"])
+    if host:
+        lines += ["", "During the timed runs (cookbook.serving.host_load; each the median of its rounds):", "", *host]
     lines.append("")
     if args.together:
         rounds = ", ".join(

@@ -229,6 +229,18 @@ def test_flat_logits_make_the_greedy_comparison_uninformative(ab):
 def test_rounds_give_medians_and_paired_ratios(ab):
     rows = [{"tok_s": 100.0, "tpot_ms": 3.0}, {"tok_s": 40.0, "tpot_ms": 9.0}, {"tok_s": 110.0, "tpot_ms": 2.9}]
     assert ab.median_row(rows) == {"tok_s": 100.0, "tpot_ms": 3.0}, "one stalled round moved the median"
+    # the host figures of each round: numbers by median, a round without GPU samples left out of theirs
+    host = [
+        {"gpu_busy_pct": 70.0, "cpu_steal_pct": 1.0, "gpu_note": None},
+        {"gpu_busy_pct": None, "cpu_steal_pct": 9.0, "gpu_note": "no NVML sample in the run"},
+        {"gpu_busy_pct": 90.0, "cpu_steal_pct": 2.0, "gpu_note": None},
+    ]
+    rows = [{**row, "host": h} for row, h in zip(rows, host, strict=True)]
+    assert ab.median_row(rows)["host"] == {
+        "gpu_busy_pct": 80.0,
+        "cpu_steal_pct": 2.0,
+        "gpu_note": "no NVML sample in the run",
+    }
     off = {"rounds": {1: [{"tok_s": 100.0}, {"tok_s": 50.0}]}}
     on = {"rounds": {1: [{"tok_s": 110.0}, {"tok_s": 60.0}]}}
     assert ab.round_ratios(off, on, 1) == [1.1, 1.2]
@@ -354,3 +366,15 @@ def test_rounds_below_one_is_refused(ab, tmp_path, monkeypatch, capsys):
     with pytest.raises(SystemExit) as exc:
         ab.main()
     assert exc.value.code == 2 and "--rounds 0: give 1 or more" in capsys.readouterr().err
+
+
+def test_host_table_shows_each_side_and_a_dash_for_a_missing_figure(ab):
+    def side(busy):
+        return {"host": {"gpu_busy_pct": busy, "sm_clock_mhz": 1980, "server_cpu_pct": 99.6, "cpu_steal_pct": 0.4}}
+
+    sweep = {1: {"off": side(62.4), "on": side(None)}, 64: {"off": side(97.0), "on": side(98.0)}}
+    table = ab.host_table(sweep)
+    assert table[0].startswith("| streams | GPU busy % off / on |") and len(table) == 4
+    assert table[2] == "| 1 | 62 / - | 1980 / 1980 | 100 / 100 | 0 / 0 |"
+    assert table[3].startswith("| 64 | 97 / 98 |")
+    assert ab.host_table({1: {"off": {"tok_s": 1.0}, "on": {"tok_s": 1.0}}}) == [], "a run without host figures"
