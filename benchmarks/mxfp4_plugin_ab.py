@@ -164,6 +164,7 @@ def bench(
     `host`: what the GPU, the machine and the server's processes (pids: their roots) did during the run
     (cookbook.serving.host_load), to tell a step that waits on the GPU from one that waits on the host."""
     from vllm.benchmarks.serve import add_cli_args, main_async
+    from vllm.third_party import pynvml
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
     argv = bench_argv(base_url, model, tokenizer, c, workdir, name)
@@ -173,9 +174,14 @@ def bench(
     add_cli_args(parser)
     args = parser.parse_args(argv[3:])
     result = workdir / args.result_filename
-    with result.with_suffix(".log").open("w") as log, contextlib.redirect_stdout(log), HostLoad(list(pids)) as load:
+    with (
+        result.with_suffix(".log").open("w") as log,
+        contextlib.redirect_stdout(log),
+        HostLoad(list(pids), pynvml) as load,
+    ):
         asyncio.run(asyncio.wait_for(main_async(args), BENCH_TIMEOUT_S))
     res = json.loads(result.read_text())
+    busy = load.summary["gpu_busy_pct"]
     return {
         "tok_s": res["output_throughput"],
         "tpot_ms": res["mean_tpot_ms"],
@@ -183,6 +189,9 @@ def bench(
         "ttft_median_ms": res["median_ttft_ms"],
         "compiled": jit_kernels() - cached,
         "host": load.summary,
+        # the GPU's busy time per output token (busy share x the timed run's length: the warm-up requests
+        # run at the same concurrency): what the step costs the GPU, whatever the host adds around it
+        "gpu_ms_per_token": None if busy is None else busy / 100 * res["duration"] * 1000 / res["total_output_tokens"],
     }
 
 
@@ -423,10 +432,18 @@ def host_table(sweep: dict) -> list[str]:
         pair = [sweep[c][side].get("host", {}).get(key) for side in ("off", "on")]
         return " / ".join("-" if v is None else f"{v:.0f}" for v in pair)
 
+    def gpu_time(c: int) -> str:
+        off, on = (sweep[c][side].get("gpu_ms_per_token") for side in ("off", "on"))
+        if off is None or on is None:
+            return "- | -"
+        return f"{off:.3f} / {on:.3f} | {off / on:.3f}"
+
     return [
-        "| streams | " + " | ".join(f"{title} off / on" for _, title in HOST_COLUMNS) + " |",
-        "|---|" + "---|" * len(HOST_COLUMNS),
-        *(f"| {c} | " + " | ".join(cell(c, key) for key, _ in HOST_COLUMNS) + " |" for c in sweep),
+        "| streams | GPU ms per token off / on | GPU time off/on | "
+        + " | ".join(f"{title} off / on" for _, title in HOST_COLUMNS)
+        + " |",
+        "|---|---|---|" + "---|" * len(HOST_COLUMNS),
+        *(f"| {c} | {gpu_time(c)} | " + " | ".join(cell(c, key) for key, _ in HOST_COLUMNS) + " |" for c in sweep),
     ]
 
 
@@ -454,6 +471,10 @@ def main() -> int:
         ap.error(f"--rounds {args.rounds}: give 1 or more")
     if args.together and args.side:
         ap.error("--together serves both sides: leave out --side")
+    if args.rounds is not None and not args.together:
+        ap.error(
+            f"--rounds {args.rounds}: only --together runs rounds (the other modes run one sweep a side); add --together or leave it out"
+        )
     resolved = resolve(args.recipe)
     args.out.mkdir(parents=True, exist_ok=True)
     env = local.prepare(resolved, args.out)
@@ -589,6 +610,12 @@ def main() -> int:
             f"(MoE share of decode bytes {a['moe_share_of_bytes']:.3f}, kernel {a['kernel_speedup_1_token']:.2f}x "
             "vLLM's MoE at 1 token)."
         )
+        gpu = [result["sweep"][1][side].get("gpu_ms_per_token") for side in ("off", "on")]
+        if None not in gpu:
+            lines.append(
+                f"1 stream, the GPU's busy time per token: off {gpu[0]:.3f} ms, on {gpu[1]:.3f} ms, "
+                f"{gpu[0] / gpu[1]:.3f}x (the gain a step would see if the host added nothing)."
+            )
     (args.out / "ab.md").write_text("\n".join(lines) + "\n")
     print("\n".join(lines))
     return 0 if not g["refused"] else 1

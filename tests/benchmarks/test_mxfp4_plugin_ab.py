@@ -198,6 +198,11 @@ def test_both_sides_served_together_on_real_cpu_servers(ab, tmp_path, monkeypatc
         assert run["warm"][2][0]["tok_s"] > 0, "the untimed pass did not run"
         assert len(run["warm"][2]) == 1 + sum(ab.stalled(row) for row in run["warm"][2][:-1])
         assert run["sweep"][2]["tok_s"] > 0 and run["sweep"][2]["tpot_ms"] > 0
+        for row in run["rounds"][2]:
+            # the measured CPU server's engine computes on the CPU; this machine has no GPU to sample
+            assert row["host"]["server_cpu_pct"] > 10, row["host"]
+            assert row["host"]["gpu_busy_pct"] is None and "NVML" in row["host"]["gpu_note"]
+            assert row["gpu_ms_per_token"] is None
         for r in range(2):
             assert json.loads((tmp_path / label / f"bench-c2-r{r}.json").read_text())["completed"] == 16
         assert ab.kept_side(tmp_path / label / "progress.json")["sweep"][2] == run["sweep"][2]
@@ -287,6 +292,11 @@ def test_the_together_table_from_recorded_rounds(ab, tmp_path, monkeypatch, caps
         "on": [_row(3672.6, 8.38, 1160, 352, 2), _row(4194.3, 9.49, 744, 349, 1), _row(6227.3, 7.80, 321, 327)],
     }
     one = {"off": [_row(236.9, 3.82, 53, 54)], "on": [_row(255.3, 3.57, 46, 47)]}
+    for label, busy, gpu_ms in (("off", 61.0, 2.331), ("on", 58.0, 2.205)):  # made-up host figures
+        host = {"gpu_busy_pct": busy, "sm_clock_mhz": 1980, "server_cpu_pct": 98.0, "cpu_steal_pct": 1.0}
+        one[label][0].update(host=host, gpu_ms_per_token=gpu_ms)
+    lb = tmp_path / "layer-bench.json"
+    lb.write_text(json.dumps({"1": {"ours_us": 31.7, "vllm_us": 53.6}}))
     greedy = [_run(["a", "b"], [{"a": -0.1, "x": -2.5}, {"b": -0.2, "y": -3.0}])]
 
     def recorded(sides, out, ready_timeout_s, counts):
@@ -309,9 +319,15 @@ def test_the_together_table_from_recorded_rounds(ab, tmp_path, monkeypatch, caps
     monkeypatch.setattr(ab, "CONCURRENCIES", (1, 64))
     monkeypatch.setattr(ab, "serve_together", recorded)
     monkeypatch.setattr(ab.local, "prepare", lambda resolved, out: {"COOKBOOK": str(repo_root())})
-    monkeypatch.setattr(sys, "argv", ["mxfp4_plugin_ab.py", "--out", str(tmp_path), "--together"])
+    argv = ["mxfp4_plugin_ab.py", "--out", str(tmp_path), "--together", "--layer-bench", str(lb)]
+    monkeypatch.setattr(sys, "argv", argv)
     assert ab.main() == 0
     md = (tmp_path / "ab.md").read_text()
+    # the host table: 1 stream from the recorded figures, 64 streams recorded none
+    assert "| 1 | 2.331 / 2.205 | 1.057 | 61 / 58 | 1980 / 1980 | 98 / 98 | 1 / 1 |" in md
+    assert "| 64 | - | - | - / - |" in md
+    assert "1 stream, the GPU's busy time per token: off 2.331 ms, on 2.205 ms, 1.057x" in md
+    assert "Amdahl predicts 1.05" in md
     row64 = next(line for line in md.splitlines() if line.startswith("| 64 |"))
     assert "| 5498.1 | 4194.3 | 0.763 (0.76-4.64) |" in row64
     assert "| 1.055 (0.93-1.62) |" in row64  # TPOT off/on: medians 8.84 and 8.38; rounds 13.60/8.38 ...
@@ -368,13 +384,24 @@ def test_rounds_below_one_is_refused(ab, tmp_path, monkeypatch, capsys):
     assert exc.value.code == 2 and "--rounds 0: give 1 or more" in capsys.readouterr().err
 
 
-def test_host_table_shows_each_side_and_a_dash_for_a_missing_figure(ab):
-    def side(busy):
-        return {"host": {"gpu_busy_pct": busy, "sm_clock_mhz": 1980, "server_cpu_pct": 99.6, "cpu_steal_pct": 0.4}}
+def test_rounds_without_together_is_refused(ab, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["mxfp4_plugin_ab.py", "--out", str(tmp_path), "--side", "off", "--rounds", "2"])
+    with pytest.raises(SystemExit) as exc:
+        ab.main()
+    err = capsys.readouterr().err
+    assert exc.value.code == 2 and "--rounds 2: only --together runs rounds" in err and "add --together" in err
+    assert list(tmp_path.iterdir()) == [], "nothing written before the refusal"
 
-    sweep = {1: {"off": side(62.4), "on": side(None)}, 64: {"off": side(97.0), "on": side(98.0)}}
+
+def test_host_table_shows_each_side_and_a_dash_for_a_missing_figure(ab):
+    def side(busy, gpu_ms=None):
+        host = {"gpu_busy_pct": busy, "sm_clock_mhz": 1980, "server_cpu_pct": 99.6, "cpu_steal_pct": 0.4}
+        return {"host": host, "gpu_ms_per_token": gpu_ms}
+
+    sweep = {1: {"off": side(62.4, 2.2), "on": side(None)}, 64: {"off": side(97.0, 0.2), "on": side(98.0, 0.16)}}
     table = ab.host_table(sweep)
-    assert table[0].startswith("| streams | GPU busy % off / on |") and len(table) == 4
-    assert table[2] == "| 1 | 62 / - | 1980 / 1980 | 100 / 100 | 0 / 0 |"
-    assert table[3].startswith("| 64 | 97 / 98 |")
+    assert table[0].startswith("| streams | GPU ms per token off / on | GPU time off/on | GPU busy % off / on |")
+    assert len(table) == 4 and table[1].count("---") == 3 + len(ab.HOST_COLUMNS)
+    assert table[2] == "| 1 | - | - | 62 / - | 1980 / 1980 | 100 / 100 | 0 / 0 |"
+    assert table[3].startswith("| 64 | 0.200 / 0.160 | 1.250 | 97 / 98 |"), "off/on: above 1 when on is faster"
     assert ab.host_table({1: {"off": {"tok_s": 1.0}, "on": {"tok_s": 1.0}}}) == [], "a run without host figures"
