@@ -177,7 +177,7 @@ def bench(
     with (
         result.with_suffix(".log").open("w") as log,
         contextlib.redirect_stdout(log),
-        HostLoad(list(pids), pynvml) as load,
+        HostLoad(pids, pynvml) as load,
     ):
         asyncio.run(asyncio.wait_for(main_async(args), BENCH_TIMEOUT_S))
     res = json.loads(result.read_text())

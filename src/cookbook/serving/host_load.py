@@ -9,8 +9,8 @@
 - gpu_busy_pct: the share of the run in which a kernel ran, from the driver's own utilization samples
   (`nvmlDeviceGetSamples`: each gives the busy share of the period ending at its timestamp, 0.2 s on
   the H200), over the periods wholly inside the run (`window_mean`). Polling the current rate instead
-  lags by a period: on the H200 a 1.5 s loop of back-to-back matmuls read 79%. Under 100 with requests always in
-  flight, the GPU waited for the host: a faster kernel cannot shorten such a step.
+  lags by a period: on the H200 a 1.5 s loop of back-to-back matmuls read 79%. Under 100 with requests
+  always in flight, the GPU waited for the host: a faster kernel cannot shorten such a step.
 - sm_clock_mhz: the median SM clock, polled every `interval_s` (a throttled or idling GPU shows here).
 - cpu_busy_pct, cpu_steal_pct: the whole machine's CPU time over the run, and the share a virtual
   machine's host took away (steal), from psutil's counters.
@@ -27,10 +27,11 @@ from __future__ import annotations
 import statistics
 import threading
 import time
+from collections.abc import Sequence
 
 
 class HostLoad:
-    def __init__(self, pids: list[int] = (), nvml=None, gpu_index: int = 0, interval_s: float = 0.1):
+    def __init__(self, pids: Sequence[int] = (), nvml=None, gpu_index: int = 0, interval_s: float = 0.1):
         self.pids, self.nvml, self.gpu_index, self.interval_s = list(pids), nvml, gpu_index, interval_s
         self.summary: dict = {}
         self._clocks: list[int] = []  # SM clock, MHz, polled
@@ -90,8 +91,13 @@ class HostLoad:
             return None
         try:
             self.nvml.nvmlInit()
+        except self.nvml.NVMLError as exc:  # no driver: the CPU figures still stand
+            self._gpu_note = f"no GPU figures: {type(exc).__name__}: {exc}"
+            return None
+        try:
             return self.nvml.nvmlDeviceGetHandleByIndex(self.gpu_index)
-        except self.nvml.NVMLError as exc:  # no driver, no such GPU: the CPU figures still stand
+        except self.nvml.NVMLError as exc:  # no such GPU
+            self.nvml.nvmlShutdown()
             self._gpu_note = f"no GPU figures: {type(exc).__name__}: {exc}"
             return None
 
@@ -106,7 +112,8 @@ class HostLoad:
 
     def _fetch_util(self) -> None:
         """The driver's utilization samples since the last one kept (from 2 s before the run at first: the
-        period that straddles its start counts too); it keeps a short buffer, so this runs while the run does."""
+        last sample before the run marks where the first period inside it begins); the driver keeps a
+        short buffer, so this runs while the run does."""
         nvml = self.nvml
         since = int(max(self._util, default=self._t0_us - 2e6))
         try:
@@ -129,9 +136,9 @@ _VALUE_FIELDS = {0: "dVal", 1: "uiVal", 2: "ulVal", 3: "ullVal", 4: "sllVal", 5:
 def window_mean(samples: list[tuple[float, float]], t0: float, t1: float) -> float | None:
     """The mean over [t0, t1] of a quantity given as (end time, value over the period since the sample
     before), from the periods that lie wholly inside the window, each weighted by its length: a period
-    that straddles an edge averages in what ran outside (on the H200, with 0.2 s periods, the one before
-    a 1.5 s matmul loop took its reading from 97% to 83%). None unless those periods cover half the
-    window (a run of a few periods, or samples missing)."""
+    that straddles an edge averages in what ran outside (on the H200, with 0.2 s periods, a 1.5 s loop
+    of back-to-back matmuls read 82.6% with its edge periods counted). None unless those periods cover
+    half the window (a run of a few periods, or samples missing)."""
     covered = weighted = 0.0
     for (start, _), (end, value) in zip(samples, samples[1:]):
         if t0 <= start and end <= t1:
