@@ -2,6 +2,7 @@
 ast, so a lazy import cannot slip an upward edge past the rule.
 
     cli, commands              the CLI: nothing below imports them
+    site                       the generated docs pages: recipe, plan, fixes, verification; only the CLI imports it
     bisect                     the first engine release where a gate fails: through upgrade; only the CLI imports it
     upgrade                    moves an engine pin: serving, fixes, gates' verify, the recipe; only the CLI imports it
     verification               a recipe's status with its bundle re-checked: recipe + gates
@@ -36,7 +37,7 @@ FORBIDDEN = {
     "cookbook.kernel_catalogue": ("cookbook.recipe", "cookbook.gates", "cookbook.kernels", "cookbook.serving"),
 }
 CLI = ("cookbook.commands", "cookbook.cli")
-UPPER = ("cookbook.bisect", "cookbook.upgrade")  # below the CLI, above everything else
+UPPER = ("cookbook.bisect", "cookbook.upgrade", "cookbook.site")  # below the CLI, above everything else
 
 
 def _modules():

@@ -79,7 +79,7 @@ def build(docs_dir: Path, site_dir: Path) -> subprocess.CompletedProcess:
 
 
 def generate(docs_dir: Path) -> dict[Path, str]:
-    from cookbook.commands.docs import pages
+    from cookbook.site.pages import pages
 
     out = {}
     for path, text in pages().items():
@@ -213,8 +213,8 @@ def test_pages_render_only_what_the_recipe_states(tmp_path):
 
 
 def test_a_comparison_lines_up_each_variants_own_value():
-    from cookbook.commands.docs import compare_page, groups
     from cookbook.recipe.resolve import all_slugs
+    from cookbook.site.compare import compare_page, groups
 
     _, compared = groups(all_slugs())
     members = compared["glm52-base"]
@@ -242,8 +242,8 @@ def test_a_verified_recipe_page_plots_its_sweep_from_the_bundle():
     import json
     import re
 
-    from cookbook.commands.docs import recipe_page
     from cookbook.recipe.resolve import resolve
+    from cookbook.site.recipe_page import recipe_page
 
     r = resolve("gemma3-270m-cpu").recipe
     sweep = json.loads((ROOT / r.verified.bundle / "results.json").read_text())["gates"]["speed"]["measured"]["sweep"]

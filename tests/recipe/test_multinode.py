@@ -163,7 +163,7 @@ def test_every_seed_node_block_and_pod_script_is_valid_bash(slug, nodes, lay):
 
 
 def test_recipe_pages_show_the_two_node_blocks():
-    from cookbook.commands.docs import recipe_page
+    from cookbook.site.recipe_page import recipe_page
 
     resolved = resolve("k3-8")
     page = recipe_page("k3-8")
