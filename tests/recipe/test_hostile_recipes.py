@@ -132,7 +132,7 @@ def test_non_finite_numbers_in_a_recipe_are_refused_where_they_stand(tmp_path, t
     ],
 )
 def test_set_values_that_cannot_be_settings_are_refused(item, why):
-    from cookbook.recipe.resolve import parse_set
+    from cookbook.recipe.overrides import parse_set
 
     if why is None:
         assert parse_set(item)[1] == item.split("=", 1)[1]
@@ -142,7 +142,7 @@ def test_set_values_that_cannot_be_settings_are_refused(item, why):
 
 
 def test_a_set_value_alias_bomb_is_refused():
-    from cookbook.recipe.resolve import parse_set
+    from cookbook.recipe.overrides import parse_set
 
     levels = ["&a [1,1,1,1,1,1,1,1,1,1]"] + [f"&{c} [" + ",".join([f"*{p}"] * 10) + "]" for p, c in zip("abcd", "bcde")]
     item = "serve.args.x=[" + ", ".join(levels) + "]"

@@ -11,7 +11,7 @@ from cookbook.recipe import paths
 from cookbook.recipe.lint import lint_file
 from cookbook.recipe.model import Recipe
 
-R = importlib.import_module("cookbook.recipe.resolve")  # the module (the package exports the function)
+R = importlib.import_module("cookbook.recipe.chain")  # where the extends chain is loaded
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from jsonschema import Draft202012Validator
 from recipe_helpers import FIXTURES
 
 from cookbook.recipe import paths
-from cookbook.recipe.resolve import load_chain, merge_chain
+from cookbook.recipe.chain import load_chain, merge_chain
 
 SCHEMA = json.loads(paths.schema_file().read_text())
 FULL = Draft202012Validator(SCHEMA)

@@ -185,7 +185,7 @@ def test_set_values_reach_argv_as_text_stub_server(value):
 
 
 def _every_real_block():
-    from cookbook.recipe.resolve import all_slugs, load_chain, merge_chain
+    from cookbook.recipe.chain import all_slugs, load_chain, merge_chain
 
     os.environ.pop("COOKBOOK_RECIPES", None)
     out = []

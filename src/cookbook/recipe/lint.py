@@ -7,17 +7,12 @@ from pathlib import Path
 from cookbook import platforms
 from cookbook.recipe import checks_paths, expr
 from cookbook.recipe import errors as E
-from cookbook.recipe.resolve import (
-    WHY_REF,
-    apply_quant,
-    check_rules,
-    load_chain,
-    locator,
-    merge_chain,
-    resolved_from,
-    validate,
-)
+from cookbook.recipe.chain import load_chain, locator, merge_chain
+from cookbook.recipe.quants import apply_quant
+from cookbook.recipe.resolve import resolved_from
+from cookbook.recipe.rules import WHY_REF, check_rules
 from cookbook.recipe.status import BundleCheck, status_and_reasons
+from cookbook.recipe.validation import validate
 
 
 def lint_file(path: Path, bundle_check: BundleCheck | None = None) -> list[E.Diagnostic]:

@@ -3,14 +3,13 @@ multi-node, buckets, fixes, gates, performance, what not to do, every setting an
 
 from __future__ import annotations
 
-import re
-
 from cookbook.errors import CookbookError
 from cookbook.plan.budget import launch_args
 from cookbook.recipe import multinode, paths
 from cookbook.recipe.errors import RecipeError
 from cookbook.recipe.launch import render
 from cookbook.recipe.resolve import resolve
+from cookbook.recipe.rules import PLACEHOLDER
 from cookbook.recipe.show import render_show
 from cookbook.site.compare import family_root
 from cookbook.site.evidence import gate_lines, performance_lines
@@ -169,9 +168,6 @@ def multinode_lines(resolved) -> list[str]:
     if other:
         lines += ["Other node counts: " + "; ".join(other) + ".", ""]
     return lines
-
-
-PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_.]*)\}")
 
 
 def template(text: str) -> str:
