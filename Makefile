@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 RECIPE ?= gemma3-270m-cpu
 
-.PHONY: help setup engine run image test test-fast lint docs site schema bench bench-cli
+.PHONY: help setup engine run image test test-slow test-fast lint docs site schema bench bench-cli
 
 help:  ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-8s %s\n", $$1, $$2}'
@@ -25,10 +25,13 @@ run: engine  ## the main job: serve RECIPE (default gemma3-270m-cpu) here, run i
 image: setup  ## build RECIPE's serving image (CPU: scripts/fetch-wheels and scripts/make-cpu-base first)
 	$(BIN)/cookbook image $(RECIPE)
 
-test: setup  ## the test suite (engine tests skip visibly without `make engine`)
+test: setup  ## the test suite, fast tier (one shared CPU vLLM server; engine tests skip visibly without `make engine`)
 	$(BIN)/pytest --ignore=tests/kernels
 	# Triton's CPU interpreter must be on before triton is imported, and only for these tests.
 	TRITON_INTERPRET=1 $(BIN)/pytest tests/kernels
+
+test-slow: engine  ## the slow tier: fix reproductions, scratch engines, Docker, the full kernel grid (scripts/slow-tier)
+	$(BIN)/python scripts/slow-tier run $(AREAS)
 
 test-fast: setup  ## the suite without the engine and without slow tests (a few minutes on 2 cores)
 	$(BIN)/pytest -q -m 'not engine and not slow' --ignore=tests/kernels

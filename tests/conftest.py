@@ -1,13 +1,66 @@
-"""Shared test setup. Keep small: areas put their fixtures in their own conftest."""
+"""Shared test setup. Keep small: areas put their fixtures in their own conftest.
+
+Two tiers (tests/helpers/slow_tier.py): `pytest` runs the fast one, which `make test` is;
+`pytest --tier slow [--area AREA]` runs the real-part checks marked `slow_tier(AREA)`.
+"""
 
 from pathlib import Path
 
 import pytest
 from convert_helpers import small_gguf_bytes
+from slow_tier import AREAS
+
+
+def pytest_addoption(parser):
+    group = parser.getgroup("cookbook tiers")
+    group.addoption(
+        "--tier",
+        choices=("fast", "slow", "all"),
+        default="fast",
+        help="fast (default, `make test`): leave out the tests marked slow_tier; slow (`make test-slow`): "
+        "only those; all: both",
+    )
+    group.addoption(
+        "--area",
+        action="append",
+        choices=sorted(AREAS),
+        help="with --tier slow: only this slow-tier area (repeatable; tests/helpers/slow_tier.py lists them)",
+    )
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "slow_tier(area): in `make test-slow` only, in that area")
 
 
 def pytest_collection_modifyitems(config, items):
+    _select_tier(config, items)
     _skip_docker_without_daemon(items)
+    _skip_engine_without_engine(items)
+    # The tests that share the session's CPU vLLM server run last and together, so the server
+    # (started by the first of them) is never idle beside the others' work.
+    items.sort(key=lambda item: "cpu_server" in getattr(item, "fixturenames", ()))
+
+
+def _select_tier(config, items):
+    tier, areas = config.getoption("tier"), config.getoption("area")
+    keep, drop = [], []
+    for item in items:
+        mark = item.get_closest_marker("slow_tier")
+        if mark is not None and (not mark.args or mark.args[0] not in AREAS):
+            raise pytest.UsageError(f"{item.nodeid}: slow_tier needs one of {sorted(AREAS)}, got {mark.args}")
+        if tier == "fast":
+            wanted = mark is None
+        elif tier == "slow":
+            wanted = mark is not None and (not areas or mark.args[0] in areas)
+        else:
+            wanted = True
+        (keep if wanted else drop).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
+def _skip_engine_without_engine(items):
     # Tests marked `engine` need the pinned CPU vLLM; skip them visibly when it is absent.
     engine_items = [item for item in items if item.get_closest_marker("engine")]
     if not engine_items:
@@ -38,6 +91,25 @@ def _skip_docker_without_daemon(items):
         reason = f"no Docker daemon answers ({type(exc).__name__}); start dockerd (.ci/run does)"
     for item in docker_items:
         item.add_marker(pytest.mark.skip(reason=reason))
+
+
+@pytest.fixture(scope="session")
+def cpu_server(tmp_path_factory):
+    """The session's one CPU vLLM: the embedded default recipe, launched by the product's own
+    code on a free port (cpu_engine.py). Tests must not stop, pause or reconfigure it."""
+    from cpu_engine import launch_cpu_server
+
+    server = launch_cpu_server(tmp_path_factory.mktemp("cpu-server"))
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def gemma_checkpoint() -> Path:
+    """The packaged Gemma 3 270M as the CPU recipe's HF checkpoint: the one conversion, cached."""
+    from cpu_engine import gemma_checkpoint
+
+    return gemma_checkpoint()
 
 
 # GGUF files shared by the gguf reader and converter tests.

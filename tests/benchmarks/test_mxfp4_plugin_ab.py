@@ -109,6 +109,7 @@ def test_a_stopped_side_resumes_only_for_the_same_recipe(ab, tmp_path):
 
 @pytest.mark.engine
 @pytest.mark.slow
+@pytest.mark.slow_tier("serving")
 def test_a_stopped_side_continues_on_a_real_cpu_server(ab, tmp_path, monkeypatch):
     """serve_side on the pinned CPU engine (the embedded default recipe): the greedy outputs and the
     concurrency a stopped run finished are kept, the next concurrency is measured by vLLM's own
@@ -171,6 +172,7 @@ def test_the_together_settings_give_each_side_its_port_and_a_fixed_kv_pool(ab):
 
 @pytest.mark.engine
 @pytest.mark.slow
+@pytest.mark.slow_tier("serving")
 def test_both_sides_served_together_on_real_cpu_servers(ab, tmp_path, monkeypatch):
     """serve_together on the pinned CPU engine: two servers of the embedded default recipe up at once,
     each with its own port, greedy outputs from both, and each concurrency measured

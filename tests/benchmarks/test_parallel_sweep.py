@@ -1,16 +1,13 @@
 """benchmarks/parallel_sweep.py against a real vLLM: the pinned CPU engine serving the embedded
-default recipe (Gemma 3 270M), started by its own launch block with the log going to a file."""
+default recipe (Gemma 3 270M): the session's shared server (tests/conftest.py `cpu_server`), started
+by its own launch block with the log going to a file."""
 
 from __future__ import annotations
 
 import json
-import socket
 
 import benchmark_scripts
 import pytest
-
-from cookbook.recipe.resolve import resolve
-from cookbook.serving import local
 
 
 def _module():
@@ -29,28 +26,13 @@ def test_bad_arguments_are_refused_with_one_line(tmp_path, capsys):
         assert exc.value.code == 2 and what in capsys.readouterr().err
 
 
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.mark.engine
-@pytest.mark.slow
-def test_sweep_and_kv_pool_of_a_real_cpu_server(tmp_path, capsys):
+def test_sweep_and_kv_pool_of_a_real_cpu_server(cpu_server, tmp_path, capsys):
     sweep = _module()
-    port = _port()
-    resolved = resolve("gemma3-270m-cpu", sets=[f"serve.args.port={port}"])
-    env = local.prepare(resolved, tmp_path)
-    server = local.launch(resolved, env, tmp_path)
-    try:
-        local.wait_ready(server, 900)
-        out = tmp_path / "sweep.json"
-        argv = [server.base_url, "--log", str(server.log), "--streams", "1,4", "--waves", "1"]
-        argv += ["--max-tokens", "8", "--predicted-kv-tokens", "1000", "--json", str(out)]
-        assert sweep.main(argv) == 0
-    finally:
-        server.stop()
+    out = tmp_path / "sweep.json"
+    argv = [cpu_server.base_url, "--log", str(cpu_server.log), "--streams", "1,4", "--waves", "1"]
+    argv += ["--max-tokens", "8", "--predicted-kv-tokens", "1000", "--json", str(out)]
+    assert sweep.main(argv) == 0
     printed = capsys.readouterr().out
     with capsys.disabled():
         print("\n" + printed)

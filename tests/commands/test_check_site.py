@@ -44,6 +44,7 @@ def test_without_chromium_it_skips_and_says_so(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.slow_tier("site")
 @pytest.mark.skipif(load().browser() is None, reason="Chromium is not installed (apt-get install chromium)")
 def test_chromium_renders_the_launch_blocks(tmp_path):
     p = subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path)], capture_output=True, text=True, cwd=ROOT)

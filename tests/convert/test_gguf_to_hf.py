@@ -111,6 +111,7 @@ def test_tokenizer_carries_bos_that_transformers_alone_drops(gemma_hf, gemma_ggu
 
 
 @pytest.mark.slow
+@pytest.mark.slow_tier("serving")
 def test_weights_and_greedy_tokens_equal_transformers_on_gguf(gemma_hf, prompt_ids, reference_greedy):
     from transformers import AutoModelForCausalLM
 
@@ -156,7 +157,26 @@ def _free_port() -> int:
 
 
 @pytest.mark.engine
+def test_cpu_vllm_tokenizes_the_recipes_checkpoint_as_ours_does(cpu_server, gemma_checkpoint):
+    """The session's CPU server (the recipe's bf16 conversion) adds BOS exactly as our tokenizer does,
+    and answers each prompt; the float32 greedy tokens against transformers are the slow tier's."""
+    import httpx
+    from transformers import AutoTokenizer
+
+    tok = AutoTokenizer.from_pretrained(gemma_checkpoint)
+    for prompt in PROMPTS:
+        body = {"model": "gemma3-270m", "prompt": prompt, "max_tokens": 4, "temperature": 0, "return_token_ids": True}
+        r = httpx.post(cpu_server.base_url + "/v1/completions", json=body, timeout=300)
+        assert r.status_code == 200, r.text
+        choice = r.json()["choices"][0]
+        ids = tok(prompt).input_ids
+        assert ids[0] == 2 and choice["prompt_token_ids"] == ids, (prompt, choice.get("prompt_token_ids"))
+        assert len(choice["token_ids"]) == 4
+
+
+@pytest.mark.engine
 @pytest.mark.slow
+@pytest.mark.slow_tier("serving")
 def test_cpu_vllm_serves_converted_checkpoint_with_same_greedy_tokens(gemma_hf, prompt_ids, reference_greedy, tmp_path):
     from cookbook.engine import engine_python
 

@@ -9,8 +9,6 @@ runs it so against another version, and a pass means the fix no longer reproduce
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
@@ -44,32 +42,9 @@ def patched_tree(tmp_path_factory) -> Path:
 
 
 @pytest.fixture(scope="session")
-def gemma_hf(tmp_path_factory) -> Path:
-    """The packaged Gemma 3 270M as an HF checkpoint (the project's converter), cached."""
-    out = repo_root() / ".cache" / "test-models" / "gemma3-270m-hf-bf16"
-    if not (out / "config.json").is_file():
-        from cookbook.models.gemma import gguf_path
-
-        tmp = out.with_name(out.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        res = subprocess.run(
-            [
-                str(repo_root() / ".venv" / "bin" / "cookbook"),
-                "convert",
-                "gguf-to-hf",
-                str(gguf_path()),
-                str(tmp),
-                "--dtype",
-                "bfloat16",
-            ],
-            capture_output=True,
-            text=True,
-        )
-        if res.returncode != 0:
-            pytest.fail(f"cookbook convert gguf-to-hf failed:\n{res.stderr[-3000:]}")
-        shutil.rmtree(out, ignore_errors=True)
-        tmp.rename(out)
-    return out
+def gemma_hf(gemma_checkpoint) -> Path:
+    """The packaged Gemma 3 270M as an HF checkpoint: the CPU recipe's own conversion (tests/conftest.py)."""
+    return gemma_checkpoint
 
 
 @pytest.fixture(scope="session")
@@ -77,4 +52,4 @@ def padded_vocab_model(gemma_hf) -> Path:
     """Gemma with a SentencePiece-style (Metaspace) tokenizer and a padded vocab."""
     from fixes_helpers import metaspace_padded_model
 
-    return metaspace_padded_model(gemma_hf, gemma_hf.with_name("gemma3-270m-metaspace-padded"))
+    return metaspace_padded_model(gemma_hf, repo_root() / ".cache" / "test-models" / "gemma3-270m-metaspace-padded")

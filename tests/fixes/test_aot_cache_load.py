@@ -14,7 +14,7 @@ from fixes_helpers import DATA, Server, env_for, free_port
 
 from cookbook.engine import engine_python
 
-pytestmark = [pytest.mark.engine, pytest.mark.slow]
+pytestmark = [pytest.mark.engine, pytest.mark.slow, pytest.mark.slow_tier("fixes")]
 
 PROMPTS = ["The capital of France is", "Moby Dick is a novel about"]
 

@@ -14,7 +14,7 @@ from fixes_helpers import env_for, start_server
 
 from cookbook.engine import engine_python, pin
 
-pytestmark = pytest.mark.engine
+pytestmark = [pytest.mark.engine, pytest.mark.slow_tier("fixes")]
 
 
 def _vllm(tree_dir, *args):

@@ -28,7 +28,7 @@ from fixes_helpers import Server, env_for, free_port
 from cookbook.engine import engine_python
 from cookbook.files import repo_root
 
-pytestmark = pytest.mark.engine
+pytestmark = [pytest.mark.engine, pytest.mark.slow_tier("fixes")]
 
 # The CPU recipe's serving flags that matter here (recipes/gemma3-270m-cpu): ngram
 # speculation, tool calling, its chat template. Compiled, as the recipe serves.

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from fixes_helpers import start_server
 
-pytestmark = [pytest.mark.engine, pytest.mark.slow]
+pytestmark = [pytest.mark.engine, pytest.mark.slow, pytest.mark.slow_tier("fixes")]
 
 REQUEST = {
     "model": "gemma",

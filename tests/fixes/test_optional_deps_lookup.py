@@ -14,7 +14,7 @@ from fixes_helpers import env_for
 
 from cookbook.engine import engine_python
 
-pytestmark = pytest.mark.engine
+pytestmark = [pytest.mark.engine, pytest.mark.slow_tier("fixes")]
 
 # pandas made unimportable (sys.modules[name] = None), as in a venv without it; then what
 # vllm/benchmarks/datasets/datasets.py does with its placeholder.

@@ -53,6 +53,7 @@ def test_flashinfer_sampler_is_off_when_the_env_says_0(v026):
 
 
 @pytest.mark.engine
+@pytest.mark.slow_tier("fixes")
 def test_logprobs_decode_guard_on_v026_source(v026, padded_vocab_model, tmp_path):
     from vllm.tokenizers import get_tokenizer
     from vllm_sdist import check_logprobs_decode_guard

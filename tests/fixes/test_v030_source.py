@@ -41,6 +41,7 @@ def test_gather_logprobs_already_returns_int32_ids(v030):
 
 
 @pytest.mark.engine
+@pytest.mark.slow_tier("fixes")
 def test_logprobs_decode_guard_on_v030_source(v030, padded_vocab_model, tmp_path):
     from vllm.tokenizers import get_tokenizer
     from vllm_sdist import check_logprobs_decode_guard

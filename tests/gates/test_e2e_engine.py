@@ -1,22 +1,20 @@
-"""End to end against a real vLLM (the pinned CPU engine) serving Gemma 3 270M.
-
-One server for the module (startup costs minutes on 2 cores). The last test kills it
-mid-run on purpose, so it must stay last in this file.
+"""End to end against a real vLLM (the pinned CPU engine) serving Gemma 3 270M: the session's
+shared server (tests/conftest.py `cpu_server`, the embedded default recipe launched by the
+product's own code). The test that kills its server kills a stand-in (openai_standin.py).
 """
 
 import asyncio
 import json
 import os
 import signal
-import socket
 import subprocess
+import sys
 import threading
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from cpu_engine import free_port
 
 from cookbook.cli import main
 from cookbook.gates.data import DataPaths
@@ -25,87 +23,31 @@ from cookbook.recipe.gates_spec import GatesSpec
 
 pytestmark = pytest.mark.engine
 REPO = Path(__file__).resolve().parents[2]
-FIXTURES = Path(__file__).parent / "fixtures"
+STANDIN = REPO / "tests" / "helpers" / "openai_standin.py"
 
 
-def _model_dir() -> Path:
-    """The HF conversion of the embedded Gemma GGUF (converted once into .cache/)."""
-    env = os.environ.get("COOKBOOK_GEMMA_HF")
-    if env:
-        return Path(env)
-    out = REPO / ".cache" / "gates-test" / "gemma-hf"
-    if (out / "config.json").is_file():
-        return out
+@pytest.fixture
+def server(cpu_server):
+    return {"url": cpu_server.base_url}
+
+
+@pytest.fixture
+def standin():
+    """A stand-in OpenAI server in a process of its own, for the test that kills it."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, str(STANDIN), str(port), "gemma3-270m"],
+        stdout=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
     try:
-        from cookbook.convert.gguf_to_hf import convert_gguf_to_hf
-        from cookbook.models import gemma
-    except ImportError as e:
-        pytest.skip(f"no Gemma HF checkpoint: set COOKBOOK_GEMMA_HF or land `cookbook convert gguf-to-hf` ({e})")
-    convert_gguf_to_hf(str(gemma.gguf_path()), str(out), dtype="bfloat16")
-    return out
-
-
-def _port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _ready(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url + "/v1/models", timeout=3) as r:
-            return r.status == 200
-    except OSError:
-        return False
-
-
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    model = _model_dir()
-    port = _port()
-    log = tmp_path_factory.mktemp("server") / "server.log"
-    cmd = [
-        str(REPO / ".venv" / "bin" / "python"),
-        "-m",
-        "vllm.entrypoints.openai.api_server",
-        "--model",
-        str(model),
-        "--served-model-name",
-        "gemma3-270m",
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--chat-template",
-        str(FIXTURES / "gemma_tools_chat_template.jinja"),
-        "--max-model-len",
-        "10240",
-        "--enable-auto-tool-choice",
-        "--tool-call-parser",
-        "hermes",
-        "--speculative-config",
-        '{"method":"ngram","num_speculative_tokens":3,"prompt_lookup_max":3,"prompt_lookup_min":2}',
-    ]
-    env = {**os.environ, "VLLM_CPU_KVCACHE_SPACE": "2", "OMP_NUM_THREADS": "2"}
-    proc = subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT, env=env, start_new_session=True)
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.time() + 1200
-        while not _ready(url):
-            if proc.poll() is not None:
-                pytest.fail(f"vLLM exited {proc.returncode} before it was ready:\n{log.read_text()[-3000:]}")
-            if time.time() > deadline:
-                pytest.fail(f"vLLM not ready after 1200 s:\n{log.read_text()[-3000:]}")
-            time.sleep(2)
-        yield {"url": url, "proc": proc, "log": log}
+        assert proc.stdout.readline().strip() == "ready"
+        yield {"url": f"http://127.0.0.1:{port}", "proc": proc}
     finally:
         if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(30)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 def test_full_suite_writes_a_complete_bundle(server, recipes_dir, tmp_path, data_dir):
@@ -170,7 +112,7 @@ def test_full_suite_writes_a_complete_bundle(server, recipes_dir, tmp_path, data
     # verify agrees with the outcome: writes the block only if everything passed
     v = CliRunner().invoke(main, ["gates", "verify", "gates-cpu", str(out)])
     assert v.exit_code == (1 if failed else 0), v.output
-    from cookbook.verification import status_of
+    from cookbook.evidence.status import status_of
 
     assert status_of(resolve("gates-cpu")) == ("unverified" if failed else "verified")
     print(res.output)
@@ -241,14 +183,14 @@ def test_gate_timeout_keeps_partial_results(server, tmp_path, data_dir):
     assert doc["complete"]
 
 
-def test_server_killed_mid_run_zz_last(server, tmp_path, data_dir):
+def test_server_killed_mid_run(standin, tmp_path, data_dir):
     # Kill the server while the stress gate streams; speed (after it) must say it did not run.
-    proc = server["proc"]
-    killer = threading.Timer(6.0, lambda: os.killpg(proc.pid, signal.SIGKILL))
+    proc = standin["proc"]
+    killer = threading.Timer(3.0, lambda: os.killpg(proc.pid, signal.SIGKILL))
     killer.start()
     try:
         doc = _suite(
-            server,
+            standin,
             tmp_path,
             data_dir,
             {

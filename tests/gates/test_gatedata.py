@@ -121,19 +121,11 @@ def test_builtin_haystack_builds_the_cpu_recipes_needle_prompts(mode):
 
 
 @pytest.mark.engine
-def test_builtin_haystack_fits_8192_gemma_tokens():
-    """The same with the served model's own tokenizer (the Gemma 3 HF conversion's tokenizer.json)."""
+def test_builtin_haystack_fits_8192_gemma_tokens(gemma_checkpoint):
+    """The same with the served model's own tokenizer (the CPU recipe's HF conversion's tokenizer.json)."""
     from tokenizers import Tokenizer
 
-    tok_file = REPO / ".cache" / "gates-test" / "gemma-tokenizer" / "tokenizer.json"
-    if not tok_file.is_file():
-        from cookbook.convert.gguf_to_hf import write_tokenizer
-        from cookbook.gguf.reader import read_gguf
-        from cookbook.models import gemma
-
-        tok_file.parent.mkdir(parents=True, exist_ok=True)
-        g = read_gguf(gemma.gguf_path())
-        write_tokenizer(g, g.get("general.architecture"), tok_file.parent)
+    tok_file = gemma_checkpoint / "tokenizer.json"
     tk = Tokenizer.from_file(str(tok_file))
 
     class Gemma:

@@ -37,45 +37,34 @@ def stub_calls(calls: Path) -> list[list[str]]:
     return [p.read_bytes().decode().split("\0")[:-1] for p in files]
 
 
-def payloads(sentinel: Path) -> list[str]:
-    """Texts that run `touch SENTINEL` (or create it) if any part of them reaches the shell."""
+def payload_classes(sentinel: Path) -> dict[str, list[str]]:
+    """Texts that run `touch SENTINEL` (or create it) if any part of them reaches the shell, by the
+    shell feature each one abuses."""
     s = str(sentinel)
-    return [
-        f"$(touch {s})",
-        f"`touch {s}`",
-        f"x;touch {s}",
-        f"x && touch {s}",
-        f"x|touch {s}",
-        f"'; touch {s}; '",
-        f'"; touch {s}; "',
-        f"$((1))$(touch {s})",
-        f"${{X:-$(touch {s})}}",
-        f"${{X:-`touch {s}`}}",
-        f"${{X:=$(touch {s})}}",
-        "${HOSTILE@P}",
-        "${!HOSTILE}",
-        f">{s}",
-        f"x>{s}",
-        f"<(touch {s})",
-        f"$'\\x3b'touch {s}",
-        f"\\$(touch {s})",
-        f"a b; touch {s} #",
-        "{a,b}",
-        "*",
-        "~root",
-        "!!",
-        "#x",
-        "$1$$$?",
-        f"$HOSTILE$(touch {s})",
-        f"x\ntouch {s}",
-        f"x\rtouch {s}",
-        f"x\ttouch {s}",
-        "x\x1b]0;title\x07",
-        "x\u202etouch",
-        "x\u2028y",
-        "x\x00y",
-        "x\x85y",
-    ]
+    return {
+        "command substitution": [f"$(touch {s})", f"$((1))$(touch {s})", f"\\$(touch {s})"],
+        "backquotes": [f"`touch {s}`"],
+        "command separators": [f"x;touch {s}", f"x && touch {s}", f"x|touch {s}", f"a b; touch {s} #"],
+        "quote breaking": [f"'; touch {s}; '", f'"; touch {s}; "'],
+        "parameter expansion": [f"${{X:-$(touch {s})}}", f"${{X:-`touch {s}`}}", f"${{X:=$(touch {s})}}"],
+        "indirect and prompt expansion": ["${HOSTILE@P}", "${!HOSTILE}", f"$HOSTILE$(touch {s})", "$1$$$?"],
+        "redirection": [f">{s}", f"x>{s}", f"<(touch {s})"],
+        "ANSI-C quoting": [f"$'\\x3b'touch {s}"],
+        "globs, braces, tilde, history, comments": ["*", "{a,b}", "~root", "!!", "#x"],
+        "line breaks": [f"x\ntouch {s}", f"x\rtouch {s}", f"x\ttouch {s}"],
+        "control and bidi characters": ["x\x1b]0;title\x07", "x\u202etouch", "x\u2028y", "x\x00y", "x\x85y"],
+    }
+
+
+def payloads(sentinel: Path) -> list[str]:
+    """Every payload of every class."""
+    return [p for group in payload_classes(sentinel).values() for p in group]
+
+
+def one_payload_per_class(sentinel: Path) -> list[str]:
+    """The first payload of each class: what a test crossed with every site runs (the property
+    tests, tests/recipe/test_shell_properties.py, cover the space between)."""
+    return [group[0] for group in payload_classes(sentinel).values()]
 
 
 def base_recipe(slug: str, sentinel: Path, port: int = 1) -> dict:

@@ -9,7 +9,7 @@ from cookbook.image import build, context
 from cookbook.recipe.launch import render
 from cookbook.recipe.resolve import resolve
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.slow_tier("image")]
 SLUG = "gemma3-270m-cpu"
 
 

@@ -10,7 +10,7 @@ import pytest
 from cookbook.image import build, context
 from cookbook.recipe.resolve import resolve
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.slow_tier("image")]
 
 
 @pytest.fixture

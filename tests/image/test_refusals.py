@@ -82,6 +82,7 @@ def test_missing_wheel_set_is_refused_by_a_build_and_shown_by_a_dry_run(tmp_path
 
 
 @pytest.mark.docker
+@pytest.mark.slow_tier("image")
 def test_absent_base_says_which_and_how_to_get_it():
     done = image("gemma3-270m-cpu", "--base", "cookbook/absent-base:none")
     if done.returncode == 2 and "wheel set" in done.stderr:
@@ -92,6 +93,7 @@ def test_absent_base_says_which_and_how_to_get_it():
 
 
 @pytest.mark.docker
+@pytest.mark.slow_tier("image")
 def test_cuda_base_absent_here_says_how_to_pull_it():
     plan = context.plan(resolve("glm52-nvfp4-4x-rtxpro6000"))
     from cookbook.image import build

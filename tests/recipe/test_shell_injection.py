@@ -16,7 +16,16 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
-from shell_helpers import base_recipe, payloads, run_block, stub_bin, stub_calls, with_, write_recipe
+from shell_helpers import (
+    base_recipe,
+    one_payload_per_class,
+    payloads,
+    run_block,
+    stub_bin,
+    stub_calls,
+    with_,
+    write_recipe,
+)
 
 from cookbook.recipe import errors as E
 from cookbook.recipe import shell
@@ -25,6 +34,20 @@ from cookbook.recipe.resolve import resolve
 
 SENTINEL_NAME = "PWNED"
 PAYLOADS = payloads(Path("/SENTINEL-DIR") / SENTINEL_NAME)
+PER_CLASS = one_payload_per_class(Path("/SENTINEL-DIR") / SENTINEL_NAME)
+
+
+def cases(sites: list) -> list:
+    """Each class of payload once at every site, and every payload at the first site (the property
+    tests in test_shell_properties.py cover the space between)."""
+    crossed = [(site, p) for site in sites for p in PER_CLASS]
+    return crossed + [(sites[0], p) for p in PAYLOADS if p not in PER_CLASS]
+
+
+def _ids(case) -> str:
+    site, payload = case
+    return f"{site if isinstance(site, str) else site[0]}-{ascii(payload)[1:-1][:40]}"
+
 
 # Where a hostile text goes: (id, dotted key, as a new key of that mapping?, recipe tweak).
 VALUE_SITES = [
@@ -128,8 +151,9 @@ def _block_env(resolved, tmp_path: Path) -> dict[str, str]:
     return env
 
 
-@pytest.mark.parametrize("payload", PAYLOADS, ids=lambda p: ascii(p)[1:-1][:40])
-@pytest.mark.parametrize("site", VALUE_SITES + NAME_SITES, ids=lambda s: s[0])
+@pytest.mark.parametrize(
+    ("site", "payload"), cases(VALUE_SITES + NAME_SITES), ids=map(_ids, cases(VALUE_SITES + NAME_SITES))
+)
 def test_hostile_recipe_launch_block_runs_no_shell_stub_server(tmp_path, monkeypatch, site, payload):
     slug, sentinel, quant, held = _hostile(tmp_path, site, payload)
     monkeypatch.setenv("COOKBOOK_RECIPES", str(tmp_path / "recipes"))
@@ -148,11 +172,7 @@ def test_hostile_recipe_launch_block_runs_no_shell_stub_server(tmp_path, monkeyp
     assert stub_calls(calls) == _expected_calls(resolved, _block_env(resolved, tmp_path)), block
 
 
-SERVED_PAYLOADS = [p for p in PAYLOADS if p.startswith(("$(", "`", "x;", "'", '"', "${", ">", "x\n", "$HOSTILE"))]
-
-
-@pytest.mark.parametrize("payload", SERVED_PAYLOADS, ids=lambda p: ascii(p)[1:-1][:40])
-@pytest.mark.parametrize("site", SERVED_SITES, ids=lambda s: s[0])
+@pytest.mark.parametrize(("site", "payload"), cases(SERVED_SITES), ids=map(_ids, cases(SERVED_SITES)))
 def test_hostile_recipe_served_runs_no_shell_stub_server(tmp_path, monkeypatch, site, payload):
     """`cookbook serve`: the exports, each convert step (the converter is a stub too) and the
     launch block, through the CLI. The stub server exits at once, so serve fails after it."""
@@ -206,8 +226,7 @@ SET_KEYS = [
 ]
 
 
-@pytest.mark.parametrize("payload", PAYLOADS, ids=lambda p: ascii(p)[1:-1][:40])
-@pytest.mark.parametrize("key", SET_KEYS)
+@pytest.mark.parametrize(("key", "payload"), cases(SET_KEYS), ids=map(_ids, cases(SET_KEYS)))
 def test_hostile_set_value_launch_block_runs_no_shell_stub_server(tmp_path, monkeypatch, key, payload):
     sentinel = tmp_path / SENTINEL_NAME
     payload = payload.replace("/SENTINEL-DIR/" + SENTINEL_NAME, str(sentinel))

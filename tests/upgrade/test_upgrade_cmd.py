@@ -73,6 +73,7 @@ def test_an_unknown_recipe_is_refused(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.slow_tier("upgrade")
 def test_a_conflicting_fix_stops_the_upgrade_before_the_gates(tmp_path):
     _engine_or_skip("0.31.0")
     before = _snapshot(ROOT)
@@ -91,6 +92,7 @@ def test_a_conflicting_fix_stops_the_upgrade_before_the_gates(tmp_path):
 
 
 @pytest.mark.slow
+@pytest.mark.slow_tier("upgrade")
 def test_the_dry_run_reports_each_status_and_writes_nothing_else(tmp_path):
     _engine_or_skip("0.31.0")
     before = _snapshot(ROOT)
@@ -130,6 +132,7 @@ def _checkout_copy(tmp_path: Path, stress_gap_s: float) -> tuple[Path, dict[str,
 
 
 @pytest.mark.slow
+@pytest.mark.slow_tier("upgrade")
 @pytest.mark.engine
 def test_a_failing_gate_leaves_recipe_profile_and_evidence_byte_for_byte(tmp_path):
     _engine_or_skip("0.32.0")
@@ -149,6 +152,7 @@ def test_a_failing_gate_leaves_recipe_profile_and_evidence_byte_for_byte(tmp_pat
 
 
 @pytest.mark.slow
+@pytest.mark.slow_tier("upgrade")
 @pytest.mark.engine
 def test_when_every_gate_passes_the_profile_pin_and_verified_bundle_are_written(tmp_path):
     _engine_or_skip("0.32.0")

@@ -136,7 +136,9 @@ def probe(tests: list[str], engine_python: Path) -> tuple[str, str]:
     with tempfile.TemporaryDirectory() as tmp:
         report = Path(tmp) / "junit.xml"
         env = {**os.environ, "COOKBOOK_ENGINE_PYTHON": str(engine_python), "COOKBOOK_FIX_UNPATCHED": "1"}
-        argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}", *tests]
+        # --tier all: a fix's reproduction sits in the suite's slow tier, which a plain pytest leaves out
+        argv = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tier", "all", f"--junitxml={report}"]
+        argv += tests
         proc = subprocess.run(argv, cwd=repo_root(), env=env, capture_output=True, text=True)
         if not report.is_file():
             return "not-run", f"pytest exited {proc.returncode} with no report: {proc.stdout.strip()[-200:]}"

@@ -28,3 +28,17 @@ def _interpreter_ready():
             "triton was imported before TRITON_INTERPRET=1 was set; run with "
             "TRITON_INTERPRET=1 in the environment (as CI does)"
         )
+
+
+@pytest.hookimpl(tryfirst=True)  # before the root conftest picks the tier
+def pytest_collection_modifyitems(items):
+    """`make test` runs the first case of each parametrised kernel test; the rest of the grid is the
+    slow tier's (area "kernels"). In Triton's CPU interpreter each case costs seconds."""
+    seen = set()
+    for item in items:
+        if getattr(item, "callspec", None) is None:
+            continue
+        fn = (item.path, item.originalname)
+        if fn in seen:
+            item.add_marker(pytest.mark.slow_tier("kernels"))
+        seen.add(fn)

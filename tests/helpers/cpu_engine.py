@@ -1,0 +1,60 @@
+"""The one Gemma conversion and the one CPU vLLM server of a test session.
+
+Both come from the product's own code, as `make run` makes them: the embedded default recipe
+(gemma3-270m-cpu) fetched and converted by cookbook.serving.local into the recipe's
+CHECKPOINT_DIR (.cache/models/gemma3-270m-hf, the folder `make run` fills), and its launch
+block started by `local.launch` on a free port. Every test that needs a live CPU vLLM shares
+that server (the `cpu_server` fixture, tests/conftest.py); a test that kills its server uses a
+stand-in (openai_standin.py) instead.
+"""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+RECIPE = "gemma3-270m-cpu"
+CHECKPOINT = REPO / ".cache" / "models" / "gemma3-270m-hf"
+READY_TIMEOUT_S = 1500  # a cold start compiles the model: minutes on 2 cores
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _env(resolved) -> dict[str, str]:
+    """The launch block's environment with the checkout and the checkpoint named absolutely, so
+    the tests do not depend on the folder pytest was started from."""
+    from cookbook.serving import local
+
+    env = local.shell_env(local.fetch(resolved))
+    env.update(COOKBOOK=str(REPO), CHECKPOINT_DIR=str(CHECKPOINT))
+    local.run_convert_steps(resolved, local.exported_env(resolved, env))
+    return env
+
+
+def gemma_checkpoint() -> Path:
+    """The packaged Gemma 3 270M as the recipe's bf16 HF checkpoint (converted once, then cached)."""
+    from cookbook.recipe.resolve import resolve
+
+    _env(resolve(RECIPE))
+    return CHECKPOINT
+
+
+def launch_cpu_server(workdir: Path):
+    """The embedded default recipe served here on a free port; returns cookbook.serving.local.Server
+    once it answers (the caller stops it)."""
+    from cookbook.recipe.resolve import resolve
+    from cookbook.serving import local
+
+    resolved = resolve(RECIPE, sets=[f"serve.args.port={free_port()}"])
+    server = local.launch(resolved, _env(resolved), workdir)
+    try:
+        local.wait_ready(server, READY_TIMEOUT_S)
+    except BaseException:
+        server.stop()
+        raise
+    return server

