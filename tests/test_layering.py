@@ -1,18 +1,21 @@
-"""Imports run downward. Walks every module's imports (top-level and inside functions) with
-ast, so a lazy import cannot slip an upward edge past the rule.
+"""Imports run downward, and no module imports itself round a circle. Walks every module's
+imports (top-level and inside functions) with ast, so a lazy import cannot slip an upward edge
+or a circle past the rules.
 
     cli, commands              the CLI: nothing below imports them
-    site                       the generated docs pages: recipe, plan, fixes, verification; only the CLI imports it
+    site                       the generated docs pages: recipe, plan, fixes, evidence status; only the CLI imports it
     bisect                     the first engine release where a gate fails: through upgrade; only the CLI imports it
-    upgrade                    moves an engine pin: serving, fixes, gates' verify, the recipe; only the CLI imports it
-    verification               a recipe's status with its bundle re-checked: recipe + gates
+    upgrade                    moves an engine pin: serving, fixes, the evidence wing's verify, the recipe; only the CLI imports it
+    evidence                   a bundle re-checked, `gates verify`, a recipe's status: gates + recipe; only the tiers above import it
     gates, serving, convert    use the recipe model, gguf, the engine (serving: also the plan)
     plan                       the memory planner: recipe, gguf, the safetensors reader; never gates, serving or the CLI
-    gates, serving, convert    use the recipe model, gguf, the engine
     image                      images: the recipe model and the fix pack; never gates or serving
-    recipe (incl. gates_spec)  the recipe model and its resolution: never gates or the CLI
+    recipe (incl. gates_spec)  the recipe model and its resolution, the status words: never gates, evidence or the CLI
     gguf                       the GGUF format: never convert
     files, errors, untrusted, platforms, kernel_catalogue, mxfp4, engine, ...   the bottom
+
+Import cycles are refused between packages and between the modules of one package alike
+(test_no_import_cycles), so two modules that need each other become one, or a third below both.
 """
 
 import ast
@@ -27,8 +30,16 @@ FORBIDDEN = {
     "cookbook.recipe": ("cookbook.gates", "cookbook.serving", "cookbook.convert", "cookbook.kernels", "cookbook.plan"),
     "cookbook.gguf": ("cookbook.convert", "cookbook.recipe", "cookbook.gates", "cookbook.serving"),
     "cookbook.gates": ("cookbook.serving", "cookbook.convert"),
-    "cookbook.plan": ("cookbook.gates", "cookbook.serving", "cookbook.kernels", "cookbook.verification"),
-    "cookbook.image": ("cookbook.gates", "cookbook.serving", "cookbook.convert", "cookbook.verification"),
+    "cookbook.plan": ("cookbook.gates", "cookbook.serving", "cookbook.kernels"),
+    "cookbook.image": ("cookbook.gates", "cookbook.serving", "cookbook.convert"),
+    "cookbook.evidence": (
+        "cookbook.serving",
+        "cookbook.convert",
+        "cookbook.image",
+        "cookbook.plan",
+        "cookbook.kernels",
+        "cookbook.fixes",
+    ),
     "cookbook.files": ("cookbook.",),
     "cookbook.errors": ("cookbook.",),
     "cookbook.untrusted": ("cookbook.",),
@@ -38,6 +49,9 @@ FORBIDDEN = {
 }
 CLI = ("cookbook.commands", "cookbook.cli")
 UPPER = ("cookbook.bisect", "cookbook.upgrade", "cookbook.site")  # below the CLI, above everything else
+EVIDENCE = ("cookbook.evidence",)  # below UPPER, above the gate suite, serving and the recipe
+# Each tier is imported only from itself or a tier above it (earlier here).
+TIERS = (CLI, UPPER, EVIDENCE)
 
 
 def _modules():
@@ -49,11 +63,12 @@ def _modules():
         yield ".".join(parts), path, is_pkg
 
 
-def _imports(name: str, path: Path, is_pkg: bool) -> set[str]:
-    out = set()
+def _import_statements(name: str, path: Path, is_pkg: bool):
+    """(module, names imported from it) of every import statement; names are empty for `import m`."""
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.Import):
-            out |= {a.name for a in node.names}
+            for a in node.names:
+                yield a.name, ()
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = name.split(".") if is_pkg else name.split(".")[:-1]
@@ -61,9 +76,19 @@ def _imports(name: str, path: Path, is_pkg: bool) -> set[str]:
                 module = ".".join(base + ([node.module] if node.module else []))
             else:
                 module = node.module or ""
-            out.add(module)
-            out |= {f"{module}.{a.name}" for a in node.names}  # `from cookbook import gates`
-    return {m for m in out if m == "cookbook" or m.startswith("cookbook.")}
+            yield module, tuple(a.name for a in node.names)
+
+
+def _ours(module: str) -> bool:
+    return module == "cookbook" or module.startswith("cookbook.")
+
+
+def _imports(name: str, path: Path, is_pkg: bool) -> set[str]:
+    out = set()
+    for module, names in _import_statements(name, path, is_pkg):
+        out.add(module)
+        out |= {f"{module}.{n}" for n in names}  # `from cookbook import gates`
+    return {m for m in out if _ours(m)}
 
 
 def _within(module: str, prefix: str) -> bool:
@@ -86,9 +111,105 @@ def test_imports_run_downward(name, path, is_pkg):
     for owner, banned in FORBIDDEN.items():
         if _within(name, owner):
             bad += [m for m in imports for b in banned if _within(m, b) and not _within(m, owner)]
-    # Nothing below the CLI imports it; `python -m` entry points (__main__) are the CLI too.
-    if not any(_within(name, c) for c in CLI) and not name.endswith(".__main__"):
-        bad += [m for m in imports if any(_within(m, c) for c in CLI)]
-    if not any(_within(name, u) for u in CLI + UPPER):
-        bad += [m for m in imports if any(_within(m, u) for u in UPPER)]
+    # Nothing below a tier imports it; `python -m` entry points (__main__) are the CLI too.
+    for i, tier in enumerate(TIERS):
+        if any(_within(name, p) for above in TIERS[: i + 1] for p in above):
+            continue
+        if tier is CLI and name.endswith(".__main__"):
+            continue
+        bad += [m for m in imports if any(_within(m, p) for p in tier)]
     assert not bad, f"{name} imports {sorted(set(bad))} (imports run downward; see this test's docstring)"
+
+
+NAMES = {m for m, _, _ in MODULES}
+
+
+def _module_of(module: str) -> str | None:
+    """The module (of this package) that an imported name lives in: itself, else its nearest parent."""
+    while module not in NAMES and "." in module:
+        module = module.rsplit(".", 1)[0]
+    return module if module in NAMES else None
+
+
+def _edges(name: str, path: Path, is_pkg: bool) -> set[str]:
+    """The modules `name` imports (lazy ones too). `from p import x` imports the module p.x when
+    there is one, else p (x is a name p's __init__ defines); the parent package a submodule import
+    runs first is not counted, so `from p import x` inside package p is no circle."""
+    out = set()
+    for module, names in _import_statements(name, path, is_pkg):
+        if not _ours(module):
+            continue
+        subs = {f"{module}.{n}" for n in names if f"{module}.{n}" in NAMES}
+        if len(subs) < len(names) or not names:
+            out.add(_module_of(module))
+        out |= subs
+    return out - {name, None}
+
+
+GRAPH = {name: _edges(name, path, is_pkg) for name, path, is_pkg in MODULES}
+
+
+def _cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """One circle (a -> ... -> a) through each strongly connected group of modules (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    groups: list[set[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph[v]):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = set()
+            while True:
+                w = stack.pop()
+                group.add(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                groups.append(group)
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return [_circle(graph, group) for group in groups]
+
+
+def _circle(graph: dict[str, set[str]], group: set[str]) -> list[str]:
+    """A shortest way from the group's first module back to itself, inside the group (breadth first)."""
+    start = min(group)
+    came = {start: None}
+    todo = [start]
+    while todo:
+        v = todo.pop(0)
+        for w in sorted(graph[v] & group):
+            if w == start:
+                path = [v]
+                while came[path[-1]] is not None:
+                    path.append(came[path[-1]])
+                return [start, *reversed(path[:-1]), start] if len(path) > 1 else [start, v, start]
+            if w not in came:
+                came[w] = v
+                todo.append(w)
+    raise AssertionError(f"no circle in {sorted(group)}")
+
+
+def test_the_cycle_check_finds_a_circle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e"} - {"e"}}
+    assert _cycles(graph) == [["a", "b", "c", "a"]]
+    assert _cycles({"p": {"q"}, "q": {"p"}}) == [["p", "q", "p"]]
+    assert "cookbook.recipe.errors" in GRAPH["cookbook.recipe.yaml_source"]  # `from cookbook.recipe import errors`
+    assert "cookbook.recipe" not in GRAPH["cookbook.recipe.yaml_source"]
+
+
+def test_no_import_cycles():
+    found = [" -> ".join(c) for c in _cycles(GRAPH)]
+    assert not found, "import cycles (turn one edge around, or move what both need below them):\n  " + "\n  ".join(
+        found
+    )

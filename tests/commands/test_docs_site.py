@@ -226,8 +226,8 @@ def test_a_comparison_lines_up_each_variants_own_value():
 
 
 def test_the_index_matrix_shows_each_recipes_status(site):
+    from cookbook.evidence.status import status_of
     from cookbook.recipe.resolve import resolve
-    from cookbook.verification import status_of
 
     html = (site / "index.html").read_text(encoding="utf-8")
     for slug in recipe_slugs():

@@ -7,10 +7,11 @@ import shutil
 
 import pytest
 
+from cookbook.evidence.manifest import check_manifest
+from cookbook.evidence.recheck import recheck
 from cookbook.files import repo_root
-from cookbook.gates import evidence
+from cookbook.gates import recorded
 from cookbook.gates.bundle import compact, write_manifest
-from cookbook.gates.evidence import recheck
 from cookbook.recipe.resolve import resolve
 
 SLUG = "gemma3-270m-h200"
@@ -32,14 +33,14 @@ def plain_bundle(tmp_path):
 def test_compacted_bundle_rechecks_the_same(plain_bundle):
     resolved = resolve(SLUG)
     assert recheck(resolved, plain_bundle) == []
-    records = evidence.transcript(plain_bundle, "speed")
+    records = recorded.transcript(plain_bundle, "speed")
     sizes = compact(plain_bundle)
     assert {name for name, _, _ in sizes} >= {"transcripts/speed.jsonl", "transcripts/needles.jsonl"}
     speed = next(s for s in sizes if s[0] == "transcripts/speed.jsonl")
     assert speed[2] < speed[1] / 5  # streamed chunks compress well
     assert not list((plain_bundle / "transcripts").glob("*.jsonl"))
-    assert evidence.check_manifest(plain_bundle) == []
-    assert evidence.transcript(plain_bundle, "speed") == records
+    assert check_manifest(plain_bundle) == []
+    assert recorded.transcript(plain_bundle, "speed") == records
     assert recheck(resolved, plain_bundle) == []  # every gate recomputed from the .gz transcripts
 
 
@@ -56,8 +57,8 @@ def test_bad_gzip_and_gzip_bomb_are_refused(plain_bundle, monkeypatch):
     gz = plain_bundle / "transcripts" / "greedy.jsonl.gz"
     gz.write_bytes(b"not gzip")
     with pytest.raises(ValueError, match="not a gzip file"):
-        evidence.transcript(plain_bundle, "greedy")
+        recorded.transcript(plain_bundle, "greedy")
     gz.write_bytes(gzip.compress(b"{}\n" * 4000))
-    monkeypatch.setattr(evidence, "MAX_FILE_BYTES", 1000)
+    monkeypatch.setattr(recorded, "MAX_FILE_BYTES", 1000)
     with pytest.raises(ValueError, match="holds over"):
-        evidence.transcript(plain_bundle, "greedy")
+        recorded.transcript(plain_bundle, "greedy")

@@ -15,12 +15,13 @@ import evidence_bundles
 import pytest
 import yaml
 
-from cookbook.gates import verify
+from cookbook.evidence import verify
+from cookbook.evidence.manifest import check_manifest
+from cookbook.evidence.recheck import recheck
+from cookbook.evidence.status import status_and_reasons, status_of
 from cookbook.gates.bundle import Bundle, write_manifest
-from cookbook.gates.evidence import check_manifest, recheck
 from cookbook.gates.result import GateResult
 from cookbook.recipe import resolve
-from cookbook.verification import bundle_check, status_and_reasons, status_of
 
 SLUG, RUN = evidence_bundles.SLUG, evidence_bundles.RUN
 edit_results, edit_transcript = evidence_bundles.edit_results, evidence_bundles.edit_transcript
@@ -110,7 +111,8 @@ def test_a_measured_value_that_fails_its_threshold_but_says_passed(genuine, gate
 def test_a_consistent_forgery_below_threshold_is_judged_against_the_recipe(genuine):
     """Transcripts and results.json agree (5 codes lost), status says passed: the recipe's
     min_found_fraction 0.77 decides, not the status string."""
-    from cookbook.gates.evidence import RECOMPUTE
+    from cookbook.gates import needles
+    from cookbook.gates.recorded import RecordedRun
 
     lost = iter(range(5))
 
@@ -122,7 +124,8 @@ def test_a_consistent_forgery_below_threshold_is_judged_against_the_recipe(genui
 
     cfg = resolve(SLUG, check=False).recipe.gates.needles
     doc = json.loads((genuine / "results.json").read_text())
-    measured, _ = RECOMPUTE["needles"](genuine, doc, cfg, "gemma3-270m")
+    assert doc["served_model_name"] == "gemma3-270m"
+    measured, _ = needles.recompute(RecordedRun(genuine, doc), cfg)
     assert measured["codes_found"] == 4
 
     def claim(d):
@@ -267,7 +270,7 @@ def test_a_hand_written_block_with_the_current_hash_but_no_bundle(cpu):
     assert status_and_reasons(r) == ("unverified (bundle missing)", ["the verified block names no bundle"])
     from cookbook.recipe.lint import lint_file
 
-    diags = lint_file(r.path, bundle_check)
+    diags = lint_file(r.path, status_and_reasons)
     assert any(d.kind.id == "R020" and "bundle missing" in d.problem for d in diags)
 
 

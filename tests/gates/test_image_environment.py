@@ -7,7 +7,7 @@ import json
 import evidence_bundles
 import pytest
 
-from cookbook.gates import verify
+from cookbook.evidence import verify
 from cookbook.gates.bundle import Bundle, write_manifest
 from cookbook.recipe import resolve
 

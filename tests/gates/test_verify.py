@@ -6,11 +6,11 @@ import evidence_bundles
 import pytest
 import yaml
 
-from cookbook.gates import verify
+from cookbook.evidence import verify
+from cookbook.evidence.status import status_of
 from cookbook.gates.bundle import Bundle
 from cookbook.gates.result import GateResult
 from cookbook.recipe import resolve
-from cookbook.verification import status_of
 
 
 def make_bundle(path, resolved, statuses=None, env=True, complete=True, only=None, recipe_hash=None):

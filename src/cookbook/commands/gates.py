@@ -18,6 +18,8 @@ from cookbook.errors import FAILED, CookbookError
 from cookbook.files import atomic_write, repo_root
 from cookbook.recipe.gates_spec import GATE_NAMES
 
+REQUEST_TIMEOUT_S = 600.0  # each request's total deadline, unless --request-timeout-s
+
 
 def _resolve(recipe: str, action: str):
     from cookbook.commands.recipes import resolve_or_refuse
@@ -66,7 +68,7 @@ def gates():
 @click.option("--model", help="Served model name (default: the recipe's served_model_name).")
 @click.option(
     "--request-timeout-s",
-    default=600.0,
+    default=REQUEST_TIMEOUT_S,
     show_default=True,
     type=click.FloatRange(min=0, min_open=True, max=86400),
     callback=lambda ctx, param, v: _finite(param, v),
@@ -78,27 +80,34 @@ def gates():
     callback=lambda ctx, param, v: _finite(param, v),
     help="Deadline of the whole suite (default: the declared gates' timeout_s added up, plus 120 s).",
 )
-def run_cmd(
-    recipe,
-    base_url,
-    only,
-    data_dir,
-    gsm8k,
-    haystack,
-    out,
-    env_lock,
-    env_lock_cmd,
-    image_digest,
-    image_ref,
-    model,
-    request_timeout_s,
-    suite_timeout_s,
-):
+def run_cmd(recipe, **options):
     """Run RECIPE's declared gates against BASE_URL and write an evidence bundle."""
+    sys.exit(run_gates(_resolve(recipe, f"cannot run the gates of {recipe}"), **options))
+
+
+def run_gates(
+    resolved,
+    *,
+    base_url: str,
+    only: tuple[str, ...] = (),
+    data_dir: Path | None = None,
+    gsm8k: Path | None = None,
+    haystack: Path | None = None,
+    out: Path | None = None,
+    env_lock: Path | None = None,
+    env_lock_cmd: str | None = None,
+    image_digest: str | None = None,
+    image_ref: str | None = None,
+    model: str | None = None,
+    request_timeout_s: float = REQUEST_TIMEOUT_S,
+    suite_timeout_s: float | None = None,
+) -> int:
+    """`cookbook gates run` on an already resolved recipe: the gate suite in this process, its
+    bundle written, the tables printed; the exit code (0: every gate that ran passed, 1: not).
+    Bad input raises CookbookError before any request. `cookbook serve --gates` calls it too."""
     from cookbook.gates.data import DATA_ENV, DataPaths, default_data_dir
     from cookbook.gates.runner import SuiteConfig, exit_code, run_suite, summary_table
 
-    resolved = _resolve(recipe, f"cannot run the gates of {recipe}")
     spec = resolved.recipe.gates
     declared = spec.declared()
     missing = [g for g in only if g not in declared]
@@ -191,7 +200,7 @@ def run_cmd(
 
         click.echo("\n" + sweep_table(bundle.doc["gates"]["speed"]["measured"]["sweep"]))
     click.echo(f"\nbundle: {out}")
-    sys.exit(exit_code(bundle.doc))
+    return exit_code(bundle.doc)
 
 
 @gates.command("calibrate")
@@ -252,8 +261,8 @@ def compact_cmd(bundle):
 
     `gates verify` and the status re-check read transcripts/<gate>.jsonl or .jsonl.gz alike.
     """
+    from cookbook.evidence.manifest import check_manifest
     from cookbook.gates.bundle import MANIFEST, compact
-    from cookbook.gates.evidence import check_manifest
 
     if not (bundle / MANIFEST).is_file():
         raise CookbookError(f"{bundle}: no {MANIFEST}, so not a finished evidence bundle")
@@ -269,7 +278,7 @@ def compact_cmd(bundle):
 @click.argument("bundle", type=click.Path(path_type=Path))
 def verify_cmd(recipe, bundle):
     """Write RECIPE's verified block from BUNDLE, only if every declared gate passed on this recipe."""
-    from cookbook.gates.verify import verify
+    from cookbook.evidence.verify import verify
 
     resolved = _resolve(recipe, f"cannot verify {recipe}")
     if not (bundle / "results.json").is_file():

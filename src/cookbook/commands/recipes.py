@@ -39,8 +39,8 @@ set_option = click.option(
 def list_cmd(as_json):
     """Every recipe: model, hardware, status, and whether it runs on this machine."""
     from cookbook import platforms
+    from cookbook.evidence.status import status_of
     from cookbook.recipe.resolve import all_slugs, resolve
-    from cookbook.verification import status_of
 
     here = platforms.detect()
     rows = []
@@ -96,8 +96,8 @@ def list_cmd(as_json):
 @click.option("--json", "as_json", is_flag=True, help="The resolved recipe as JSON.")
 def show_cmd(slug, quant, sets, as_json):
     """The fully resolved recipe, each setting with its reason. Loads and downloads nothing."""
+    from cookbook.evidence.status import verified_status
     from cookbook.recipe.show import render_show
-    from cookbook.verification import verified_status
 
     resolved = resolve_or_refuse(slug, quant, sets, f"cannot show {slug}")
     if as_json:
@@ -159,8 +159,8 @@ def launch_cmd(slug, quant, sets, no_comments, nodes, node_rank, runtime, head_a
 @click.argument("targets", nargs=-1, type=click.Path(path_type=Path))
 def lint_cmd(targets):
     """Validate recipes (default: all under recipes/). Reports every error in a file at once."""
+    from cookbook.evidence.status import status_and_reasons
     from cookbook.recipe.lint import lint_file
-    from cookbook.verification import bundle_check
 
     files: list[Path] = []
     for t in targets or [paths.recipes_dir()]:
@@ -176,7 +176,7 @@ def lint_cmd(targets):
             )
     errors = hints = 0
     for f in files:
-        for d in lint_file(f, bundle_check):
+        for d in lint_file(f, status_and_reasons):
             click.echo(d.render(paths.repo_root()))
             if d.kind.level == "error":
                 errors += 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 import datetime as dt
 import subprocess
 import sys
+import traceback
 from pathlib import Path
 
 import click
@@ -57,8 +58,8 @@ def serve_cmd(slug, quant, sets, run_gates, data_dir, out, ready_timeout_s, cali
       cookbook serve gemma3-270m-cpu --image --gates   # the same, from its image
     """
     from cookbook import platforms
+    from cookbook.evidence.status import verified_status
     from cookbook.serving import local
-    from cookbook.verification import verified_status
 
     resolved = resolve_or_refuse(slug, quant, sets, f"cannot serve {slug}")
     if (run_gates or calibrate) and (sets or quant):
@@ -104,20 +105,21 @@ def serve_cmd(slug, quant, sets, run_gates, data_dir, out, ready_timeout_s, cali
             stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
             bundle = out or paths.repo_root() / "runs" / f"{slug}-{stamp}"
             if use_image:
-                environment = ["--image", server.image["ref"]]
+                environment = {"image_ref": server.image["ref"]}
             else:
                 lock = workdir / "environment.lock"
                 lock.write_text(local.env_lock(env))
-                environment = ["--env-lock", str(lock)]
+                environment = {"env_lock": lock}
             if calibrate:
                 cal = bundle.with_name(bundle.name + "-calibration")
-                code = _gates_run(slug, server, cal, environment, data_dir)
+                code = _gates_run(slug, resolved, server, cal, environment, data_dir)
                 local.step(f"calibration gates {'passed' if code == 0 else 'ran (some bars not met)'}: {cal}")
                 argv = [sys.executable, "-m", "cookbook.cli", "gates", "calibrate", slug, str(cal)]
                 local.step("calibrate: " + local.quote_cmd(argv[2:]))
                 if subprocess.run(argv).returncode != 0:
                     raise CookbookError(f"calibration from {cal} refused (above); the recipe is unchanged")
-            code = _gates_run(slug, server, bundle, environment, data_dir)
+            # After --calibrate the bars (and so the content hash) changed: None resolves the recipe again.
+            code = _gates_run(slug, None if calibrate else resolved, server, bundle, environment, data_dir)
             if server is not None and not server.alive():
                 click.echo(
                     CookbookError(
@@ -154,13 +156,28 @@ def serve_cmd(slug, quant, sets, run_gates, data_dir, out, ready_timeout_s, cali
     sys.exit(code)
 
 
-def _gates_run(slug: str, server, bundle: Path, environment: list[str], data_dir: Path | None) -> int:
-    """`cookbook gates run` against the server, in a child process (its exit code)."""
+def _gates_run(slug: str, resolved, server, bundle: Path, environment: dict, data_dir: Path | None) -> int:
+    """`cookbook gates run` against the server, in this process, on the recipe already resolved (None:
+    resolve it again): its exit code. As when it ran as a child process, its errors are printed and
+    become the exit code, and serve goes on to stop the server and report."""
+    from cookbook.commands.gates import run_gates
     from cookbook.serving import local
 
-    argv = [sys.executable, "-m", "cookbook.cli", "gates", "run", slug, "--base-url", server.base_url]
-    argv += ["--out", str(bundle), *environment]
+    flags = {"env_lock": "--env-lock", "image_ref": "--image"}
+    argv = ["cookbook.cli", "gates", "run", slug, "--base-url", server.base_url, "--out", str(bundle)]
+    argv += [x for key, value in environment.items() for x in (flags[key], str(value))]
     if data_dir:  # else `gates run` takes the one default (cookbook.gates.data.default_data_dir)
         argv += ["--data-dir", str(data_dir)]
-    local.step("gates: " + local.quote_cmd(argv[2:]))
-    return subprocess.run(argv).returncode
+    local.step("gates: " + local.quote_cmd(argv))
+    try:
+        if resolved is None:
+            resolved = resolve_or_refuse(slug, None, (), f"cannot run the gates of {slug}")
+        return run_gates(resolved, base_url=server.base_url, out=bundle, data_dir=data_dir, **environment)
+    except CookbookError as e:
+        e.show()
+        return e.exit_code
+    except Exception:  # a bug in the suite: its traceback, exit 1, as the child process gave
+        traceback.print_exc()
+        return FAILED
+    finally:
+        sys.stdout.flush()  # the suite's tables before serve's next step (stderr)

@@ -12,7 +12,7 @@
 results.json is rewritten (atomically) after every gate with "complete": false until the
 run ends, so a fault midway still leaves readable partial evidence. Once the run has
 finished, every later write through the Bundle (summary.txt) rewrites the manifest too;
-`cookbook gates verify` refuses a bundle whose files differ from it (cookbook.gates.evidence).
+`cookbook gates verify` refuses a bundle whose files differ from it (cookbook.evidence.manifest).
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from cookbook.gates.context import Context
+from cookbook.gates.recorded import RecordedRun, need, ok_body
 from cookbook.recipe.gates_spec import GreedyGate
 
 FORMULAS = {"identical_prompts": "prompts whose `repeats` completions are byte-identical and non-empty"}
@@ -22,6 +23,10 @@ def score(runs: list[list[str]]) -> list[dict]:
             }
         )
     return out
+
+
+def measure(scored: list[dict]) -> dict:
+    return {"identical_prompts": sum(s["identical"] for s in scored), "prompts": len(scored)}
 
 
 def verdict(measured: dict, items: list[dict], cfg: GreedyGate) -> list[tuple[bool, str]]:
@@ -60,6 +65,22 @@ async def run(ctx: Context, cfg: GreedyGate) -> None:
     scored = score(runs)
     for item, s in zip(r.items, scored):
         item.update(s)
-    ok = sum(s["identical"] for s in scored)
-    r.measured = {"identical_prompts": ok, "prompts": len(scored)}
+    r.measured = measure(scored)
     r.judge(verdict(r.measured, r.items, cfg))
+
+
+def recompute(recorded: RecordedRun, cfg: GreedyGate) -> tuple[dict, list[dict]]:
+    """The measured figures again from the bundle's transcript (`gates verify` calls it)."""
+    recs = recorded.requests("greedy")
+    runs = []
+    for i, prompt in enumerate(cfg.prompts):
+        texts = []
+        for k in range(cfg.repeats):
+            rec = need(recs, f"prompt{i}/run{k}")
+            req = rec["request"]
+            if req.get("messages") != [{"role": "user", "content": prompt}] or req.get("temperature") != 0.0:
+                raise ValueError(f"request prompt{i}/run{k} is not the gate's prompt at temperature 0")
+            texts.append(ok_body(rec)["choices"][0]["message"].get("content") or "")
+        runs.append(texts)
+    scored = score(runs)
+    return measure(scored), scored

@@ -13,6 +13,7 @@ import re
 from cookbook.gates import data as gate_data
 from cookbook.gates.client import bounded_gather
 from cookbook.gates.context import Context
+from cookbook.gates.recorded import RecordedRun, need, ok_body
 from cookbook.recipe.gates_spec import Gsm8kGate
 
 STRICT = re.compile(r"#### (\-?[0-9\.\,]+)")
@@ -97,6 +98,18 @@ def read_message(choice: dict, reasoning_field: str | None) -> tuple[str | None,
     return msg.get("content"), reasoning
 
 
+def measure(items: list[dict]) -> dict:
+    """The gate's figures from every problem's item (score_item(), finish_reason, content)."""
+    n = len(items)
+    return {
+        "n": n,
+        "accuracy_strict": round(sum(i["strict_correct"] for i in items) / n, 4),
+        "accuracy_flexible": round(sum(i["flexible_correct"] for i in items) / n, 4),
+        "truncated_fraction": round(sum(i["finish_reason"] == "length" for i in items) / n, 4),
+        "null_content": sum(i["content"] is None for i in items),
+    }
+
+
 def verdict(measured: dict, items: list[dict], cfg: Gsm8kGate) -> list[tuple[bool, str]]:
     """The gate's checks as a pure function of what was measured (run() and `gates verify` call it)."""
     n, acc = measured.get("n"), measured.get(f"accuracy_{cfg.extraction}")
@@ -153,16 +166,29 @@ async def run(ctx: Context, cfg: Gsm8kGate) -> None:
         return item
 
     items = await bounded_gather(cfg.max_concurrent_requests, [one(i, p) for i, p in enumerate(problems)])
-    n = len(items)
-    acc_s = sum(i["strict_correct"] for i in items) / n
-    acc_f = sum(i["flexible_correct"] for i in items) / n
-    trunc = sum(i["finish_reason"] == "length" for i in items) / n
-    r.measured = {
-        "n": n,
-        "accuracy_strict": round(acc_s, 4),
-        "accuracy_flexible": round(acc_f, 4),
-        "truncated_fraction": round(trunc, 4),
-        "null_content": sum(i["content"] is None for i in items),
-        "with_reasoning": sum(i["reasoning_chars"] > 0 for i in items),
-    }
+    r.measured = {**measure(items), "with_reasoning": sum(i["reasoning_chars"] > 0 for i in items)}
     r.judge(verdict(r.measured, r.items, cfg))
+
+
+def recompute(recorded: RecordedRun, cfg: Gsm8kGate) -> tuple[dict, list[dict]]:
+    """The measured figures again from the bundle's transcript (`gates verify` calls it): answers
+    extracted again; the gold answers come from results.json's items (the test set is not in the
+    bundle)."""
+    recs = recorded.requests("gsm8k")
+    claimed = {i.get("index"): i for i in (recorded.doc["gates"]["gsm8k"].get("items") or [])}
+    items = []
+    for i in range(cfg.n):
+        choice = ok_body(need(recs, f"q{i}"))["choices"][0]
+        content = read_message(choice, cfg.reasoning_field)[0] if cfg.mode == "chat" else choice.get("text")
+        gold = (claimed.get(i) or {}).get("gold")
+        if not isinstance(gold, str):
+            raise ValueError(f"results.json has no gold answer for problem {i}")
+        items.append(
+            {
+                "index": i,
+                **score_item(content, f"#### {gold}"),
+                "content": content,
+                "finish_reason": choice.get("finish_reason"),
+            }
+        )
+    return measure(items), items

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from cookbook.gates.context import Context
+from cookbook.gates.recorded import RecordedRun, need, ok_body
 from cookbook.recipe.gates_spec import LogprobsGate
 
 FORMULAS = {
@@ -77,6 +78,16 @@ def score_response(body: dict, k: int, sentinel: float) -> dict:
     return {"tokens": len(content), "bad_tokens": bad_tokens, "problems": problems[:20], "ok": not problems}
 
 
+def measure(scores: list[dict]) -> dict:
+    """The gate's figures from every request's score_response()."""
+    return {
+        "tokens_checked": sum(s["tokens"] for s in scores),
+        "bad_tokens": sum(s["bad_tokens"] for s in scores),
+        "requests_ok": sum(s["ok"] for s in scores),
+        "requests": len(scores),
+    }
+
+
 def verdict(measured: dict, items: list[dict], cfg: LogprobsGate) -> list[tuple[bool, str]]:
     """The gate's checks as a pure function of what was measured (run() and `gates verify` call it)."""
     n, ok, bad = measured.get("requests"), measured.get("requests_ok"), measured.get("bad_tokens")
@@ -120,11 +131,17 @@ async def run(ctx: Context, cfg: LogprobsGate) -> None:
         return s
 
     scores = await bounded_gather(cfg.max_concurrent_requests, [one(i) for i in range(cfg.requests)])
-    bad = sum(s["bad_tokens"] for s in scores)
-    r.measured = {
-        "tokens_checked": sum(s["tokens"] for s in scores),
-        "bad_tokens": bad,
-        "requests_ok": sum(s["ok"] for s in scores),
-        "requests": len(scores),
-    }
+    r.measured = measure(scores)
     r.judge(verdict(r.measured, r.items, cfg))
+
+
+def recompute(recorded: RecordedRun, cfg: LogprobsGate) -> tuple[dict, list[dict]]:
+    """The measured figures again from the bundle's transcript (`gates verify` calls it)."""
+    recs = recorded.requests("logprobs")
+    items = []
+    for i in range(cfg.requests):
+        rec = need(recs, f"request{i}")
+        if rec["request"].get("top_logprobs") != cfg.top_logprobs or not rec["request"].get("logprobs"):
+            raise ValueError(f"request{i} did not ask for {cfg.top_logprobs} top logprobs")
+        items.append({"request": i, **score_response(ok_body(rec), cfg.top_logprobs, cfg.clamp_sentinel)})
+    return measure(items), items

@@ -13,6 +13,7 @@ import re
 from cookbook.gates import data as gate_data
 from cookbook.gates.client import bounded_gather
 from cookbook.gates.context import Context
+from cookbook.gates.recorded import RecordedRun, need, ok_body
 from cookbook.gates.result import GateFailure
 from cookbook.recipe.gates_spec import NeedlesGate
 
@@ -46,6 +47,10 @@ FORMULAS = {
 
 def needle_sentence(key: str, code: str) -> str:
     return f"The special magic number for the {key} is {code}."
+
+
+# A needle sentence as it stands in a recorded prompt: (key, code).
+NEEDLE = re.compile(r"The special magic number for the ([a-z ]+?) is (\d{7})\.")
 
 
 def question(keys: list[str]) -> str:
@@ -148,6 +153,23 @@ async def _fit(
     raise GateFailure(f"could not size a prompt to {target} tokens from this haystack (last try {last})")
 
 
+def measure(items: list[dict]) -> dict:
+    """The gate's figures from every prompt's item (its length_tokens and score())."""
+    hidden, found = sum(len(i["codes"]) for i in items), sum(i["found_count"] for i in items)
+    by_len: dict[str, list[int]] = {}
+    for i in items:
+        d = by_len.setdefault(str(i["length_tokens"]), [0, 0])
+        d[0] += i["found_count"]
+        d[1] += len(i["codes"])
+    return {
+        "found_fraction": round(found / hidden, 4) if hidden else 0,
+        "codes_found": found,
+        "codes_hidden": hidden,
+        "echoed_responses": sum(i["echoed"] for i in items),
+        "found_by_length": {k: f"{a}/{b}" for k, (a, b) in by_len.items()},
+    }
+
+
 def verdict(measured: dict, items: list[dict], cfg: NeedlesGate) -> list[tuple[bool, str]]:
     """The gate's checks as a pure function of what was measured (run() and `gates verify` call it)."""
     found, hidden = measured.get("codes_found"), measured.get("codes_hidden")
@@ -211,21 +233,36 @@ async def run(ctx: Context, cfg: NeedlesGate) -> None:
         return item
 
     items = await bounded_gather(cfg.max_concurrent_requests, [one(j) for j in jobs])
-    hidden = sum(len(i["codes"]) for i in items)
-    found = sum(i["found_count"] for i in items)
-    frac = found / hidden
-    by_len = {}
-    for i in items:
-        d = by_len.setdefault(str(i["length_tokens"]), [0, 0])
-        d[0] += i["found_count"]
-        d[1] += len(i["codes"])
-    r.measured = {
-        "found_fraction": round(frac, 4),
-        "codes_found": found,
-        "codes_hidden": hidden,
-        "echoed_responses": sum(i["echoed"] for i in items),
-        "found_by_length": {k: f"{a}/{b}" for k, (a, b) in by_len.items()},
-    }
+    r.measured = measure(items)
     if builtin:
         r.measured["builtin_sha256"] = builtin
     r.judge(verdict(r.measured, r.items, cfg))
+
+
+def recompute(recorded: RecordedRun, cfg: NeedlesGate) -> tuple[dict, list[dict]]:
+    """The measured figures again from the bundle's transcript: the codes hidden in each recorded
+    prompt, found (or not) in its answer (`gates verify` calls it)."""
+    recs = recorded.requests("needles")
+    items = []
+    for filler in cfg.fillers:
+        for L in cfg.lengths_tokens:
+            for depth in cfg.depths_pct:
+                rec = need(recs, f"{filler}/{L}/{depth}")
+                req, body = rec["request"], ok_body(rec)
+                choice = body["choices"][0]
+                if cfg.mode == "completion":
+                    prompt, content = req["prompt"], choice.get("text")
+                    context = prompt.rsplit("\n\n", 1)[0]
+                else:
+                    prompt, content = req["messages"][0]["content"], (choice.get("message") or {}).get("content")
+                    context = prompt.removeprefix("Read the text below carefully.\n\n").rsplit("\n\n", 1)[0]
+                hidden = NEEDLE.findall(context)
+                if len(hidden) != cfg.codes_per_prompt:
+                    raise ValueError(
+                        f"request {rec['tag']!r} hides {len(hidden)} codes, the gate hides {cfg.codes_per_prompt}"
+                    )
+                hay = context
+                for key, code in hidden:
+                    hay = hay.replace(needle_sentence(key, code), " ")
+                items.append({"length_tokens": L, **score(content, [c for _, c in hidden], hay)})
+    return measure(items), items

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import importlib
 import time
 import traceback
 from collections.abc import Callable
@@ -15,6 +14,7 @@ from cookbook.gates.bundle import Bundle
 from cookbook.gates.client import RequestTimeout, Server, ServerDown, ServerError, Transcript
 from cookbook.gates.context import Context
 from cookbook.gates.data import DataPaths
+from cookbook.gates.registry import gate_module
 from cookbook.gates.result import GateFailure, GateResult
 from cookbook.recipe.gates_spec import GATE_NAMES, GatesSpec
 
@@ -52,10 +52,8 @@ class SuiteDeadline(Exception):
 
 
 async def _run_gate(name: str, cfg_gate, ctx: Context, left_s: float) -> None:
-    # Each gate's module is named after its GatesSpec field (the registry: recipe/gates_spec.py).
-    module = importlib.import_module(f"cookbook.gates.{name}")
     try:
-        await asyncio.wait_for(module.run(ctx, cfg_gate), timeout=min(cfg_gate.timeout_s, left_s))
+        await asyncio.wait_for(gate_module(name).run(ctx, cfg_gate), timeout=min(cfg_gate.timeout_s, left_s))
     except asyncio.TimeoutError:
         if left_s < cfg_gate.timeout_s:  # the suite's deadline came first
             raise SuiteDeadline from None

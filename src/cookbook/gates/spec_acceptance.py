@@ -11,8 +11,16 @@ from cookbook.gates import data as gate_data
 from cookbook.gates import metrics
 from cookbook.gates.client import bounded_gather
 from cookbook.gates.context import Context
+from cookbook.gates.recorded import RecordedRun, need, ok_body
 from cookbook.gates.result import GateFailure
 from cookbook.recipe.gates_spec import SpecAcceptanceGate
+
+# The /metrics snapshots around the gate's requests, saved in the bundle (recompute reads them).
+METRICS_BEFORE, METRICS_AFTER = "spec_acceptance.metrics-before.prom", "spec_acceptance.metrics-after.prom"
+
+
+def rounded(stats: dict) -> dict:
+    return {k: (round(v, 4) if isinstance(v, float) else v) for k, v in stats.items()}
 
 
 def judge_stats(stats: dict, cfg: SpecAcceptanceGate) -> list[tuple[bool, str]]:
@@ -70,13 +78,24 @@ async def run(ctx: Context, cfg: SpecAcceptanceGate) -> None:
 
     tokens = await bounded_gather(cfg.max_concurrent_requests, [one(i, p) for i, p in enumerate(prompts)])
     after = await ctx.server.get_text("/metrics")
-    (ctx.out_dir / "spec_acceptance.metrics-before.prom").write_text(before)
-    (ctx.out_dir / "spec_acceptance.metrics-after.prom").write_text(after)
+    (ctx.out_dir / METRICS_BEFORE).write_text(before)
+    (ctx.out_dir / METRICS_AFTER).write_text(after)
     try:
         stats = metrics.spec_decode_stats(before, after)
     except ValueError as e:
         raise GateFailure(str(e)) from e
-    r.measured = {**{k: (round(v, 4) if isinstance(v, float) else v) for k, v in stats.items()}, **r.measured}
+    r.measured = {**rounded(stats), **r.measured}
     r.measured["completion_tokens"] = sum(tokens)
     r.measured["prompts"] = cfg.prompts or "gsm8k"
     r.judge(verdict(r.measured, r.items, cfg))
+
+
+def recompute(recorded: RecordedRun, cfg: SpecAcceptanceGate) -> tuple[dict, None]:
+    """The acceptance figures again from the saved /metrics snapshots, and the completion tokens
+    from the transcript's usage counts (`gates verify` calls it)."""
+    stats = metrics.spec_decode_stats(recorded.metrics(METRICS_BEFORE), recorded.metrics(METRICS_AFTER))
+    recs = recorded.requests("spec_acceptance")
+    tokens = sum(
+        (ok_body(need(recs, f"q{i}")).get("usage") or {}).get("completion_tokens") or 0 for i in range(cfg.requests)
+    )
+    return {**rounded(stats), "completion_tokens": tokens}, None

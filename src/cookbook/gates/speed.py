@@ -28,6 +28,7 @@ from cookbook.gates import data as gate_data
 from cookbook.gates import gatedata, metrics
 from cookbook.gates.client import Stream, bounded_gather
 from cookbook.gates.context import Context
+from cookbook.gates.recorded import RecordedRun, end_time, need, sent_time, stream_of
 from cookbook.recipe.gates_spec import SpeedGate
 
 FORMULAS = {
@@ -44,6 +45,9 @@ FORMULAS = {
 }
 PROMPTS = gatedata.HAYSTACK
 LATENCIES = ("ttft", "tpot", "itl", "e2el")
+# The /metrics snapshots around the TTFT prompts, saved in the bundle (recompute reads them).
+METRICS_BEFORE, METRICS_AFTER = "speed.metrics-before.prom", "speed.metrics-after.prom"
+PREFIX_HITS = "vllm:prefix_cache_hits"
 
 
 def workload_prompts(cfg: SpeedGate, nonce: str) -> dict[int, list[str]]:
@@ -93,6 +97,11 @@ def level_metrics(streams: list[Stream], duration_s: float) -> dict:
         row[f"median_{name}_ms"] = _pct(xs, 50)
         row[f"p99_{name}_ms"] = _pct(xs, 99)
     return row
+
+
+def by_concurrency(rows: list[dict]) -> dict[str, float | None]:
+    """output_throughput: each sweep row's figure under its concurrency."""
+    return {str(row["concurrency"]): row["output_throughput"] for row in rows}
 
 
 async def measure_level(ctx: Context, prompts: list[str], c: int, max_tokens: int) -> tuple[dict, list[Stream]]:
@@ -217,14 +226,14 @@ async def run(ctx: Context, cfg: SpeedGate) -> None:
         rows.append(row)
         r.items.append({"sweep": row})
     m["sweep"] = rows
-    m["output_throughput"] = {str(row["concurrency"]): row["output_throughput"] for row in rows}
+    m["output_throughput"] = by_concurrency(rows)
 
     # TTFT of uncached prompts, one at a time.
     rng = random.Random(cfg.seed)
     for n in cfg.ttft_prompts_tokens:
         ctx.check_fits(n, 2, f"TTFT prompt {n}")
     before = await ctx.server.get_text("/metrics")
-    (ctx.out_dir / "speed.metrics-before.prom").write_text(before)
+    (ctx.out_dir / METRICS_BEFORE).write_text(before)
 
     async def first_token_s(n: int, tag: str) -> float | None:
         ids = await ctx.uncached_prompt_ids(n, rng)
@@ -241,10 +250,10 @@ async def run(ctx: Context, cfg: SpeedGate) -> None:
         ttft[n] = await first_token_s(n, f"ttft{n}")
         r.items.append({"ttft_prompt_tokens": n, "ttft_s": ttft[n]})
     after = await ctx.server.get_text("/metrics")
-    (ctx.out_dir / "speed.metrics-after.prom").write_text(after)
+    (ctx.out_dir / METRICS_AFTER).write_text(after)
     for key, figures in (("ttft_s", ttft), ("ttft_cold_s", cold)):
         m[key] = {str(n): (round(v, 4) if v is not None else None) for n, v in figures.items()}
-    m["prefix_cache_hits_during_ttft"] = metrics.delta(before, after, "vllm:prefix_cache_hits")
+    m["prefix_cache_hits_during_ttft"] = metrics.delta(before, after, PREFIX_HITS)
 
     if rows:
         why = plot(rows, ctx.out_dir / "speed-sweep.png")
@@ -262,3 +271,39 @@ def sweep_table(rows: list[dict]) -> str:
     lines = ["| " + " | ".join(SWEEP_COLUMNS) + " |", "|" + "---|" * len(SWEEP_COLUMNS)]
     lines += ["| " + " | ".join(str(x.get(k)) for k in SWEEP_COLUMNS) + " |" for x in rows]
     return "\n".join(lines)
+
+
+def recompute(recorded: RecordedRun, cfg: SpeedGate) -> tuple[dict, None]:
+    """Every sweep level's figures again from the streamed chunks (each level's duration from the
+    records' send and end times), the TTFTs from their chunk times and the prefix-cache delta from
+    the saved /metrics snapshots (`gates verify` calls it)."""
+    recs = recorded.requests("speed")
+    rows, prompts = [], []
+    for c in cfg.sweep_concurrencies:
+        level = [rec for tag, rec in recs.items() if tag.startswith(f"sweep{c}/")]
+        for rec in level:
+            req = rec["request"]
+            if req.get("max_tokens") != cfg.sweep_max_tokens or req.get("temperature") != 0.0:
+                raise ValueError(f"request {rec['tag']!r} is not a greedy {cfg.sweep_max_tokens}-token completion")
+            prompts.append(req.get("prompt"))
+        streams = [stream_of(rec) for rec in level]
+        # The level's duration: first send to last response, from the records' end times and elapsed.
+        duration = max(end_time(rec) for rec in level) - min(sent_time(rec) for rec in level) if level else 0.0
+        rows.append({"concurrency": c, **level_metrics(streams, duration)})
+    m: dict = {
+        "sweep": rows,
+        "output_throughput": by_concurrency(rows),
+        "distinct_prompts": len({p for p in prompts if isinstance(p, str)}),
+    }
+    ttft = {}
+    for n in cfg.ttft_prompts_tokens:
+        rec = need(recs, f"ttft{n}")
+        if len(rec["request"].get("prompt") or []) != n:
+            raise ValueError(f"the TTFT prompt tagged ttft{n} is not {n} tokens")
+        v = stream_of(rec).ttft_s
+        ttft[str(n)] = round(v, 4) if v is not None else None
+    m["ttft_s"] = ttft
+    m["prefix_cache_hits_during_ttft"] = metrics.delta(
+        recorded.metrics(METRICS_BEFORE), recorded.metrics(METRICS_AFTER), PREFIX_HITS
+    )
+    return m, None

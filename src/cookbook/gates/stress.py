@@ -13,6 +13,7 @@ import random
 import time
 
 from cookbook.gates.context import Context
+from cookbook.gates.recorded import RecordedRun, end_time, need, ok_body, sent_time, stream_of
 from cookbook.recipe.gates_spec import StressGate
 
 FORMULAS = {
@@ -26,6 +27,11 @@ def decode_gaps(token_times: list[tuple[float, int]]) -> list[float]:
     """Gaps between consecutive token-carrying chunks, from (arrival time, tokens) pairs."""
     times = [t for t, n in token_times if n > 0]
     return [b - a for a, b in zip(times, times[1:])]
+
+
+def max_gap_s(gaps: list[float]) -> float:
+    """The largest decode gap, rounded; infinite when no decode produced two token chunks."""
+    return round(max(gaps), 4) if gaps else float("inf")
 
 
 def verdict(measured: dict, items: list[dict], cfg: StressGate) -> list[tuple[bool, str]]:
@@ -133,11 +139,33 @@ async def run(ctx: Context, cfg: StressGate) -> None:
         )
     r.items += prefills
     overlapped = any(s.done_s > prefill_start for s in streams)
-    max_gap = max(gaps_all) if gaps_all else float("inf")
     r.measured = {
-        "max_decode_gap_s": round(max_gap, 4),
+        "max_decode_gap_s": max_gap_s(gaps_all),
         "prefill_sent_at_s": round(prefill_start, 3),
         "prefill_overlapped_decodes": overlapped,
         "prefill_latency_s": [p["latency_s"] for p in prefills],
     }
     r.judge(verdict(r.measured, r.items, cfg))
+
+
+def recompute(recorded: RecordedRun, cfg: StressGate) -> tuple[dict, list[dict]]:
+    """The gaps again from the streamed chunks' times, and the overlap from the records' send and
+    end times (`gates verify` calls it)."""
+    recs = recorded.requests("stress")
+    items, gaps_all, ends = [], [], []
+    for i in range(cfg.decodes):
+        rec = need(recs, f"decode{i}")
+        s = stream_of(rec)
+        gaps_all += decode_gaps(s.token_times())
+        ends.append(end_time(rec))
+        items.append({"decode": i, "tokens": s.completion_tokens})
+    sent = []
+    for j in range(len(cfg.prefill_tokens)):
+        rec = need(recs, f"prefill{j}")
+        ok_body(rec)
+        sent.append(sent_time(rec))
+        items.append({"prefill": j})
+    return {
+        "max_decode_gap_s": max_gap_s(gaps_all),
+        "prefill_overlapped_decodes": bool(sent) and any(e > min(sent) for e in ends),
+    }, items

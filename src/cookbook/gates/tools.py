@@ -14,6 +14,7 @@ from typing import Any
 
 from cookbook.gates.client import ServerError, bounded_gather
 from cookbook.gates.context import Context
+from cookbook.gates.recorded import RecordedRun, need, ok_body, stream_of
 from cookbook.recipe.gates_spec import ToolsGate
 
 WEATHER_PARAMS = {
@@ -221,8 +222,33 @@ def stream_mismatch(case: str, streamed: Any, plain: Any) -> str | None:
     return None if same else f"streamed {streamed!r} != non-streamed {plain!r}"
 
 
+def check_tag(case: str, sampling: str, stream: bool) -> str:
+    """One check's name: its transcript tag, and how failed_checks lists it."""
+    return f"{case}/{sampling}/{'stream' if stream else 'plain'}"
+
+
 def label(item: dict) -> str:
-    return f"{item['case']}/{item['sampling']}/{'stream' if item['stream'] else 'plain'}"
+    return check_tag(item["case"], item["sampling"], item["stream"])
+
+
+def compare_to_plain(case: str, greedy: bool, stream: bool, values: dict, value: Any, problems: list[str]) -> None:
+    """Keep this response's value; a greedy streamed one must equal the plain one (stream_mismatch)."""
+    values[stream] = value
+    if stream and greedy and False in values and not problems and values[False] is not None:
+        mismatch = stream_mismatch(case, value, values[False])
+        if mismatch:
+            problems.append(mismatch)
+
+
+def measure(items: list[dict]) -> dict:
+    """The gate's figures from every check's item."""
+    passed = sum(i["passed"] for i in items)
+    return {
+        "checks": len(items),
+        "passed": passed,
+        "passed_fraction": round(passed / len(items), 4) if items else 0,
+        "failed_checks": [label(i) for i in items if not i["passed"]],
+    }
 
 
 def verdict(measured: dict, items: list[dict], cfg: ToolsGate) -> list[tuple[bool, str]]:
@@ -259,7 +285,7 @@ async def run(ctx: Context, cfg: ToolsGate) -> None:
         mode = "greedy" if greedy else "sampled"
         out, values = [], {}
         for stream in streams:
-            tag = f"{case}/{mode}/{'stream' if stream else 'plain'}"
+            tag = check_tag(case, mode, stream)
             item = {"case": case, "sampling": mode, "stream": stream}
             try:
                 if stream:
@@ -270,11 +296,7 @@ async def run(ctx: Context, cfg: ToolsGate) -> None:
                     problems, value = score_plain(case, body, greedy)
             except ServerError as e:
                 problems, value = [f"server refused: {e}"], None
-            values[stream] = value
-            if stream and greedy and False in values and not problems and values[False] is not None:
-                mismatch = stream_mismatch(case, value, values[False])
-                if mismatch:
-                    problems.append(mismatch)
+            compare_to_plain(case, greedy, stream, values, value, problems)
             item.update(passed=not problems, problems=problems, got=value)
             r.items.append(item)
             out.append(item)
@@ -282,14 +304,30 @@ async def run(ctx: Context, cfg: ToolsGate) -> None:
 
     jobs = [one(case, g) for case in cfg.cases for g in samplings]
     results = [i for group in await bounded_gather(cfg.max_concurrent_requests, jobs) for i in group]
-    passed = sum(i["passed"] for i in results)
-    frac = passed / len(results)
-    r.measured = {
-        "checks": len(results),
-        "passed": passed,
-        "passed_fraction": round(frac, 4),
-        "failed_checks": [
-            f"{i['case']}/{i['sampling']}/{'stream' if i['stream'] else 'plain'}" for i in results if not i["passed"]
-        ],
-    }
+    r.measured = measure(results)
     r.judge(verdict(r.measured, results, cfg))
+
+
+def recompute(recorded: RecordedRun, cfg: ToolsGate) -> tuple[dict, list[dict]]:
+    """The measured figures again from the bundle's transcript, streamed answers reassembled from
+    their chunks (`gates verify` calls it)."""
+    recs = recorded.requests("tools")
+    items = []
+    for case in cfg.cases:
+        for greedy in SAMPLINGS[cfg.sampling]:
+            mode = "greedy" if greedy else "sampled"
+            values: dict = {}
+            for stream in STREAMS[cfg.stream]:
+                rec = need(recs, check_tag(case, mode, stream))
+                chunks = rec.get("chunks")
+                if rec.get("status") != 200 or (stream and any("error" in c for c in chunks or [])):
+                    problems, value = [f"server refused (status {rec.get('status')})"], None
+                elif stream:
+                    problems, value = score_stream(case, [c for _, c in stream_of(rec).chunks], greedy)
+                else:
+                    problems, value = score_plain(case, ok_body(rec), greedy)
+                compare_to_plain(case, greedy, stream, values, value, problems)
+                items.append(
+                    {"case": case, "sampling": mode, "stream": stream, "passed": not problems, "problems": problems}
+                )
+    return measure(items), items

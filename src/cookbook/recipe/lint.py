@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from cookbook import platforms
@@ -9,15 +10,18 @@ from cookbook.recipe import checks_paths, expr
 from cookbook.recipe import errors as E
 from cookbook.recipe.chain import load_chain, locator, merge_chain
 from cookbook.recipe.quants import apply_quant
-from cookbook.recipe.resolve import resolved_from
+from cookbook.recipe.resolve import ResolvedRecipe, resolved_from
 from cookbook.recipe.rules import WHY_REF, check_rules
-from cookbook.recipe.status import BundleCheck, status_and_reasons
 from cookbook.recipe.validation import validate
+from cookbook.recipe.verified import BUNDLE_MISSING, BUNDLE_REFUSED, STALE, UNVERIFIED, block_status
+
+# A recipe's status and the reasons behind it: cookbook.evidence.status.status_and_reasons.
+StatusCheck = Callable[[ResolvedRecipe], tuple[str, list[str]]]
 
 
-def lint_file(path: Path, bundle_check: BundleCheck | None = None) -> list[E.Diagnostic]:
+def lint_file(path: Path, status_check: StatusCheck | None = None) -> list[E.Diagnostic]:
     """Every problem of one recipe file. The file (and its extends chain) is loaded, merged
-    and validated once; the stale check reuses that resolution."""
+    and validated once; the status check reuses that resolution."""
     try:
         chain = load_chain(path)
     except E.RecipeError as exc:
@@ -61,18 +65,17 @@ def lint_file(path: Path, bundle_check: BundleCheck | None = None) -> list[E.Dia
             for d in check_rules(recipe, resolved_data, quant, locate):
                 d.kind = E.DEFAULT_REFUSED
                 out.append(d)
-    # Without the gate suite's bundle re-check (bundle_check) only the hash is checked.
+    # Without the evidence wing's answer (status_check) only what the block alone says (stale) is checked.
     if recipe.verified is not None and not recipe.abstract:
         # The configuration the gates ran on: the default quant applied (its overrides
         # validated on their own only when it has some).
         applied = recipe if resolved_data is data else validate(resolved_data, locate)[0]
-        check = bundle_check or (lambda resolved: None)
-        status, reasons = (
-            status_and_reasons(resolved_from(chain, resolved_data, applied, quant), check)
-            if applied
-            else ("unverified", [])
-        )
-        if status == "stale":
+        if not applied:
+            status, reasons = UNVERIFIED, []
+        else:
+            resolved = resolved_from(chain, resolved_data, applied, quant)
+            status, reasons = status_check(resolved) if status_check else (block_status(resolved), [])
+        if status == STALE:
             out.append(
                 diag(
                     E.STALE_VERIFIED,
@@ -81,7 +84,7 @@ def lint_file(path: Path, bundle_check: BundleCheck | None = None) -> list[E.Dia
                     f"run gates/run.sh {folder} and `cookbook gates verify {folder} BUNDLE`",
                 )
             )
-        elif status.startswith("unverified ("):
+        elif status in (BUNDLE_MISSING, BUNDLE_REFUSED):
             out.append(
                 diag(
                     E.UNEARNED_VERIFIED,

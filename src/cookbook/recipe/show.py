@@ -91,7 +91,7 @@ def _relative(path) -> str:
 
 
 def render_show(resolved: ResolvedRecipe, status: str) -> str:
-    """`status`: the status of the recipe as written (cookbook.verification.verified_status)."""
+    """`status`: the status of the recipe as written (cookbook.evidence.status.verified_status)."""
     r = resolved.recipe
     plat = platforms.get(r.hardware.platform)
     out: list[str] = []

@@ -1,9 +1,13 @@
-"""Write a recipe's `verified:` block into its recipe.yaml.
+"""A recipe's `verified:` block: the status words, what the block alone says, and writing it.
 
 The block is the last top-level key of recipe.yaml. Writing replaces everything from the
 line `verified:` to the end of the file (or appends), so the rest of the file, comments
 included, stays as written. Only `cookbook gates verify` calls this, with a block it built
-from an all-passed evidence bundle (cookbook.gates.verify decides whether it may).
+from an all-passed evidence bundle (cookbook.evidence.verify decides whether it may).
+
+Whether a recipe is verified is answered by the evidence wing (cookbook.evidence.status), which
+re-checks the bundle the block names; the recipe package knows only the words and whether the
+block is current (block_status), so `cookbook lint` can say `stale` without that wing.
 """
 
 from __future__ import annotations
@@ -16,6 +20,21 @@ import yaml
 from cookbook.files import atomic_write
 
 _VERIFIED_LINE = re.compile(r"^verified:", re.MULTILINE)
+
+VERIFIED, STALE, UNVERIFIED = "verified", "stale", "unverified"
+BUNDLE_MISSING, BUNDLE_REFUSED = "unverified (bundle missing)", "unverified (bundle refused)"
+STATUSES = (VERIFIED, STALE, UNVERIFIED, BUNDLE_MISSING, BUNDLE_REFUSED)
+
+
+def block_status(resolved) -> str | None:
+    """What the verified block alone says: UNVERIFIED (there is none), STALE (its recipe_hash is
+    not the recipe's content hash), or None: current, so only its bundle's re-check can tell."""
+    block = resolved.recipe.verified
+    if block is None:
+        return UNVERIFIED
+    if block.recipe_hash != resolved.content_hash:
+        return STALE
+    return None
 
 
 def render_block(block: dict) -> str:

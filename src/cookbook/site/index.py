@@ -3,9 +3,9 @@ the comparison pages."""
 
 from __future__ import annotations
 
+from cookbook.evidence.status import status_of
 from cookbook.site.compare import groups
 from cookbook.site.markdown import MARKER, badge, cell, hardware_label
-from cookbook.verification import status_of
 
 
 def index_page(slugs: list[str]) -> str:

@@ -4,6 +4,7 @@ multi-node, buckets, fixes, gates, performance, what not to do, every setting an
 from __future__ import annotations
 
 from cookbook.errors import CookbookError
+from cookbook.evidence.status import status_of, verified_status
 from cookbook.plan.budget import launch_args
 from cookbook.recipe import multinode, paths
 from cookbook.recipe.errors import RecipeError
@@ -15,7 +16,6 @@ from cookbook.site.compare import family_root
 from cookbook.site.evidence import gate_lines, performance_lines
 from cookbook.site.fix_section import fix_section
 from cookbook.site.markdown import MARKER, badge, cell, code, engine_pin, front_matter, hardware_label, value_text
-from cookbook.verification import status_of, verified_status
 
 
 def _arg(r, key):

@@ -156,7 +156,7 @@ def _kept(name: str, statuses: list[fixstatus.FixStatus]) -> bool:
 
 def _commit(slug: str, name: str, profile_text: str, bundle: Path, recipe_texts: dict[Path, str]) -> list[str]:
     """Write the profile, the bundle and the recipe (last), then verify; on a refusal put all back."""
-    from cookbook.gates.verify import verify
+    from cookbook.evidence.verify import verify
     from cookbook.recipe.resolve import resolve
 
     started = json.loads((bundle / "results.json").read_text())["started"]  # 2026-12-01T13:34:39+00:00

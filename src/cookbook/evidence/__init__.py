@@ -1,0 +1,16 @@
+"""The evidence wing: whether a gate run's bundle may stand behind a recipe, and the status that follows.
+
+    claims           results.json's own claims (complete, every declared gate passed, this recipe, an environment)
+    manifest         every file listed with its sha256 and size, present and unchanged, nothing unlisted
+    environment      the environment lock or image digest results.json records, and how the verified block names it
+    resolved_recipe  recipe.resolved.json: its content hash recomputed, against results.json's and the recipe's
+    recompute        every declared gate's figures again from the raw evidence (the gate module's own recompute),
+                     judged again by its verdict against the recipe's current thresholds
+    recheck          all of the above: every reason a bundle cannot verify a recipe
+    verify           `cookbook gates verify`: the verified block, written only when the re-check passes
+    passed_cache     a passed re-check remembered under .cache/evidence/
+    status           verified / stale / unverified (...): the one answer every command shows
+
+It sits above the gate suite (cookbook.gates) and the recipe package, which never import it, and
+below the commands and `cookbook upgrade`.
+"""

@@ -1,0 +1,43 @@
+"""The bundle's files against its manifest.json: each listed file present with its size and sha256,
+no file or link that it does not list. A bundle without a manifest cannot be checked, so it is refused."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from cookbook.gates.bundle import MANIFEST, MANIFEST_FORMAT, bundle_files, sha256_file
+from cookbook.gates.recorded import read_json
+
+
+def check_manifest(root: Path) -> list[str]:
+    """Every listed file present with its size and sha256; nothing unlisted; no links."""
+    f = root / MANIFEST
+    if not f.is_file():
+        return [
+            f"the bundle has no {MANIFEST} (sha256 of every file, written by `gates run` when it "
+            "finishes), so its files cannot be checked; bundles written before the manifest existed "
+            "are refused: run the gates again"
+        ]
+    try:
+        man = read_json(f)
+        files = man["files"]
+        if man.get("manifest_format") != MANIFEST_FORMAT or not isinstance(files, dict):
+            raise ValueError(f"manifest_format {man.get('manifest_format')!r}, expected {MANIFEST_FORMAT}")
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as e:
+        return [f"{MANIFEST} is not a bundle manifest ({e})"]
+    out = []
+    present = set(bundle_files(root))
+    for rel, want in sorted(files.items()):
+        p = root / rel
+        if rel.startswith("/") or ".." in rel.split("/") or rel == MANIFEST:
+            out.append(f"{MANIFEST} lists {rel!r}, which is not a path inside the bundle")
+            continue
+        if p.is_symlink() or not p.is_file():
+            out.append(f"{rel} is listed in {MANIFEST} but {'is a link' if p.is_symlink() else 'missing'}")
+            continue
+        if not isinstance(want, dict) or p.stat().st_size != want.get("size") or sha256_file(p) != want.get("sha256"):
+            out.append(f"{rel} differs from {MANIFEST} (edited after the run: size or sha256 changed)")
+    for rel in sorted(present - set(files)):
+        kind = "a link" if (root / rel).is_symlink() else "a file"
+        out.append(f"{rel} is {kind} in the bundle that {MANIFEST} does not list (added after the run)")
+    return out

@@ -1,0 +1,51 @@
+"""`cookbook gates verify`: a recipe's `verified` block comes only from a bundle that passes the re-check.
+
+This module decides whether a bundle may verify a recipe (cookbook.evidence.recheck) and builds
+the block from it; the recipe package writes it into recipe.yaml (cookbook.recipe.verified.write_verified).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from cookbook.evidence.environment import environment_of
+from cookbook.evidence.recheck import recheck
+from cookbook.gates.bundle import load_results
+from cookbook.recipe.gates_spec import GATE_NAMES
+from cookbook.recipe.paths import repo_root
+from cookbook.recipe.verified import write_verified
+
+
+def _key_figures(measured: dict) -> dict:
+    return {k: v for k, v in measured.items() if isinstance(v, (int, float, str)) and not isinstance(v, bool)}
+
+
+def block_for(resolved, doc: dict, bundle: Path) -> dict[str, Any]:
+    try:
+        bundle_ref = str(bundle.resolve().relative_to(repo_root()))
+    except ValueError:
+        bundle_ref = str(bundle.resolve())
+    return {
+        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
+        "recipe_hash": resolved.content_hash,
+        "environment": environment_of(doc),
+        "bundle": bundle_ref,
+        "server": doc.get("base_url"),
+        "gates": {
+            name: {"status": doc["gates"][name]["status"], "measured": _key_figures(doc["gates"][name]["measured"])}
+            for name in GATE_NAMES
+            if name in doc["gates"]
+        },
+    }
+
+
+def verify(resolved, bundle: Path) -> tuple[list[str], dict | None]:
+    """(refusals, block written). Writes the block only when there are no refusals."""
+    reasons = recheck(resolved, bundle)  # reads results.json itself, and says so when it cannot
+    if reasons:
+        return reasons, None
+    block = block_for(resolved, load_results(bundle), bundle)
+    write_verified(resolved.path, block)
+    return [], block
