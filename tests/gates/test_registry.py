@@ -1,12 +1,12 @@
 """The gate registry is GatesSpec's gate fields: names, run order and module lookup follow
-from them, and `gates.calibrated_on` fills every gate that does not set its own."""
+from them (cookbook.gates.registry), and `gates.calibrated_on` fills every gate that does not set its own."""
 
-import importlib
 import inspect
 
 import pytest
 from pydantic import ValidationError
 
+from cookbook.gates.registry import gate_module
 from cookbook.recipe import resolve
 from cookbook.recipe.gates_spec import GATE_NAMES, GateBase, GatesSpec
 
@@ -21,8 +21,17 @@ def test_gate_names_are_gatesspecs_gate_fields_in_order():
 def test_every_gate_has_a_model_and_a_module(name):
     model = [a for a in GatesSpec.model_fields[name].annotation.__args__ if isinstance(a, type)][0]
     assert issubclass(model, GateBase)
-    module = importlib.import_module(f"cookbook.gates.{name}")  # what the runner imports
+    module = gate_module(name)  # what the runner and the evidence re-check use
+    assert module.__name__ == f"cookbook.gates.{name}"
     assert inspect.iscoroutinefunction(module.run)
+    for part in ("verdict", "recompute"):  # judged, and recomputed from a bundle, by the module itself
+        assert callable(getattr(module, part, None)) and not inspect.iscoroutinefunction(getattr(module, part))
+    assert list(inspect.signature(module.recompute).parameters) == ["recorded", "cfg"]
+
+
+def test_an_unknown_gate_name_is_refused():
+    with pytest.raises(KeyError, match="no gate named 'client'"):
+        gate_module("client")  # a module of the suite, but not a gate
 
 
 def test_calibrated_on_default_fills_gates_without_their_own():

@@ -11,8 +11,10 @@ executes and prints them (cheap correctness gates first, load and speed last, so
 server fails fast), and GATE_NAMES is derived from them. To add a gate:
   1. here, a `<Name>Gate(GateBase)` model with its thresholds, and a field
      `<name>: Optional[<Name>Gate]` in GatesSpec, in run order;
-  2. src/cookbook/gates/<name>.py with `async def run(ctx, cfg)` (the runner imports
-     `cookbook.gates.<name>`; tests/gates/test_registry.py checks every gate has one);
+  2. src/cookbook/gates/<name>.py with `async def run(ctx, cfg)`, `verdict(measured, items, cfg)`
+     and `recompute(recorded, cfg)` (the figures again from a bundle, for `gates verify`); the
+     runner and the evidence re-check find it through cookbook.gates.registry, and
+     tests/gates/test_registry.py checks every gate has all three;
   3. `make docs` (the schema and pages list the new keys).
 
 Only pydantic is imported here: the recipe model imports this module on every command.
