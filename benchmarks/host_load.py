@@ -17,8 +17,8 @@
 - server_cpu_pct: the busiest process of the server's process tree (vLLM's engine core, in practice),
   in percent of one core; near 100 it is the step's bottleneck.
 
-The caller hands in the NVML binding (vLLM ships one, `vllm.third_party.pynvml`; only the plugin imports
-vLLM here), and psutil comes with vLLM: this runs beside an engine. Without a binding or a GPU driver
+The caller hands in the NVML binding (vLLM ships one, `vllm.third_party.pynvml`: this module imports
+nothing of vLLM), and psutil comes with vLLM: this runs beside an engine. Without a binding or a GPU driver
 the GPU fields are None and `gpu_note` says why, so the same code runs on a CPU machine.
 """
 

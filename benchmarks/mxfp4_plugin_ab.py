@@ -10,7 +10,7 @@ caller's value). Against each:
      output tok/s, mean TPOT and mean TTFT.
 Then: how many greedy outputs are identical, and for the others whether the first differing
 token is a near-tie (within TIE nats in both runs' own logprobs, both tokens in each run's
-top-5); the ratios on/off; and, with --layer-bench (`python -m cookbook.vllm_plugin.layer_bench`),
+top-5); the ratios on/off; and, with --layer-bench (`python benchmarks/mxfp4_moe/layer_bench.py`),
 the 1-stream gain Amdahl's law predicts from the MoE share of the bytes a decode step reads.
 
     python benchmarks/mxfp4_plugin_ab.py dsv4-flash-perf-h200 --out DIR [--layer-bench FILE] [--side off|on | --together]
@@ -42,11 +42,11 @@ import time
 from pathlib import Path
 
 import httpx
+from host_load import HostLoad
 
 from cookbook.kernels.mxfp4_moe.shapes import VARIANTS
 from cookbook.recipe.resolve import resolve
 from cookbook.serving import local
-from cookbook.serving.host_load import HostLoad
 
 ENV = "COOKBOOK_MXFP4_MOE"
 PLUGIN_ON = "cookbook MXFP4 MoE plugin: kernel on"  # cookbook.vllm_plugin's log line when it takes the forward
@@ -162,7 +162,7 @@ def bench(
     H200). A server that stops answering ends the run after BENCH_TIMEOUT_S (seen on the H200 at 64
     streams), with the figures so far kept, instead of holding the GPU until the machine is taken back.
     `host`: what the GPU, the machine and the server's processes (pids: their roots) did during the run
-    (cookbook.serving.host_load), to tell a step that waits on the GPU from one that waits on the host."""
+    (benchmarks/host_load.py), to tell a step that waits on the GPU from one that waits on the host."""
     from vllm.benchmarks.serve import add_cli_args, main_async
     from vllm.third_party import pynvml
     from vllm.utils.argparse_utils import FlexibleArgumentParser
@@ -451,7 +451,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("recipe", nargs="?", default="dsv4-flash-perf-h200")
     ap.add_argument("--out", type=Path, required=True)
-    ap.add_argument("--layer-bench", type=Path, help="JSON of `python -m cookbook.vllm_plugin.layer_bench`")
+    ap.add_argument("--layer-bench", type=Path, help="JSON of `python benchmarks/mxfp4_moe/layer_bench.py`")
     ap.add_argument("--ready-timeout-s", type=float, default=600)
     ap.add_argument("--side", choices=("off", "on"), help="serve only this side (default: both, off first)")
     ap.add_argument("--fresh", action="store_true", help="start a side over instead of continuing a stopped run")
@@ -560,7 +560,7 @@ def main() -> int:
     g = result["greedy"]
     host = host_table(result["sweep"])
     if host:
-        lines += ["", "During the timed runs (cookbook.serving.host_load; each the median of its rounds):", "", *host]
+        lines += ["", "During the timed runs (benchmarks/host_load.py; each the median of its rounds):", "", *host]
     lines.append("")
     if args.together:
         rounds = ", ".join(

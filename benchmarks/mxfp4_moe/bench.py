@@ -8,9 +8,9 @@ the card's copy bandwidth measured in the same run (device-to-device copy, bytes
 written / time), the PyTorch baseline (per expert: dequantize to BF16, then matmul) and
 the speedup over it, and the relative error against a float32 reference.
 
-    python -m cookbook.kernels.mxfp4_moe.tools.bench                     # shipped configs
-    python -m cookbook.kernels.mxfp4_moe.tools.bench --tune --out DIR    # sweep, write DIR/<variant>.json
-    python -m cookbook.kernels.mxfp4_moe.tools.bench --no-baseline --ab "fused=fuse:true,pdl:true;p2=prefetch:2"
+    python benchmarks/mxfp4_moe/bench.py                     # shipped configs
+    python benchmarks/mxfp4_moe/bench.py --tune --out DIR    # sweep, write DIR/<variant>.json
+    python benchmarks/mxfp4_moe/bench.py --no-baseline --ab "fused=fuse:true,pdl:true;p2=prefetch:2"
                                     # each named change against the shipped entry, side by side, as ratios
 """
 
@@ -25,7 +25,7 @@ import time
 from dataclasses import asdict, replace
 from pathlib import Path
 
-from .harness import (
+from harness import (
     ROTATIONS,
     copy_bandwidth,
     distinct_experts,
@@ -216,7 +216,7 @@ def main() -> int:
         "sms": dev.multi_processor_count,
         "torch": torch.__version__,
         "triton": triton.__version__,
-        "command": "python -m cookbook.kernels.mxfp4_moe.tools.bench " + " ".join(sys.argv[1:]),
+        "command": "python benchmarks/mxfp4_moe/bench.py " + " ".join(sys.argv[1:]),
     }
     log(f"# {meta}")
     copy_bw = copy_bandwidth()

@@ -5,7 +5,7 @@ launch gaps do not count) over rotating routings, and prints for each of the cal
 kernels its mean device time and, for the two expert kernels, the bytes of distinct
 experts they read / that time.
 
-    python -m cookbook.kernels.mxfp4_moe.tools.breakdown --variants glm --batches 1,8,64 [--layout frag]
+    python benchmarks/mxfp4_moe/breakdown.py --variants glm --batches 1,8,64 [--layout frag]
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import collections
 import sys
 from dataclasses import replace
 
-from . import harness
+import harness
 
 
 def main() -> int:
@@ -30,8 +30,8 @@ def main() -> int:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    from .. import VARIANTS, fused_moe_mxfp4, load_table, moe_workspace, pick
-    from ..prepare import prepare_experts
+    from cookbook.kernels.mxfp4_moe import VARIANTS, fused_moe_mxfp4, load_table, moe_workspace, pick
+    from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
 
     change, error = harness.set_and_usage("breakdown", args.set, args.variants.split(","))
     if error:

@@ -8,7 +8,7 @@ but an XOR per program; its best over a few program sizes is printed. All as % o
 bandwidth measured in the same run: the two-launch read is about as fast as anything that reads
 w13 before w2 in two launches can be.
 
-    python -m cookbook.kernels.mxfp4_moe.tools.ceiling --variants glm,dsv4,k3 --batches 1,2,8
+    python benchmarks/mxfp4_moe/ceiling.py --variants glm,dsv4,k3 --batches 1,2,8
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from . import harness
+import harness
 
 READ_SHAPES = [(1 << 15, 4), (1 << 16, 4), (1 << 16, 8), (1 << 17, 8)]  # (bytes per program, warps)
 
@@ -47,8 +47,8 @@ def main() -> int:
 
     import torch
 
-    from .. import VARIANTS, fused_moe_mxfp4, load_table, moe_workspace, pick
-    from ..prepare import prepare_experts
+    from cookbook.kernels.mxfp4_moe import VARIANTS, fused_moe_mxfp4, load_table, moe_workspace, pick
+    from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
 
     error = harness.usage_error("ceiling", args.variants.split(","))
     if error:

@@ -9,7 +9,7 @@ vLLM's unfused Triton path calls it: routing(), weights swizzled to the Hopper M
 split_k=1), matmul_ogs for w13 with the gather, SiLU-and-multiply in PyTorch, matmul_ogs for
 w2 with the scatter, the routing weights and the top-k sum. The outputs are compared.
 
-    python -m cookbook.kernels.mxfp4_moe.tools.compare_vllm [--triton-kernels DIR]   # DIR holds triton_kernels/
+    python benchmarks/mxfp4_moe/compare_vllm.py [--triton-kernels DIR]   # DIR holds triton_kernels/
 
 Without --triton-kernels it uses the copy inside the vLLM on the path (vllm/third_party, as the
 offline payload's unpacked engine has it: `source /tmp/cookbook-offline/env.sh` first), found
@@ -22,7 +22,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import harness
+import harness
 
 
 def vendored_triton_kernels() -> Path | None:
@@ -66,9 +66,9 @@ def main() -> int:
     from triton_kernels.tensor import FP4, Bitmatrix, convert_layout, wrap_torch_tensor
     from triton_kernels.tensor_details import layout
 
-    from .. import VARIANTS, fused_moe_mxfp4, load_table, moe_workspace, pick
-    from ..prepare import prepare_experts
-    from ..reference import moe_torch, rel_error
+    from cookbook.kernels.mxfp4_moe import VARIANTS, fused_moe_mxfp4, load_table, moe_workspace, pick
+    from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
+    from cookbook.kernels.mxfp4_moe.reference import moe_torch, rel_error
 
     opt_flags.update_opt_flags_constraints({"split_k": 1})  # what vLLM sets on SM90
 

@@ -3,10 +3,10 @@
 `dsv4_layer` builds vLLM's own layer (`FusedMoE` with the FP8 config storing experts as MXFP4,
 `store_dtype "mxfp4"`, what DeepseekV4FP8Config returns for `expert_dtype "fp4"`: the quant method
 is `Mxfp4MoEMethod`, and vLLM picks its sm_90 backend, Marlin, itself), fills it with random MXFP4
-and runs vLLM's load step, which the plugin wraps. The GPU tests use it; run as a module it times
+and runs vLLM's load step, which the plugin wraps. The GPU tests use it; run as a script it times
 both `apply` paths (the patched one and the original, `__wrapped__`) in CUDA graphs:
 
-    python -m cookbook.vllm_plugin.layer_bench [--tokens 1,4,16,64] [--json FILE]
+    python benchmarks/mxfp4_moe/layer_bench.py [--tokens 1,4,16,64] [--json FILE]
 
 Each batch is timed twice: routed uniformly over the 256 experts (what a checkpoint's balanced router
 gives), and routed among CONCENTRATED experts only (what vLLM's dummy routing bias leaves a batch:
@@ -21,7 +21,7 @@ import os
 import socket
 import sys
 
-from . import mxfp4_moe
+from cookbook.vllm_plugin import mxfp4_moe
 
 E, H, I, K, LIMIT = 256, 4096, 2048, 6, 10.0  # DeepSeek-V4-Flash's routed experts and swiglu_limit
 CONCENTRATED = 7  # experts a batch of 4-64 reaches under the dummy routing bias (benchmarks/dummy_routing.py)

@@ -86,7 +86,7 @@ def compile_frag_kernel(
     specialized as a real launch is (pointers and H, I divisible by 16)."""
     from triton.compiler import ASTSource
 
-    from . import frag_kernels as F
+    from cookbook.kernels.mxfp4_moe import frag_kernels as F
 
     fn = F._w13_frag_kernel if kernel == "w13" else F._w2_frag_kernel
     consts = {
@@ -157,7 +157,7 @@ def compile_gluon_kernel(
     options: more of its constexprs (TAPER, DIRECT, ...)."""
     from triton.experimental.gluon._runtime import GluonASTSource
 
-    from . import gluon_kernels as G
+    from cookbook.kernels.mxfp4_moe import gluon_kernels as G
 
     fn = G._w13_gluon_kernel if kernel == "w13" else G._w2_gluon_kernel
     consts = {

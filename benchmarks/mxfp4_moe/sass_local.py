@@ -1,7 +1,7 @@
 """Machine code of the frag expert kernels' inner loop (Triton and Gluon), compiled for sm_90 on this
 machine (no GPU needed).
 
-    python -m cookbook.kernels.mxfp4_moe.tools.sass_local [--json]
+    python benchmarks/mxfp4_moe/sass_local.py [--json]
 
 Prints, per kernel and block shape: instructions per decoded weight, registers, and the
 loop's opcode mix (HGMMA/HMMA: tensor core; LDSM/BAR: a shared-memory shuffle of the tile).
@@ -30,7 +30,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--json", action="store_true", help="one JSON object per line")
     args = ap.parse_args()
-    from ..sass import loop_report
+    from sass import loop_report
 
     rows = [("triton", k, bn, bk, w, None) for k, bn, bk, w in SHAPES]
     rows += [("gluon", k, bn, bk, w, bt) for k, bn, bk, w, bt in GLUON_SHAPES]

@@ -1,7 +1,7 @@
 """Opcode histogram of the compiled MoE kernels in a Triton cache (GPU machine: needs cuobjdump).
 
-    TRITON_CACHE_DIR=/tmp/tc python -m cookbook.kernels.mxfp4_moe.tools.bench ...
-    python -m cookbook.kernels.mxfp4_moe.tools.sass_summary /tmp/tc > sass.txt
+    TRITON_CACHE_DIR=/tmp/tc python benchmarks/mxfp4_moe/bench.py ...
+    python benchmarks/mxfp4_moe/sass_summary.py /tmp/tc > sass.txt
 
 For each cached `_w13_silu_kernel` / `_w2_kernel` cubin: its launch metadata, instruction
 count and the most frequent opcodes, so that decode, repacking (PRMT, SHFL, shared-memory
@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ..sass import instructions, opcode
+from sass import instructions, opcode
 
 
 def main() -> int:

@@ -8,7 +8,7 @@ end, program durations and the time after the K loop (stores, fused epilogue), p
 at once; then the weight bandwidth over time, each program's bytes spread evenly over its K
 loop, in bins of --bin-us, and the share of the call spent below 3 TB/s.
 
-    python -m cookbook.kernels.mxfp4_moe.tools.timeline --variants glm,dsv4 --batches 1,8 [--set key:value,...]
+    python benchmarks/mxfp4_moe/timeline.py --variants glm,dsv4 --batches 1,8 [--set key:value,...]
 """
 
 from __future__ import annotations
@@ -18,14 +18,15 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from ..shapes import mxfp4_bytes
-from . import harness
+import harness
+
+from cookbook.kernels.mxfp4_moe.shapes import mxfp4_bytes
 
 
 def split_start(steps: int, j: int, split: int, taper: bool) -> int:
     """First K step of split j: the Gluon kernels' own `_split_start`, run on the host (plain
     integer arithmetic), so the bytes counted here are the ones the kernels read."""
-    from ..gluon_kernels import _split_start
+    from cookbook.kernels.mxfp4_moe.gluon_kernels import _split_start
 
     return _split_start.fn(steps, j, split, taper)
 
@@ -107,8 +108,8 @@ def main() -> int:
 
     import torch
 
-    from .. import VARIANTS, fused_moe_mxfp4, load_table, moe_workspace, pick
-    from ..prepare import prepare_experts
+    from cookbook.kernels.mxfp4_moe import VARIANTS, fused_moe_mxfp4, load_table, moe_workspace, pick
+    from cookbook.kernels.mxfp4_moe.prepare import prepare_experts
 
     change, error = harness.set_and_usage("timeline", args.set, args.variants.split(","))
     if error:

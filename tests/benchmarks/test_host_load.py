@@ -1,12 +1,14 @@
-"""HostLoad reads real counters: a busy process shows near one core, an idle one near none; without a
-GPU driver the GPU figures are None with the reason; on a GPU a running loop of kernels shows busy."""
+"""benchmarks/host_load.py reads real counters: a busy process shows near one core, an idle one near none;
+without a GPU driver the GPU figures are None with the reason; on a GPU a running loop of kernels shows busy."""
 
 import subprocess
 import time
 
+import benchmark_scripts
 import pytest
 
-from cookbook.serving.host_load import HostLoad, window_mean
+host_load = benchmark_scripts.load("host_load")
+HostLoad, window_mean = host_load.HostLoad, host_load.window_mean
 
 pytest.importorskip("psutil")
 

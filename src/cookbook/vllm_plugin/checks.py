@@ -95,5 +95,5 @@ def variant_for(experts: int, hidden: int, intermediate: int, top_k: int) -> str
     raise PluginRefusal(
         f"cookbook's MXFP4 MoE plugin has no tuned table for experts E={experts}, H={hidden}, "
         f"I={intermediate}, top-{top_k}; tuned: {tuned}",
-        f"tune one (python -m cookbook.kernels.mxfp4_moe.tools.bench --tune), or {OFF}",
+        f"tune one (python benchmarks/mxfp4_moe/bench.py --tune), or {OFF}",
     )

@@ -1,4 +1,5 @@
-"""The frag kernels' inner loop (Triton and Gluon), compiled for Hopper (sm_90) on this machine: no GPU needed.
+"""benchmarks/mxfp4_moe/sass.py and sass_local.py: the frag kernels' inner loop (Triton and Gluon), compiled for
+Hopper (sm_90) on this machine: no GPU needed.
 
 Guards what the H200 runs showed matters (kernels/mxfp4-moe/README.md): the weight tile must
 reach the tensor cores without a shared-memory shuffle (ldmatrix rounds between barriers,
@@ -10,22 +11,26 @@ from 66-68% to 80-84% of the copy bandwidth on the H200.
 """
 
 import json
-import os
 import subprocess
 import sys
-from pathlib import Path
 
+import benchmark_scripts
 import pytest
 
 pytest.importorskip("triton", reason="triton is not installed (pip install -e '.[dev]')")
 
-TOOL = "cookbook.kernels.mxfp4_moe.tools.sass_local"
+TOOL = "mxfp4_moe/sass_local"
 
 
 @pytest.fixture(scope="module")
 def reports():
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    r = subprocess.run([sys.executable, "-m", TOOL, "--json"], capture_output=True, text=True, env=env, timeout=600)
+    r = subprocess.run(
+        [sys.executable, benchmark_scripts.path(TOOL), "--json"],
+        capture_output=True,
+        text=True,
+        env=benchmark_scripts.env(TOOL),
+        timeout=600,
+    )
     assert r.returncode == 0, r.stderr[-2000:]
     return [json.loads(line) for line in r.stdout.splitlines()]
 
@@ -72,12 +77,11 @@ def test_bf16x2_decoders_compile_for_sm90_only():
     from cookbook.kernels.mxfp4_moe.moe import bf16x2_unsupported
 
     code = (
-        "from cookbook.kernels.mxfp4_moe.sass import compile_gluon_kernel as c\n"
+        "from sass import compile_gluon_kernel as c\n"
         "c('w2', arch=90)\n"
         "try:\n    c('w2', arch=80)\nexcept Exception as e:\n    print('sm80:', e)\n"
     )
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[3] / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    env = benchmark_scripts.env("mxfp4_moe/sass")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     assert "mul.bf16x2' requires .target sm_90" in r.stdout
@@ -86,7 +90,7 @@ def test_bf16x2_decoders_compile_for_sm90_only():
 
 CLAMP_PROBE = """
 import json
-from cookbook.kernels.mxfp4_moe import sass
+import sass
 out = {}
 for limit in (0.0, 10.0):
     k = sass.compile_gluon_kernel("w13", LIMIT=limit)
@@ -98,7 +102,7 @@ print(json.dumps(out))
 
 
 def test_the_swiglu_clamp_compiles_for_sm90_into_the_epilogue_only():
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env = benchmark_scripts.env("mxfp4_moe/sass")
     r = subprocess.run([sys.executable, "-c", CLAMP_PROBE], capture_output=True, text=True, env=env, timeout=600)
     assert r.returncode == 0, r.stderr[-2000:]
     got = json.loads(r.stdout)

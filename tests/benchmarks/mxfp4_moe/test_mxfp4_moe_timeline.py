@@ -1,17 +1,23 @@
-"""The mxfp4-moe tools (cookbook.kernels.mxfp4_moe.tools): the timeline's host-side arithmetic that turns
+"""The mxfp4-moe instruments (benchmarks/mxfp4_moe/): the timeline's host-side arithmetic that turns
 program traces into figures, and the tools' refusal of bad arguments."""
 
+import subprocess
 import sys
 
+import benchmark_scripts
 import pytest
 
 pytest.importorskip("triton", reason="triton is not installed (pip install -e '.[dev]')")
 
-from cookbook.kernels.mxfp4_moe.tools import timeline  # noqa: E402
+
+@pytest.fixture(scope="module")
+def timeline():
+    yield benchmark_scripts.load("mxfp4_moe/timeline")
+    sys.modules.pop("timeline", None)
 
 
 @pytest.mark.parametrize("split,taper", [(1, False), (3, False), (8, False), (3, True), (6, True), (8, True)])
-def test_split_starts_cover_every_step_once(split, taper):
+def test_split_starts_cover_every_step_once(timeline, split, taper):
     steps = 48
     starts = [timeline.split_start(steps, j, split, taper) for j in range(split + 1)]
     assert starts[0] == 0 and starts[-1] == steps
@@ -23,7 +29,7 @@ def test_split_starts_cover_every_step_once(split, taper):
         assert max(sizes) - min(sizes) <= 1
 
 
-def test_program_bytes_add_up_to_the_experts_read():
+def test_program_bytes_add_up_to_the_experts_read(timeline):
     # 3 blocks (2 active), 4 row tiles of 64 rows (gate and up: 128), H = 6144 over 8 tapered splits
     h, rows, grid = 6144, 128, (3, 4, 8)
     got = timeline.program_bytes(3 * 4 * 8, grid, rows, h, 128, 8, True, active_blocks=2)
@@ -31,7 +37,7 @@ def test_program_bytes_add_up_to_the_experts_read():
     assert all(b == 0 for b in got[2 * 4 * 8 :])  # the inactive block reads nothing
 
 
-def test_bandwidth_bins_keep_every_byte():
+def test_bandwidth_bins_keep_every_byte(timeline):
     spans = [(0.0, 4.0, 4e6), (1.0, 2.0, 1e6), (3.5, 6.0, 2.5e6), (2.0, 2.0, 5.0)]
     bins = timeline.bandwidth_bins(spans, 1.0, 6.0)
     assert len(bins) == 6
@@ -51,10 +57,8 @@ def test_bandwidth_bins_keep_every_byte():
     ],
 )
 def test_bad_arguments_get_one_message_before_any_gpu_work(script, args, words):
-    import subprocess
-
     r = subprocess.run(
-        [sys.executable, "-m", f"cookbook.kernels.mxfp4_moe.tools.{script}", *args],
+        [sys.executable, benchmark_scripts.path(f"mxfp4_moe/{script}"), *args],
         capture_output=True,
         text=True,
         timeout=120,

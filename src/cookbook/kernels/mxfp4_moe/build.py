@@ -101,7 +101,7 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as exc:
         return _fail(
             str(exc),
-            "regenerate it with: python -m cookbook.kernels.mxfp4_moe.tools.bench --tune --variants "
+            "regenerate it with: python benchmarks/mxfp4_moe/bench.py --tune --variants "
             f"{args.variant} --out DIR (on the GPU)",
         )
     s = VARIANTS[args.variant]

@@ -2,7 +2,7 @@
 
 A table maps a batch size (tokens) to block sizes for the two expert kernels. The kernel
 picks the entry of the smallest listed batch size >= the call's, else the largest.
-Tables are written by `python -m cookbook.kernels.mxfp4_moe.tools.bench --tune` on the GPU and shipped in
+Tables are written by `python benchmarks/mxfp4_moe/bench.py --tune` on the GPU and shipped in
 `configs/<variant>.json`; `kernels/mxfp4-moe/build.sh --variant V` validates and prints one.
 """
 

@@ -6,7 +6,7 @@ w2, top-k sum, and the split-K reduce); only the two expert kernels differ:
   per lane and chunk, in the dimension order for which Triton's own load layout (vectors on
   the last dimension, lanes over the first two, warps over the third) is the tensor-core A
   fragment, so no thread ever holds another's values (any other order costs a
-  shared-memory shuffle of every tile: `tests/kernels/test_mxfp4_moe_sass.py` guards it);
+  shared-memory shuffle of every tile: `tests/benchmarks/mxfp4_moe/test_mxfp4_moe_sass.py` guards it);
 - `_frag_tile` decodes it (inline PTX on the GPU, integer + float32 ops in the CPU
   interpreter: the same bits either way) and reshapes it to [BLOCK_N, BLOCK_K], which
   Triton lays out as the wgmma register operand without moving data;
