@@ -110,5 +110,5 @@ def main():
     """
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # `python -m cookbook.cli` (tools/convert/*, scripts without the console script)
+    main(prog_name="cookbook")

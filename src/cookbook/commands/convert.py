@@ -245,9 +245,3 @@ def dummy_checkpoint(tokenizer_gguf, config_file, out_dir, force):
     from cookbook.convert.dummy_checkpoint import make_dummy_checkpoint
 
     click.echo(json.dumps(make_dummy_checkpoint(tokenizer_gguf, config_file, out_dir, force=force), indent=1))
-
-
-def main_for(name: str):
-    """Entry for tools/convert/<name>: run one subcommand as its own program."""
-    cmd = convert.commands[name]
-    cmd.main(prog_name=name)
