@@ -59,39 +59,25 @@ def load_chain(slug_or_path: str | Path) -> list[SourceFile]:
         if parent is None:
             return chain
         if not isinstance(parent, str) or not re.fullmatch(SLUG, parent):
-            line, col = src.where("extends")
-            raise E.RecipeError(
-                [
-                    E.Diagnostic(
-                        E.EXTENDS_UNKNOWN,
-                        "extends",
-                        f"must be a recipe slug (got {parent!r})",
-                        "name a folder under recipes/: lowercase letters, digits and -, no / or ..",
-                        src.path,
-                        line,
-                        col,
-                    )
-                ]
+            raise _bad_extends(
+                src,
+                E.EXTENDS_UNKNOWN,
+                f"must be a recipe slug (got {parent!r})",
+                "name a folder under recipes/: lowercase letters, digits and -, no / or ..",
             )
         parent_path = paths.recipes_dir() / parent / "recipe.yaml"
         if not parent_path.is_file() or not _inside(parent_path, paths.recipes_dir()):
             raise E.RecipeError([_unknown_recipe(parent, "extends", src, E.EXTENDS_UNKNOWN)])
         if str(parent_path.resolve()) in seen:
-            line, col = src.where("extends")
-            raise E.RecipeError(
-                [
-                    E.Diagnostic(
-                        E.EXTENDS_CYCLE,
-                        "extends",
-                        f"{parent!r} extends back to this recipe",
-                        "remove one `extends` of the loop",
-                        src.path,
-                        line,
-                        col,
-                    )
-                ]
+            raise _bad_extends(
+                src, E.EXTENDS_CYCLE, f"{parent!r} extends back to this recipe", "remove one `extends` of the loop"
             )
         path = parent_path
+
+
+def _bad_extends(src: SourceFile, kind: E.ErrorKind, problem: str, help: str) -> E.RecipeError:
+    """The refusal of `src`'s `extends`, at its line."""
+    return E.RecipeError([E.Diagnostic(kind, "extends", problem, help, src.path, *src.where("extends"))])
 
 
 def _inside(path: Path, root: Path) -> bool:
