@@ -54,17 +54,22 @@ def _handler(model: str):
                 self._send(404, b"{}")
 
         def _stream(self, max_tokens: int) -> None:
+            # Chunked, as vLLM answers: a kill mid-stream leaves the last chunk unsent, so the client
+            # sees a broken stream, not one that ended.
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
-            self.send_header("Connection", "close")  # no length: the body ends when the connection does
+            self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
-            self.close_connection = True
             for n in range(1, max_tokens + 1):
                 chunk = {"choices": [{"text": " x", "finish_reason": None}], "usage": {"completion_tokens": n}}
-                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
-                self.wfile.flush()
+                self._chunk(f"data: {json.dumps(chunk)}\n\n".encode())
                 time.sleep(0.05)
-            self.wfile.write(b"data: [DONE]\n\n")
+            self._chunk(b"data: [DONE]\n\n")
+            self._chunk(b"")
+
+        def _chunk(self, data: bytes) -> None:
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
 
     return Handler
 

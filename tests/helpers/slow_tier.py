@@ -5,7 +5,7 @@ A test joins an area with `@pytest.mark.slow_tier("AREA")`. `make test` leaves t
 and `pytest --tier slow --area AREA` one of them.
 
 Each area names the files whose change it guards. Their fingerprint (the sha256 of every
-tracked or new file under those paths, plus each recipe's engine pin and fix profile) is
+tracked or new file under those paths but Markdown, plus each recipe's engine pin and fix profile) is
 written into .ci/slow-tier.json when the area passes with nothing skipped. CI runs an area
 when the fingerprint it computes differs from the recorded one: the change touched what the
 area guards and no pass of that exact content is on record (.ci/run, README "Tests").
@@ -114,7 +114,8 @@ def fingerprint(name: str) -> str:
     h = hashlib.sha256()
     for rel in _files([g for g in area.guards if g != PINS]):
         path = REPO / rel
-        if path.is_file():  # a deleted tracked file is listed until it is committed
+        # a deleted tracked file is listed until it is committed; a README changes no test's outcome
+        if path.is_file() and path.suffix != ".md":
             h.update(rel.encode() + b"\0" + hashlib.sha256(path.read_bytes()).digest())
     if PINS in area.guards:
         h.update(_pins().encode())
