@@ -22,7 +22,7 @@ compare() {
 }
 case "$mode" in
   probe)
-    timeout 200 python3 -m pytest -q -p no:cacheprovider tests/kernels -x 2>&1 | tail -15 | tee "$out/pytest-h200.log"
+    timeout 200 python3 -m pytest -q -p no:cacheprovider tests/kernels tests/benchmarks/mxfp4_moe -x 2>&1 | tail -15 | tee "$out/pytest-h200.log"
     timeout 150 python3 benchmarks/mxfp4_moe/bench.py --no-baseline --batches 1,2,4,8,16,64 --out "$out/frag" 2>&1 | tee "$out/bench-frag.log"
     timeout 60 python3 benchmarks/mxfp4_moe/bench.py --no-baseline --layout converter --variants glm --batches 1,8,64 2>&1 | tee "$out/bench-converter.log"
     ;;
@@ -34,7 +34,7 @@ case "$mode" in
     compare 100
     ;;
   confirm)
-    timeout 320 python3 -m pytest -q -p no:cacheprovider tests/kernels 2>&1 | tail -15 | tee "$out/pytest-h200.log"
+    timeout 320 python3 -m pytest -q -p no:cacheprovider tests/kernels tests/benchmarks/mxfp4_moe 2>&1 | tail -15 | tee "$out/pytest-h200.log"
     timeout 280 python3 benchmarks/mxfp4_moe/bench.py --out "$out/confirm" 2>&1 | tee "$out/bench.log"
     compare 130
     ;;
@@ -46,7 +46,7 @@ case "$mode" in
       --budget-s "${3:-300}" --batches 1,2,4,8,16,32,64 --out "$out/tuned" 2>&1 | tee "$out/bench-tune.log"
     ;;
   ab)
-    timeout 240 python3 -m pytest -q -p no:cacheprovider tests/kernels ${4:+-k "$4"} 2>&1 | tail -15 | tee "$out/pytest-h200.log"
+    timeout 240 python3 -m pytest -q -p no:cacheprovider tests/kernels tests/benchmarks/mxfp4_moe ${4:+-k "$4"} 2>&1 | tail -15 | tee "$out/pytest-h200.log"
     timeout 300 python3 benchmarks/mxfp4_moe/bench.py --no-baseline --batches "${3:-1,2,4,8}" --ab "$2" \
       --out "$out/ab" 2>&1 | tee "$out/bench-ab.log"
     ;;
