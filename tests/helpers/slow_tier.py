@@ -81,6 +81,7 @@ AREAS = {
             "src/cookbook/convert/gguf_to_hf.py",
             "src/cookbook/serving/local.py",
             "benchmarks/mxfp4_plugin_ab.py",
+            "benchmarks/host_load.py",
             "tests/convert/test_gguf_to_hf.py",
             "tests/benchmarks/test_mxfp4_plugin_ab.py",
             PINS,
