@@ -43,6 +43,8 @@ def pytest_collection_modifyitems(config, items):
 
 def _select_tier(config, items):
     tier, areas = config.getoption("tier"), config.getoption("area")
+    if areas and tier == "fast":
+        raise pytest.UsageError("--area picks slow-tier areas: give --tier slow with it")
     keep, drop = [], []
     for item in items:
         mark = item.get_closest_marker("slow_tier")

@@ -133,16 +133,27 @@ def fingerprint(name: str) -> str:
     return h.hexdigest()[:16]
 
 
-def expected_s(name: str) -> int:
+def expected_s(name: str, rec: dict | None = None) -> int:
     """The area's time at its last recorded pass, else its guess."""
-    return int(recorded().get(name, {}).get("seconds") or AREAS[name].guess_s)
+    seconds = (recorded() if rec is None else rec).get(name, {}).get("seconds")
+    return seconds if isinstance(seconds, int) and seconds > 0 else AREAS[name].guess_s
 
 
 def recorded() -> dict:
+    """The record's areas; a record that is not the JSON this module writes is refused in one line."""
     try:
-        return json.loads(RECORD.read_text(encoding="utf-8")).get("areas", {})
+        areas = json.loads(RECORD.read_text(encoding="utf-8")).get("areas", {})
     except FileNotFoundError:
         return {}
+    except (ValueError, AttributeError) as exc:
+        raise SystemExit(
+            f"error: {RECORD}: not a slow-tier record ({exc})\n  help: git checkout .ci/slow-tier.json"
+        ) from None
+    if not isinstance(areas, dict) or not all(isinstance(v, dict) for v in areas.values()):
+        raise SystemExit(
+            f"error: {RECORD}: 'areas' is not a mapping of area records\n  help: git checkout .ci/slow-tier.json"
+        )
+    return areas
 
 
 def changed() -> list[str]:
@@ -151,9 +162,11 @@ def changed() -> list[str]:
     return [n for n, a in AREAS.items() if a.guards and rec.get(n, {}).get("fingerprint") != fingerprint(n)]
 
 
-def record(name: str, entry: dict) -> None:
+def record(name: str, tested: str, entry: dict) -> None:
+    """Record a pass of the content whose fingerprint, `tested`, was taken before the run began (a file
+    edited while the area ran is then not vouched for)."""
     areas = recorded()
-    areas[name] = {"fingerprint": fingerprint(name), **entry}
+    areas[name] = {"fingerprint": tested, **entry}
     doc = {"about": "written by scripts/slow-tier when an area passes; read by .ci/run", "areas": areas}
     tmp = RECORD.with_suffix(".tmp")
     tmp.write_text(json.dumps(doc, indent=2, sort_keys=True) + "\n", encoding="utf-8")
