@@ -25,10 +25,17 @@ class Platform:
     # Total device memory as the runtime reports it (torch.cuda.mem_get_info's total), in MiB:
     # what vLLM multiplies by gpu_memory_utilization. The planner's input (cookbook.plan).
     device_mib: int | None = None
+    # Where memory_gib (the vendor's per-device figure) comes from; empty for the older entries.
+    memory_source: str = ""
 
 
 # device_mib per platform, and where the figure comes from.
 DEVICE_MIB = {
+    "h100": (
+        80944,
+        "derived, not measured here: nvidia-smi's 81,559 MiB for the H100 80GB HBM3 (SXM5) part less the "
+        "615 MiB the driver keeps back, as measured on this project's H200 (143,771 vs 143,156 MiB)",
+    ),
     "h200": (
         143156,
         "measured: torch.cuda.mem_get_info's total on this project's H200, 2026-12-01 (nvidia-smi shows 143,771 MiB)",
@@ -61,7 +68,24 @@ CATALOGUE: dict[str, Platform] = {
             40,
             ("FP8 tensor cores (sm89+)", "FP4 tensor cores (sm100+)"),
         ),
-        Platform("h200", "NVIDIA H200", "nvidia", "sm90", 141, ("FP4 tensor cores (sm100+)",)),
+        Platform(
+            "h100",
+            "NVIDIA H100 80GB",
+            "nvidia",
+            "sm90",
+            80,
+            ("FP4 tensor cores (sm100+)",),
+            memory_source="NVIDIA H100 Tensor Core GPU datasheet: 80 GB HBM3 (SXM5) per GPU",
+        ),
+        Platform(
+            "h200",
+            "NVIDIA H200",
+            "nvidia",
+            "sm90",
+            141,
+            ("FP4 tensor cores (sm100+)",),
+            memory_source="NVIDIA H200 Tensor Core GPU datasheet: 141 GB HBM3e per GPU (4.8 TB/s)",
+        ),
         Platform(
             "rtx-pro-6000",
             "NVIDIA RTX PRO 6000 Blackwell",
@@ -120,6 +144,8 @@ def _nvidia() -> tuple[str, int, float] | None:
     lowered = name.lower()
     if "h200" in lowered:
         pid = "h200"
+    elif "h100" in lowered and mem_mib > 70_000:
+        pid = "h100"
     elif "a100" in lowered:
         pid = "a100-80gb" if mem_mib > 50_000 else "a100-40gb"
     elif "rtx pro 6000" in lowered:
