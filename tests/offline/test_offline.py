@@ -4,79 +4,24 @@ a tar of contents.json, an engine tar.xz with a console script, and a real wheel
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import io
 import json
 import subprocess
 import sys
-import tarfile
 import zipfile
 from pathlib import Path
 
 import pytest
+from offline_payload import RECEIVE, payload_tar
 
 from cookbook.errors import CookbookError
 from cookbook.files import repo_root
 from cookbook.offline import pack
 
-RECEIVE = repo_root() / "src" / "cookbook" / "offline" / "receive.py"
-
-
-# A .pth that puts a folder inside the package on sys.path, as nvidia-cutlass-dsl's does for `cutlass`
-PTH_IMPORT = b"import sys, os, pthdep; sys.path.insert(0, os.path.join(pthdep.__path__[0], 'inner'))\n"
-
-
-def _wheel(dest: Path, name: str = "tinydep", version: str = "1.0", more: dict[str, bytes] | None = None) -> Path:
-    """A minimal, valid wheel (PEP 427): one module (and `more` files), METADATA, WHEEL and RECORD."""
-    files = {
-        f"{name}/__init__.py": b"VALUE = 42\n",
-        **(more or {}),
-        f"{name}-{version}.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode(),
-        f"{name}-{version}.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-    }
-    record = []
-    for path, data in files.items():
-        digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
-        record.append(f"{path},sha256={digest},{len(data)}")
-    record.append(f"{name}-{version}.dist-info/RECORD,,")
-    whl = dest / f"{name}-{version}-py3-none-any.whl"
-    with zipfile.ZipFile(whl, "w") as z:
-        for path, data in files.items():
-            z.writestr(path, data)
-        z.writestr(f"{name}-{version}.dist-info/RECORD", "\n".join(record) + "\n")
-    return whl
-
-
-def _payload(tmp: Path) -> Path:
-    engine_src = tmp / "engine-src"
-    (engine_src / "fakeengine").mkdir(parents=True)
-    (engine_src / "fakeengine" / "__init__.py").write_text("def main():\n    print('engine main ran')\n    return 0\n")
-    info = engine_src / "fakeengine-9.9.dist-info"
-    info.mkdir()
-    (info / "entry_points.txt").write_text("[console_scripts]\nfakeengine = fakeengine:main\n")
-    engine_xz = tmp / "fakeengine.tar.xz"
-    with tarfile.open(engine_xz, "w:xz") as tar:
-        tar.add(engine_src, arcname=".")
-    wheel = _wheel(tmp)
-    pth_wheel = _wheel(
-        tmp, "pthdep", more={"pthdep/inner/hidden.py": b"WHERE = 'inner'\n", "pthdep_paths.pth": PTH_IMPORT}
-    )
-    payload = tmp / "payload.tar"
-    with tarfile.open(payload, "w") as tar:
-        data = json.dumps({"engine": engine_xz.name, "engine_name": "fakeengine==9.9", "wheels": [wheel.name]}).encode()
-        ti = tarfile.TarInfo("contents.json")
-        ti.size = len(data)
-        tar.addfile(ti, io.BytesIO(data))
-        tar.add(engine_xz, arcname=engine_xz.name)
-        tar.add(wheel, arcname=f"wheels/{wheel.name}")
-        tar.add(pth_wheel, arcname=f"wheels/{pth_wheel.name}")
-    return payload
-
 
 @pytest.fixture
 def pieces(tmp_path):
-    payload = _payload(tmp_path)
+    payload = payload_tar(tmp_path)
     out = tmp_path / "pieces"
     out.mkdir()
     manifest = pack.split(payload, out, piece_bytes=max(1, payload.stat().st_size // 3 + 1))

@@ -19,8 +19,8 @@ def offline():
     \b
       cookbook offline pack gemma3-270m-h200            # .carry/gemma3-270m-h200/piece-NN + pieces.json
       # on the host, once per transfer of one or more pieces (standard library only):
-      python3 src/cookbook/offline/receive.py .carry/gemma3-270m-h200 --into /tmp/cookbook-offline
-      source /tmp/cookbook-offline/env.sh               # PYTHONPATH and PATH for the engine
+      python3 src/cookbook/offline/receive.py .carry/gemma3-270m-h200   # into ~/.cache/cookbook-offline
+      source "$(python3 src/cookbook/offline/receive.py --installed)"   # env.sh, once verified
     """
 
 
