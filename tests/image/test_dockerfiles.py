@@ -18,8 +18,8 @@ PORTS = sorted(p.parent.name for p in (ROOT / "ports").glob("*/port.yaml"))
 
 
 def buildable_recipes() -> list[str]:
-    """Recipes a port builds an image for. Not the H200 recipes: their engine (stock CUDA vllm) has no
-    port yet; they run from the offline wheel set (scripts/offline-gpu), and `cookbook image` says so."""
+    """Recipes a port builds an image for: every non-abstract recipe whose engine a port builds (the
+    H200 and Hopper recipes' stock CUDA vLLM through ports/vllm-cuda)."""
     import yaml
 
     from cookbook.errors import CookbookError
@@ -39,17 +39,35 @@ def buildable_recipes() -> list[str]:
 
 
 def test_a_recipe_no_port_builds_is_refused_by_name():
+    from types import SimpleNamespace
+
+    from cookbook.errors import CookbookError
+    from cookbook.image import ports
+
+    engine = SimpleNamespace(package="sglang", repo=None, version="0.5.0")
+    recipe = SimpleNamespace(name="x", image=SimpleNamespace(port=None, engine=engine))
+    try:
+        ports.for_recipe(recipe)
+    except CookbookError as e:
+        assert "no port builds engine sglang" in str(e) and e.help
+    else:
+        raise AssertionError("a recipe whose engine no port builds was given a port")
+
+
+def test_stock_vllm_on_h200_builds_on_vllms_own_image_at_the_pin():
     r = subprocess.run(
         [sys.executable, "-m", "cookbook.cli", "image", "gemma3-270m-h200", "--dry-run"], capture_output=True, text=True
     )
-    assert r.returncode == 2 and "no port builds engine vllm" in r.stderr and "help:" in r.stderr
+    assert r.returncode == 0, r.stderr
+    assert "# base vllm/vllm-openai:v0.26.0" in r.stdout and "--build-arg FIX_PROFILE=vllm-0.26.0" in r.stdout
 
 
 RECIPES = buildable_recipes()
 
 
 def test_the_ports_and_recipes_are_seen():
-    assert {"cpu", "slimserve", "glm52-sm120", "glm-5-mxfp4"} <= set(PORTS)
+    assert {"cpu", "slimserve", "glm52-sm120", "glm-5-mxfp4", "vllm-cuda"} <= set(PORTS)
+    assert {"gemma3-270m-h200", "dsv4-flash-4x-h200", "dsv4-flash-8x-h200", "glm52-fp8-8x-h200"} <= set(RECIPES)
     assert "gemma3-270m-cpu" in RECIPES and "glm52-mxfp4-8x-gaudi2" in RECIPES and len(RECIPES) >= 12
 
 

@@ -119,7 +119,12 @@ def plan(resolved: ResolvedRecipe, base: str | None = None, tag: str | None = No
     check_host(platform_id)
     port = ports.for_recipe(recipe, root)
     base_def = bases.for_platform(platform_id, root)
-    chosen = base or (None if _is_placeholder(recipe.image.base) else recipe.image.base) or base_def.image
+    chosen = (
+        base
+        or (None if _is_placeholder(recipe.image.base) else recipe.image.base)
+        or port.base_for(recipe.image.engine.version)
+        or base_def.image
+    )
     dockerfile_rel = recipe.image.dockerfile or f"{port.folder}/{port.dockerfile}"
     dockerfile = (root / dockerfile_rel).read_text(encoding="utf-8")
     profile, fix_hash, opt_in = _fix_set(resolved)

@@ -36,6 +36,12 @@ class Port:
     dockerfile: str
     wheels: bool
     inputs: tuple[BuildInput, ...]
+    # The engine's own image at the recipe's pin ("{pin}" is filled in), when the port builds on it
+    # rather than on the platform's base (docker/<folder>/base.yaml); empty for the others.
+    base: str = ""
+
+    def base_for(self, pin: str | None) -> str | None:
+        return self.base.replace("{pin}", pin) if self.base and pin else None
 
     @property
     def folder(self) -> str:
@@ -47,7 +53,13 @@ def _norm(text) -> str:
 
 
 def load(family: str, root: Path | None = None) -> Port:
+    from cookbook.recipe.checks_paths import PORT_HELP, port_problem
+    from cookbook.untrusted import printable
+
     root = root or repo_root()
+    why = port_problem(root, family)
+    if why:
+        raise CookbookError(f"image.port: ports/{printable(family[:200])}/ {why}", help=PORT_HELP)
     path = root / "ports" / family / "port.yaml"
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -66,6 +78,7 @@ def load(family: str, root: Path | None = None) -> Port:
         dockerfile=data["dockerfile"],
         wheels=bool(data.get("wheels")),
         inputs=inputs,
+        base=str(data.get("base") or ""),
     )
 
 
