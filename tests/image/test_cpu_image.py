@@ -6,7 +6,7 @@ builds it before the tests); each test skips, saying so, without them."""
 import pytest
 
 from cookbook.image import build, context
-from cookbook.recipe.launch import render
+from cookbook.plan.launch_block import launch_block
 from cookbook.recipe.resolve import resolve
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow_tier("image")]
@@ -44,7 +44,7 @@ def test_labels_are_the_plans(built):
 def test_the_image_holds_the_launch_block_cookbook_launch_prints(built):
     c, plan, _ = built
     code, out = run(c, plan.tag, "cat", "/opt/cookbook/launch.sh")
-    assert code == 0 and out == render(resolve(SLUG)) + "\n"
+    assert code == 0 and out == launch_block(resolve(SLUG))
 
 
 def test_the_image_proves_its_fix_pack(built):

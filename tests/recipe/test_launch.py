@@ -5,18 +5,19 @@ import sys
 import pytest
 from recipe_helpers import check_golden
 
+from cookbook.plan.launch_block import launch_block, planned
 from cookbook.recipe import resolve
-from cookbook.recipe.launch import render, server_argv
+from cookbook.recipe.launch import server_argv
 
 
 @pytest.mark.parametrize("slug,quant", [("demo-2", None), ("demo-4", "Q4_K")])
 def test_launch_block_matches_snapshot(valid_recipes, slug, quant):
-    check_golden(f"launch/{slug}{'-' + quant if quant else ''}.sh", render(resolve(slug, quant)))
+    check_golden(f"launch/{slug}{'-' + quant if quant else ''}.sh", launch_block(resolve(slug, quant)))
 
 
 @pytest.mark.parametrize("slug", ["demo-2", "demo-4"])
 def test_launch_block_parses_in_bash(valid_recipes, slug):
-    block = render(resolve(slug))
+    block = launch_block(resolve(slug))
     p = subprocess.run(["bash", "-n"], input=block, capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
 
@@ -24,14 +25,14 @@ def test_launch_block_parses_in_bash(valid_recipes, slug):
 def test_pasted_block_gives_the_same_argv_as_server_argv(valid_recipes, tmp_path):
     """Run the block in bash with `vllm` replaced by a printer: JSON flags survive quoting."""
     resolved = resolve("demo-2")
-    block = render(resolved)
+    block = launch_block(resolved)
     script = (
         "vllm() { python3 -c 'import json,sys; print(json.dumps(sys.argv[1:]))' \"$@\"; }\nMODELS=/models\n" + block
     )
     p = subprocess.run(["bash", "-c", script], capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
     argv = json.loads(p.stdout.strip().splitlines()[-1])
-    expected = server_argv(resolved)[1:]
+    expected = server_argv(resolved, planned(resolved))[1:]
     expected[1] = expected[1].replace("$MODELS", "/models")
     assert argv == expected
     assert json.loads(argv[argv.index("--attention-config") + 1]) == {"sparse_mla_force_mqa": True}

@@ -9,6 +9,7 @@ import sys
 import pytest
 from recipe_helpers import FIXTURES
 
+from cookbook.plan.launch_block import planned
 from cookbook.recipe.launch import server_argv
 from cookbook.recipe.resolve import all_slugs, resolve
 
@@ -52,13 +53,13 @@ def collect(monkeypatch):
     blocks = {}
     monkeypatch.setenv("COOKBOOK_RECIPES", str(FIXTURES / "valid"))
     for slug in all_slugs():
-        blocks[f"fixture:{slug}"] = flag_pairs(server_argv(resolve(slug))[3:])
+        blocks[f"fixture:{slug}"] = flag_pairs(server_argv(resolve(slug), planned(resolve(slug)))[3:])
     monkeypatch.delenv("COOKBOOK_RECIPES")
     for slug in all_slugs():
         r = resolve(slug, check=False)
         if r.recipe.abstract:
             continue
-        argv = server_argv(resolve(slug))
+        argv = server_argv(resolve(slug), planned(resolve(slug)))
         start = 3 if argv[:2] == ["vllm", "serve"] else 5
         blocks[slug] = flag_pairs(argv[start:])
     return blocks

@@ -9,8 +9,9 @@ import subprocess
 import pytest
 
 from cookbook.files import repo_root
+from cookbook.plan.launch_block import launch_block
 from cookbook.recipe import resolve
-from cookbook.recipe.launch import kernel_lines, render
+from cookbook.recipe.launch import kernel_lines
 
 ROOT = repo_root()
 
@@ -29,7 +30,7 @@ def test_an_sm90_recipe_gets_the_build_step_and_the_switch():
         '"${COOKBOOK:-.}"/kernels/mxfp4-moe/build.sh --backend sm90 --variant dsv4 >/dev/null || exit 1',
         'export COOKBOOK_MXFP4_MOE="${COOKBOOK_MXFP4_MOE:-1}"',
     ]
-    block = render(resolve("dsv4-flash-perf-h200"))
+    block = launch_block(resolve("dsv4-flash-perf-h200"))
     assert block.index(lines[1]) < block.index("vllm serve")
 
 
@@ -55,4 +56,4 @@ def test_a_broken_table_stops_the_block_before_the_switch(tmp_path):
 @pytest.mark.parametrize("slug", ["glm52-mxfp4-8x-gaudi2", "dsv3-perf-h200"])
 def test_a_backend_the_image_provides_or_no_kernel_adds_nothing(slug):
     assert kernel_lines(resolve(slug)) == []
-    assert "build.sh" not in render(resolve(slug))
+    assert "build.sh" not in launch_block(resolve(slug))

@@ -20,6 +20,7 @@ from multinode_helpers import (
 from shell_helpers import run_block, stub_calls
 
 from cookbook.cli import main
+from cookbook.plan.launch_block import launch_block, planned
 from cookbook.recipe import multinode
 from cookbook.recipe.resolve import resolve
 
@@ -46,7 +47,7 @@ def test_every_multi_gpu_recipe_splits_over_two_nodes():
 @pytest.mark.parametrize("slug,nodes,lay", LAYOUTS, ids=[f"{s}-{n}" for s, n, _ in LAYOUTS])
 def test_mp_nodes_share_one_world(slug, nodes, lay):
     resolved = resolve(slug)
-    argvs = [multinode.node_argv(resolved, lay, r, "mp", "10.0.0.1") for r in range(nodes)]
+    argvs = [multinode.node_argv(resolved, planned(resolved), lay, r, "mp", "10.0.0.1") for r in range(nodes)]
     fl = [flags(a) for a in argvs]
     assert "--headless" not in fl[0] and all("--headless" in f for f in fl[1:])
     assert lay.gpus_per_node * nodes == lay.world
@@ -71,7 +72,7 @@ def test_mp_nodes_share_one_world(slug, nodes, lay):
 
 @pytest.mark.parametrize("slug,nodes,lay", LAYOUTS, ids=[f"{s}-{n}" for s, n, _ in LAYOUTS])
 def test_ray_runs_one_server_on_the_head(slug, nodes, lay):
-    text = multinode.render(resolve(slug), nodes, "ray", head_addr="10.0.0.1", comments=False)
+    text = launch_block(resolve(slug), nodes=nodes, runtime="ray", head_addr="10.0.0.1", comments=False)
     blocks = text.split("\n\n")
     assert len(blocks) == nodes
     assert "ray start --head --port 6379" in blocks[0] and "--distributed-executor-backend ray" in blocks[0]
@@ -132,7 +133,7 @@ def test_hostile_text_in_node_blocks_runs_no_shell_stub_server(tmp_path, monkeyp
     for rank in range(2):
         calls = tmp_path / f"calls-{rank}"
         calls.mkdir()
-        block = multinode.render(resolved, 2, runtime, rank, head_addr=head)
+        block = launch_block(resolved, nodes=2, runtime=runtime, node_rank=rank, head_addr=head)
         p = run_block(block, tmp_path, bin_dir, calls)
         assert not sentinel.exists(), f"the payload ran:\n{block}"
         assert p.returncode == 0, p.stderr + block
@@ -143,10 +144,10 @@ def test_hostile_text_in_node_blocks_runs_no_shell_stub_server(tmp_path, monkeyp
                 if rank == 0
                 else ["start", "--address", f"{head}:6379", "--block"]
             )
-            argv = multinode.node_argv(resolved, lay, 0, "ray", head) if rank == 0 else None
+            argv = multinode.node_argv(resolved, planned(resolved), lay, 0, "ray", head) if rank == 0 else None
             assert stub_calls(calls) == expected_calls(resolved, argv, env, ray), block
         else:
-            argv = multinode.node_argv(resolved, lay, rank, "mp", head)
+            argv = multinode.node_argv(resolved, planned(resolved), lay, rank, "mp", head)
             assert stub_calls(calls) == expected_calls(resolved, argv, env), block
 
 
@@ -155,8 +156,12 @@ def test_every_seed_node_block_and_pod_script_is_valid_bash(slug, nodes, lay):
     import subprocess
 
     resolved = resolve(slug)
-    texts = [multinode.render(resolved, nodes, rt, rank) for rt in ("mp", "ray") for rank in range(nodes)]
-    texts += list(multinode.lws_scripts(resolved, lay))  # as bash gets them (test_multinode_lws: the kubelet)
+    texts = [
+        launch_block(resolved, nodes=nodes, runtime=rt, node_rank=rank) for rt in ("mp", "ray") for rank in range(nodes)
+    ]
+    texts += list(
+        multinode.lws_scripts(resolved, planned(resolved), lay)
+    )  # as bash gets them (test_multinode_lws: the kubelet)
     for text in texts:
         res = subprocess.run(["bash", "-n"], input=text, capture_output=True, text=True)
         assert res.returncode == 0, res.stderr + text
@@ -168,5 +173,5 @@ def test_recipe_pages_show_the_two_node_blocks():
     resolved = resolve("k3-8")
     page = recipe_page("k3-8")
     for runtime in ("mp", "ray", "lws"):
-        assert multinode.render(resolved, 2, runtime).rstrip() in page
+        assert launch_block(resolved, nodes=2, runtime=runtime).rstrip() in page
     assert "## Multi-node" not in recipe_page("gemma3-270m-cpu")

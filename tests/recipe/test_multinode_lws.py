@@ -25,6 +25,7 @@ from multinode_helpers import (
 )
 from shell_helpers import run_block, stub_calls
 
+from cookbook.plan.launch_block import launch_block, planned
 from cookbook.recipe import multinode
 from cookbook.recipe.resolve import resolve
 
@@ -38,7 +39,7 @@ def validator() -> jsonschema.Validator:
 
 
 def manifest(resolved, nodes: int, image: str | None = None) -> dict:
-    text = multinode.render(resolved, nodes, "lws", image=image)
+    text = launch_block(resolved, nodes=nodes, runtime="lws", image=image)
     docs = list(yaml.safe_load_all(text))
     assert len(docs) == 1
     return docs[0]
@@ -103,7 +104,7 @@ def test_pod_scripts_run_the_mp_commands_stub_server(tmp_path, monkeypatch, site
         assert not sentinel.exists(), script
         assert p.returncode == 0, p.stderr + script
         env = node_env(resolved, tmp_path, pod_env)
-        argv = multinode.node_argv(resolved, lay, index, "mp", "lws-0.lws")
+        argv = multinode.node_argv(resolved, planned(resolved), lay, index, "mp", "lws-0.lws")
         assert stub_calls(calls) == expected_calls(resolved, argv, env), script
 
 

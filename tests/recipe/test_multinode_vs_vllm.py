@@ -17,6 +17,7 @@ import sys
 import pytest
 from multinode_helpers import layouts
 
+from cookbook.plan.launch_block import planned
 from cookbook.recipe import multinode
 from cookbook.recipe.resolve import resolve
 
@@ -82,9 +83,9 @@ def cases() -> dict:
             ranks = [0] if runtime == "ray" else range(nodes)
             for rank in ranks:
                 if runtime == "lws":  # the pod scripts' values once bash has them
-                    argv = multinode.node_argv(resolved, lay, rank, "mp", "lws-0.lws")
+                    argv = multinode.node_argv(resolved, planned(resolved), lay, rank, "mp", "lws-0.lws")
                 else:
-                    argv = multinode.node_argv(resolved, lay, rank, runtime, "10.0.0.1")
+                    argv = multinode.node_argv(resolved, planned(resolved), lay, rank, runtime, "10.0.0.1")
                 expect = {
                     "headless": rank > 0 and runtime != "ray",
                     "distributed_executor_backend": "ray" if runtime == "ray" else None,

@@ -27,9 +27,10 @@ from shell_helpers import (
     write_recipe,
 )
 
+from cookbook.plan.launch_block import launch_block, planned
 from cookbook.recipe import errors as E
 from cookbook.recipe import shell
-from cookbook.recipe.launch import render, server_argv
+from cookbook.recipe.launch import server_argv
 from cookbook.recipe.resolve import resolve
 
 SENTINEL_NAME = "PWNED"
@@ -124,7 +125,7 @@ def _expected_calls(resolved, env: dict[str, str]) -> list[list[str]]:
         calls.append(
             ["python3", shell.expand(script, env), "--profile", fixes.profile] + [f.name for f in fixes.opt_in]
         )
-    argv = [shell.expand(t, env) for t in server_argv(resolved)]
+    argv = [shell.expand(t, env) for t in server_argv(resolved, planned(resolved))]
     argv[0] = os.path.basename(argv[0])
     calls.append(argv)
     return calls
@@ -164,7 +165,7 @@ def test_hostile_recipe_launch_block_runs_no_shell_stub_server(tmp_path, monkeyp
         _assert_one_clear_refusal(exc, held, site)
         return
     assert shell.control_char(held) is None, "a control character was accepted"
-    block = render(resolved)
+    block = launch_block(resolved)
     bin_dir, calls = stub_bin(tmp_path)
     p = run_block(block, tmp_path, bin_dir, calls)
     assert not sentinel.exists(), f"the payload ran:\n{block}"
@@ -243,7 +244,7 @@ def test_hostile_set_value_launch_block_runs_no_shell_stub_server(tmp_path, monk
             assert [d.kind for d in exc.diagnostics] == [E.BAD_SET], str(exc)
         return
     assert shell.control_char(payload) is None
-    block = render(resolved)
+    block = launch_block(resolved)
     bin_dir, calls = stub_bin(tmp_path)
     p = run_block(block, tmp_path, bin_dir, calls)
     assert not sentinel.exists(), block

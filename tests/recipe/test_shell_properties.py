@@ -94,10 +94,10 @@ def _resolved_or_refused(tmp: Path, data: dict, quant: str | None = None):
 
 
 def _run_no_shell(tmp: Path, resolved, sentinel: Path) -> list[list[str]]:
-    from cookbook.recipe.launch import render
+    from cookbook.plan.launch_block import launch_block
 
     bin_dir, calls = stub_bin(tmp)
-    p = run_block(render(resolved), tmp, bin_dir, calls)
+    p = run_block(launch_block(resolved), tmp, bin_dir, calls)
     assert not sentinel.exists()
     assert p.returncode == 0, p.stderr
     return stub_calls(calls)
@@ -200,7 +200,7 @@ def _every_real_block():
 
 @pytest.mark.parametrize("slug,quant", _every_real_block())
 def test_every_real_recipe_block_parses_in_bash(slug, quant, monkeypatch):
-    from cookbook.recipe.launch import render
+    from cookbook.plan.launch_block import launch_block
     from cookbook.recipe.resolve import resolve
 
     monkeypatch.delenv("COOKBOOK_RECIPES", raising=False)
@@ -209,10 +209,10 @@ def test_every_real_recipe_block_parses_in_bash(slug, quant, monkeypatch):
     except E.RecipeError as exc:  # a quant this recipe refuses (too few GPUs): nothing to render
         assert {d.kind for d in exc.diagnostics} <= {E.QUANT_TOO_FEW_GPUS, E.RULE_REFUSED}, str(exc)
         return
-    block = render(resolved)
+    block = launch_block(resolved)
     p = subprocess.run(["bash", "-n"], input=block, capture_output=True, text=True)
     assert p.returncode == 0, p.stderr
-    for text in (block, render(resolved, comments=False)):
+    for text in (block, launch_block(resolved, comments=False)):
         assert shell.control_char(text.replace("\n", "")) is None
 
 

@@ -6,7 +6,7 @@ import json
 import re
 import shlex
 
-from cookbook.recipe.launch import render
+from cookbook.plan.launch_block import launch_block
 from cookbook.recipe.resolve import resolve
 
 
@@ -26,7 +26,7 @@ def between(text: str, start: str, end_line_contains: str) -> str:
 
 
 def ours(slug: str):
-    cmds = commands(render(resolve(slug), comments=False))
+    cmds = commands(launch_block(resolve(slug), comments=False))
     env = dict(c[1].split("=", 1) for c in cmds if c[0] == "export")
     return env, [c for c in cmds if c[0] != "export"]
 

@@ -8,7 +8,7 @@ import re
 import pytest
 from seed_common import ROOT, SEED_RECIPES
 
-from cookbook.recipe.launch import render
+from cookbook.plan.launch_block import launch_block
 from cookbook.recipe.resolve import resolve
 
 GOLDEN = ROOT / "tests" / "recipes" / "golden"
@@ -17,7 +17,7 @@ HASH = re.compile(r"recipe sha256:[0-9a-f]+")
 
 def rendered(slug: str) -> str:
     # the content hash changes with every edit of a reason; the commands are what is pinned
-    return HASH.sub("recipe sha256:…", render(resolve(slug)))
+    return HASH.sub("recipe sha256:…", launch_block(resolve(slug)))
 
 
 @pytest.mark.parametrize("slug", SEED_RECIPES)
@@ -44,5 +44,5 @@ def test_launch_block_is_valid_bash(slug):
     bash = shutil.which("bash")
     if bash is None:
         pytest.skip("bash not installed")
-    res = subprocess.run([bash, "-n"], input=render(resolve(slug)), capture_output=True, text=True)
+    res = subprocess.run([bash, "-n"], input=launch_block(resolve(slug)), capture_output=True, text=True)
     assert res.returncode == 0, res.stderr

@@ -24,6 +24,8 @@ def dry_run_text(p, context_dir: str, quant: str | None = None) -> str:
     if p.port.wheels:
         lines.append("wheels/*.whl (the host's wheel set, .cache/wheels; scripts/fetch-wheels fills it)")
     lines += ["", "## build", p.build_command(context_dir)]
+    lines += ["", "## launch.sh (the image runs it; `cookbook launch` prints the same)"]
+    lines += p.files["launch.sh"].rstrip("\n").split("\n")
     return "".join(printable(line) + "\n" for line in lines)
 
 

@@ -137,8 +137,7 @@ def launch_cmd(slug, quant, sets, no_comments, nodes, node_rank, runtime, head_a
 
     With --nodes N: the blocks of an N-node launch (each node's, or --node-rank R's), or with
     --runtime lws the LeaderWorkerSet manifest."""
-    from cookbook.plan.budget import launch_args
-    from cookbook.recipe.launch import render
+    from cookbook.plan.launch_block import launch_block
 
     resolved = resolve_or_refuse(slug, quant, sets, f"cannot launch {slug}" + (f" --quant {quant}" if quant else ""))
     if nodes is None:
@@ -147,11 +146,17 @@ def launch_cmd(slug, quant, sets, no_comments, nodes, node_rank, runtime, head_a
             raise CookbookError(
                 f"{(given or ['--runtime/--head-addr'])[0]} needs --nodes", help="add --nodes N (2 or more)"
             )
-        click.echo(render(resolved, comments=not no_comments, planned=launch_args(resolved)), nl=False)
+        click.echo(launch_block(resolved, comments=not no_comments), nl=False)
         return
-    from cookbook.recipe import multinode
-
-    text = multinode.render(resolved, nodes, runtime, node_rank, head_addr, comments=not no_comments, image=image)
+    text = launch_block(
+        resolved,
+        comments=not no_comments,
+        nodes=nodes,
+        runtime=runtime,
+        node_rank=node_rank,
+        head_addr=head_addr,
+        image=image,
+    )
     click.echo(text, nl=False)
 
 

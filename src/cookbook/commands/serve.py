@@ -47,7 +47,12 @@ from cookbook.recipe import paths
     type=click.IntRange(1, 65535),
     help="With --image: serve on this port instead of the recipe's (where that one is taken here).",
 )
-def serve_cmd(slug, quant, sets, run_gates, data_dir, out, ready_timeout_s, calibrate, keep_running, use_image, port):
+@click.option(
+    "--dry-run", is_flag=True, help="Print the launch block serve would run (launch.sh) and stop; changes nothing."
+)
+def serve_cmd(
+    slug, quant, sets, run_gates, data_dir, out, ready_timeout_s, calibrate, keep_running, use_image, port, dry_run
+):
     """Fetch and convert the model, start the server from the recipe's own launch block,
     wait until it answers, optionally run the gates, and stop it.
 
@@ -56,12 +61,16 @@ def serve_cmd(slug, quant, sets, run_gates, data_dir, out, ready_timeout_s, cali
       cookbook serve gemma3-270m-cpu --gates
       cookbook serve gemma3-270m-h200 --calibrate   # bars from this machine, then the evidence run
       cookbook serve gemma3-270m-cpu --image --gates   # the same, from its image
+      cookbook serve glm52-2 --dry-run                 # the launch.sh it would run; nothing else
     """
     from cookbook import platforms
     from cookbook.evidence.status import verified_status
     from cookbook.serving import local
 
     resolved = resolve_or_refuse(slug, quant, sets, f"cannot serve {slug}")
+    if dry_run:  # before any check of this machine: the block is the same wherever it is printed
+        click.echo(local.block_text(resolved), nl=False)
+        return
     if (run_gates or calibrate) and (sets or quant):
         raise CookbookError(
             "--gates runs on the recipe as written, so its evidence matches the recipe's hash",

@@ -18,7 +18,7 @@ from pathlib import Path
 from cookbook.errors import CookbookError
 from cookbook.files import atomic_dir, repo_root
 from cookbook.image import bases, ports
-from cookbook.recipe.launch import render
+from cookbook.plan.launch_block import launch_block
 from cookbook.recipe.resolve import ResolvedRecipe
 
 BUILD_HOST_ARCHES = ("x86_64", "amd64")  # every port's Dockerfile builds linux/amd64
@@ -179,7 +179,7 @@ def _fill(p: Plan, root: Path) -> None:
         for f in _tree(root, rel):
             p.files[f"cookbook/{f}"] = root / f
     p.files["cookbook/recipe.resolved.json"] = json.dumps(p.resolved.data, indent=2, sort_keys=True, default=str) + "\n"
-    p.files["launch.sh"] = render(p.resolved) + "\n"
+    p.files["launch.sh"] = launch_block(p.resolved)  # what `cookbook launch` prints, byte for byte
     if p.port.wheels:
         wheels = root / WHEELS
         found = sorted(wheels.glob("*.whl")) if wheels.is_dir() else []

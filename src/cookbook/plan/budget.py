@@ -402,19 +402,3 @@ def _largest_ctx(kv: K.KV, pool_at, seqs: int, ceiling: int) -> int:
 
 def _g(n: float) -> str:
     return f"{n / GIB:,.2f} GiB"
-
-
-def launch_args(resolved) -> dict:
-    """Flags the launch block takes from the plan: --kv-cache-memory-bytes where the recipe
-    asks for an explicit pool (plan.explicit_kv_bytes) and sets none itself."""
-    r = resolved.recipe
-    if r.abstract or not (r.plan and r.plan.explicit_kv_bytes) or r.serve.arg("kv_cache_memory_bytes") is not None:
-        return {}
-    p = make_plan(resolved)
-    if not p.fits or p.pool_bytes <= 0:
-        raise CookbookError(
-            f"cannot size the KV pool of {resolved.slug}: " + "; ".join(p.refusals or ["no room for a pool"]),
-            help=f"`cookbook plan {resolved.slug}` shows the numbers",
-            exit_code=BAD_INPUT,
-        )
-    return {"kv_cache_memory_bytes": p.pool_bytes}

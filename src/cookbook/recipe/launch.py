@@ -13,6 +13,7 @@ Names (env, flags, quants, fixes) are checked by the schema before they get here
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass, field
 from typing import Any
 
 from cookbook import kernel_catalogue
@@ -21,6 +22,20 @@ from cookbook.recipe import shell
 from cookbook.recipe.resolve import ResolvedRecipe
 
 API_SERVER_MODULE = "vllm.entrypoints.openai.api_server"
+
+
+@dataclass(frozen=True)
+class Planned:
+    """What the memory plan adds to a block: its flags, and the figures they come from (one
+    comment line each). Built by cookbook.plan.launch_block, the one renderer every caller uses;
+    this package cannot import the planner, so the plan is handed in."""
+
+    flags: dict[str, Any] = field(default_factory=dict)
+    figures: tuple[str, ...] = ()
+    command: str = ""  # the `cookbook plan ...` command that prints the same figures
+
+
+NO_PLAN = Planned()
 
 
 def flag_name(key: str) -> str:
@@ -64,9 +79,9 @@ def env_items(resolved: ResolvedRecipe) -> list[tuple[str, str]]:
     return out
 
 
-def server_argv(resolved: ResolvedRecipe, model: str | None = None, planned: dict | None = None) -> list[str]:
+def server_argv(resolved: ResolvedRecipe, planned: Planned, model: str | None = None) -> list[str]:
     """The server command as argv (no shell). `model` replaces the recipe's model path;
-    `planned` adds flags computed by the memory plan (cookbook.plan.budget.launch_args)."""
+    `planned` adds the memory plan's flags (cookbook.plan.launch_block.planned)."""
     serve = resolved.recipe.serve
     model = model or serve.model
     if serve.command == "vllm-serve":
@@ -75,9 +90,14 @@ def server_argv(resolved: ResolvedRecipe, model: str | None = None, planned: dic
         argv = [serve.python, "-m", API_SERVER_MODULE, "--model", model]
     for key, setting in serve.args.items():
         argv += flag_tokens(key, setting.value)
-    for key, value in (planned or {}).items():
-        argv += flag_tokens(key, value)
-    return argv
+    return argv + planned_tokens(planned)
+
+
+def planned_tokens(planned: Planned) -> list[str]:
+    out: list[str] = []
+    for key, value in planned.flags.items():
+        out += flag_tokens(key, value)
+    return out
 
 
 def fixes_line(resolved: ResolvedRecipe) -> str | None:
@@ -131,9 +151,7 @@ def _check_rendered(resolved: ResolvedRecipe) -> None:
             raise _unsafe(resolved, key, exc) from None
 
 
-def prelude(
-    resolved: ResolvedRecipe, comments: bool = True, title: str | None = None, planned: dict | None = None
-) -> list[str]:
+def prelude(resolved: ResolvedRecipe, planned: Planned, comments: bool = True, title: str | None = None) -> list[str]:
     """The block's lines before the server command: its header comments, the exports and the
     fix-pack check. `title` replaces the `cookbook launch` command the header names."""
     lines: list[str] = []
@@ -164,10 +182,10 @@ def prelude(
         lines += kernels
     if lines and comments:
         lines.append("")
-    if planned and comments:
-        quant = f" --quant {resolved.quant}" if resolved.quant else ""
-        flags = ", ".join(flag_name(k) for k in planned)
-        lines.append(f"# {flags}: from the memory plan (`cookbook plan {r.name}{quant}`)")
+    if planned.flags and comments:
+        flags = ", ".join(flag_name(k) for k in planned.flags)
+        lines.append(f"# {flags}: from the memory plan (`{planned.command}`), per GPU:")
+        lines += [f"#   {f}" for f in planned.figures]
     return lines
 
 
@@ -194,7 +212,9 @@ def command_text(resolved: ResolvedRecipe, argv: list[str]) -> str:
     return " \\\n".join(cmd)
 
 
-def render(resolved: ResolvedRecipe, comments: bool = True, planned: dict | None = None) -> str:
-    lines = prelude(resolved, comments, planned=planned)
-    lines.append(command_text(resolved, server_argv(resolved, planned=planned)))
+def render(resolved: ResolvedRecipe, planned: Planned, comments: bool = True) -> str:
+    """The single-node block. Callers use cookbook.plan.launch_block.launch_block, which hands
+    in the plan's flags, so `launch`, the docs, the image and `serve` render the same text."""
+    lines = prelude(resolved, planned, comments)
+    lines.append(command_text(resolved, server_argv(resolved, planned)))
     return "\n".join(lines) + "\n"

@@ -153,14 +153,15 @@ def _serve_head(resolved: ResolvedRecipe, headless: bool) -> list[str]:
     return [serve.python, "-m", launch.API_SERVER_MODULE, "--model", serve.model]
 
 
-def node_argv(resolved: ResolvedRecipe, lay: Layout, rank: int, runtime: str, head_addr: str,
-              start_rank: str | None = None) -> list[str]:  # fmt: skip
+def node_argv(resolved: ResolvedRecipe, planned: launch.Planned, lay: Layout, rank: int, runtime: str,
+              head_addr: str, start_rank: str | None = None) -> list[str]:  # fmt: skip
     """The server argv of node `rank` (no shell). On Ray only the head runs a server.
     `start_rank` replaces the head-relative DP start rank (the LWS worker's shell variable)."""
     headless = rank > 0 and runtime != "ray"
     argv = _serve_head(resolved, headless)
     for key, setting in resolved.recipe.serve.args.items():
         argv += launch.flag_tokens(key, setting.value)
+    argv += launch.planned_tokens(planned)
     if runtime == "ray":
         argv += ["--distributed-executor-backend", "ray"]
         if lay.dp > 1:
@@ -192,11 +193,13 @@ def _title(resolved: ResolvedRecipe, nodes: int, rank: int | None, runtime: str)
     return f"cookbook launch {resolved.slug}{quant} --nodes {nodes}{node} --runtime {runtime}"
 
 
-def node_block(resolved: ResolvedRecipe, lay: Layout, rank: int, runtime: str, head_addr: str,
-               comments: bool = True, rank_in_title: bool = True) -> str:  # fmt: skip
+def node_block(resolved: ResolvedRecipe, planned: launch.Planned, lay: Layout, rank: int, runtime: str,
+               head_addr: str, comments: bool = True, rank_in_title: bool = True) -> str:  # fmt: skip
     """The block node `rank` pastes into bash: exports, fix check, Ray start if any, then its server."""
     title = _title(resolved, lay.nodes, rank if rank_in_title else None, runtime)
-    lines = launch.prelude(resolved, comments, title=title)
+    if runtime == "ray" and rank > 0:  # a Ray worker runs no server: no flags to explain
+        planned = launch.NO_PLAN
+    lines = launch.prelude(resolved, planned, comments, title=title)
     addr = _quote_addr(head_addr)
     if comments:
         role = (
@@ -214,13 +217,15 @@ def node_block(resolved: ResolvedRecipe, lay: Layout, rank: int, runtime: str, h
         else:
             lines.append(f"ray start --address {addr}:{RAY_PORT} --block")
             return "\n".join(lines) + "\n"
-    lines.append(launch.command_text(resolved, node_argv(resolved, lay, rank, runtime, head_addr)))
+    lines.append(launch.command_text(resolved, node_argv(resolved, planned, lay, rank, runtime, head_addr)))
     return "\n".join(lines) + "\n"
 
 
-def render(resolved: ResolvedRecipe, nodes: int, runtime: str = "mp", rank: int | None = None,
-           head_addr: str = HEAD_ADDR, comments: bool = True, image: str | None = None) -> str:  # fmt: skip
-    """What `cookbook launch SLUG --nodes N` prints: one node's block, every node's, or the manifest."""
+def render(resolved: ResolvedRecipe, planned: launch.Planned, nodes: int, runtime: str = "mp",
+           rank: int | None = None, head_addr: str = HEAD_ADDR, comments: bool = True,
+           image: str | None = None) -> str:  # fmt: skip
+    """What `cookbook launch SLUG --nodes N` prints: one node's block, every node's, or the manifest.
+    Callers use cookbook.plan.launch_block.launch_block (it hands in the plan's flags)."""
     if runtime not in RUNTIMES:
         raise CookbookError(f"--runtime {runtime!r} is not one of {', '.join(RUNTIMES)}")
     lay = layout(resolved, nodes)
@@ -230,12 +235,14 @@ def render(resolved: ResolvedRecipe, nodes: int, runtime: str = "mp", rank: int 
                 "--node-rank does not apply to --runtime lws: the manifest holds every node",
                 help="drop --node-rank, or choose --runtime mp or ray",
             )
-        return lws_manifest(resolved, lay, image=image)
+        return lws_manifest(resolved, planned, lay, image=image)
     if rank is not None:
         if not 0 <= rank < nodes:
             raise CookbookError(f"--node-rank {rank} is not a node of {nodes} (0 to {nodes - 1})")
-        return node_block(resolved, lay, rank, runtime, head_addr, comments)
-    blocks = [node_block(resolved, lay, r, runtime, head_addr, comments, rank_in_title=False) for r in range(nodes)]
+        return node_block(resolved, planned, lay, rank, runtime, head_addr, comments)
+    blocks = [
+        node_block(resolved, planned, lay, r, runtime, head_addr, comments, rank_in_title=False) for r in range(nodes)
+    ]
     if not comments:
         return "\n".join(blocks)
     return "\n".join(f"# ---- node {r} ----\n{b}" for r, b in enumerate(blocks))
@@ -246,15 +253,15 @@ def _k8s_text(script: str) -> str:
     return script.replace("$", "$$")
 
 
-def lws_scripts(resolved: ResolvedRecipe, lay: Layout) -> tuple[str, str]:
+def lws_scripts(resolved: ResolvedRecipe, planned: launch.Planned, lay: Layout) -> tuple[str, str]:
     """(leader, worker) bash scripts: the mp commands of node 0 and of any other node, the
     leader's address and the worker's index from the variables LWS sets in every pod. `exec`
     makes the server the container's main process, so it gets the pod's signals."""
-    leader = [*launch.prelude(resolved, comments=False)]
-    leader.append("exec " + launch.command_text(resolved, node_argv(resolved, lay, 0, "mp", LWS_ADDR)))
-    argv = node_argv(resolved, lay, 1, "mp", LWS_ADDR, start_rank="$START_RANK")
+    leader = [*launch.prelude(resolved, planned, comments=False)]
+    leader.append("exec " + launch.command_text(resolved, node_argv(resolved, planned, lay, 0, "mp", LWS_ADDR)))
+    argv = node_argv(resolved, planned, lay, 1, "mp", LWS_ADDR, start_rank="$START_RANK")
     argv = [LWS_INDEX if (i and argv[i - 1] == "--node-rank") else t for i, t in enumerate(argv)]
-    worker = [*launch.prelude(resolved, comments=False)]
+    worker = [*launch.prelude(resolved, planned, comments=False)]
     if lay.dp > 1:
         worker.append(f"START_RANK=$((LWS_WORKER_INDEX * {lay.dp_local}))")
     worker.append("exec " + launch.command_text(resolved, argv))
@@ -277,14 +284,14 @@ def _container(name: str, image: str, script: str, gpus: int, resource: str | No
     return c
 
 
-def lws_object(resolved: ResolvedRecipe, lay: Layout, image: str | None = None) -> dict:
+def lws_object(resolved: ResolvedRecipe, planned: launch.Planned, lay: Layout, image: str | None = None) -> dict:
     """The LeaderWorkerSet as data (what lws_manifest writes as YAML)."""
     r = resolved.recipe
     image = image or f"<your-image-for-{resolved.slug}>"
     plat = platforms.get(r.hardware.platform)
     resource = GPU_RESOURCE.get(plat.vendor) if plat else None
     port = r.serve.arg("port", 8000)
-    leader, worker = lws_scripts(resolved, lay)
+    leader, worker = lws_scripts(resolved, planned, lay)
     volumes = [{"name": "dshm", "emptyDir": {"medium": "Memory"}}]
     labels = {"app.kubernetes.io/name": resolved.slug}
 
@@ -326,11 +333,11 @@ def _str(dumper: yaml.SafeDumper, text: str):
 _Dumper.add_representer(str, _str)
 
 
-def lws_manifest(resolved: ResolvedRecipe, lay: Layout, image: str | None = None) -> str:
+def lws_manifest(resolved: ResolvedRecipe, planned: launch.Planned, lay: Layout, image: str | None = None) -> str:
     head = [
         f"# {resolved.slug}: {resolved.recipe.summary}",
         f"# generated by `{_title(resolved, lay.nodes, None, 'lws')}`; recipe {resolved.content_hash[:19]}",
         f"# {lay.describe()}; apply with `kubectl apply -f` on a cluster with LeaderWorkerSet installed",
     ]
-    body = yaml.dump(lws_object(resolved, lay, image), Dumper=_Dumper, sort_keys=False, width=10_000)
+    body = yaml.dump(lws_object(resolved, planned, lay, image), Dumper=_Dumper, sort_keys=False, width=10_000)
     return "\n".join(head) + "\n" + body

@@ -25,8 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from cookbook.errors import FAILED, CookbookError
+from cookbook.plan.launch_block import launch_block
 from cookbook.recipe import shell
-from cookbook.recipe.launch import export_lines, render
+from cookbook.recipe.launch import export_lines
 from cookbook.recipe.resolve import ResolvedRecipe
 
 
@@ -250,9 +251,14 @@ def _group_alive(pgid: int) -> bool:
         return False
 
 
+def block_text(resolved: ResolvedRecipe) -> str:
+    """The launch.sh `serve` runs (and `serve --dry-run` prints): the block `cookbook launch` prints."""
+    return launch_block(resolved)
+
+
 def launch(resolved: ResolvedRecipe, env: dict[str, str], workdir: Path) -> Server:
     block = workdir / "launch.sh"
-    block.write_text(render(resolved))
+    block.write_text(block_text(resolved))
     log = workdir / "server.log"
     serve = resolved.recipe.serve
     host = serve.arg("host", "127.0.0.1")
@@ -263,7 +269,7 @@ def launch(resolved: ResolvedRecipe, env: dict[str, str], workdir: Path) -> Serv
             f"something already answers on {base_url}", help="stop it, or pick another port with --set port=8001"
         )
     step(f"launch: bash {block}  (log: {log})")
-    for line in render(resolved, comments=False).splitlines():
+    for line in launch_block(resolved, comments=False).splitlines():
         note(line)
     process = subprocess.Popen(
         ["bash", str(block)], env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True

@@ -1,0 +1,64 @@
+"""The one renderer of a recipe's launch block: the recipe's flags plus the memory plan's.
+
+`cookbook launch`, the docs pages, the image's launch.sh, `cookbook serve` and the multi-node
+blocks all call launch_block(), so what a user pastes is what the image and `serve` run
+(tests/recipes/test_one_block.py compares them byte for byte). The recipe package renders;
+this module, above it, hands in the plan's flags (it cannot import the planner itself).
+"""
+
+from __future__ import annotations
+
+from cookbook.errors import BAD_INPUT, CookbookError
+from cookbook.plan.budget import EXPLICIT_MARGIN, GIB, make_plan
+from cookbook.recipe import launch, multinode
+from cookbook.recipe.resolve import ResolvedRecipe
+
+
+def _gib(n: float) -> str:
+    return f"{n / GIB:,.2f} GiB"
+
+
+def planned(resolved: ResolvedRecipe) -> launch.Planned:
+    """The plan's flags: --kv-cache-memory-bytes where the recipe asks for an explicit pool
+    (plan.explicit_kv_bytes) and sets none itself; none otherwise (the CPU recipe, most others)."""
+    r = resolved.recipe
+    if r.abstract or not (r.plan and r.plan.explicit_kv_bytes) or r.serve.arg("kv_cache_memory_bytes") is not None:
+        return launch.NO_PLAN
+    p = make_plan(resolved)
+    quant = f" --quant {resolved.quant}" if resolved.quant else ""
+    command = f"cookbook plan {resolved.slug}{quant}"
+    if not p.fits or p.pool_bytes <= 0:
+        raise CookbookError(
+            f"cannot size the KV pool of {resolved.slug}{quant}: " + "; ".join(p.refusals or ["no room for a pool"]),
+            help=f"`{command}` shows the numbers",
+            exit_code=BAD_INPUT,
+        )
+    s = p.setup
+    usable = int(s.device_bytes * (1 - EXPLICIT_MARGIN))
+    figures = (
+        f"device {_gib(s.device_bytes)} x {1 - EXPLICIT_MARGIN:g} = {_gib(usable)}; weights {_gib(p.weights_per_gpu_bytes)}"
+        f" (left after weights {_gib(s.device_bytes - p.weights_per_gpu_bytes)})",
+        f"- activation peak {_gib(p.activation_bytes)} - non-torch {_gib(p.non_torch_bytes)}"
+        f" - workspaces at max_model_len {s.max_model_len:,} {_gib(p.workspace_bytes)}"
+        f" - CUDA graphs {_gib(p.graph_bytes)}",
+        f"= KV pool {_gib(p.pool_bytes)} ({p.pool_tokens:,} tokens), rounded down to MiB",
+    )
+    return launch.Planned({"kv_cache_memory_bytes": p.pool_bytes}, figures, command)
+
+
+def launch_block(
+    resolved: ResolvedRecipe,
+    *,
+    comments: bool = True,
+    nodes: int | None = None,
+    runtime: str = "mp",
+    node_rank: int | None = None,
+    head_addr: str = multinode.HEAD_ADDR,
+    image: str | None = None,
+) -> str:
+    """The block `cookbook launch` prints for this resolved recipe (quant and --set applied):
+    one node's, or with `nodes` the multi-node blocks or LeaderWorkerSet manifest."""
+    plan = planned(resolved)
+    if nodes is None:
+        return launch.render(resolved, plan, comments)
+    return multinode.render(resolved, plan, nodes, runtime, node_rank, head_addr, comments=comments, image=image)
