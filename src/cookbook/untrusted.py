@@ -9,6 +9,7 @@ Imports nothing of the cookbook, so every layer (cookbook.gguf, cookbook.convert
   file cannot move the cursor, retitle the terminal, or hide text behind a bidi override.
 - `open_regular(path)`: open an input only if it is a regular file (FIFOs, devices, sockets
   and directories are refused before anything blocks or reads forever).
+- `inside(root, rel)`: a path a file names, resolved, only if it stays inside `root`.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from __future__ import annotations
 import errno
 import os
 import stat
+from pathlib import Path
 
 
 def _escape(c: str) -> str:
@@ -128,3 +130,28 @@ def is_plain_name(name) -> bool:
         and "\\" not in name
         and "\0" not in name
     )
+
+
+NAME_MAX = 255  # bytes of one path component on Linux filesystems
+PATH_MAX = 1024  # characters of a repository-relative path the cookbook accepts from a file
+
+
+def inside(root, rel) -> Path:
+    """`root/rel`, resolved (links followed), only if it stays inside `root`; ValueError saying why not.
+
+    For paths a recipe names (image.dockerfile, image.port): an absolute path, `..` climbing out,
+    a link pointing out, a NUL or an over-long name is refused before anything is opened."""
+    if not isinstance(rel, str) or not rel or "\0" in rel:
+        raise ValueError("is empty or holds a NUL character")
+    if len(rel) > PATH_MAX or any(len(part.encode("utf-8", "surrogateescape")) > NAME_MAX for part in rel.split("/")):
+        raise ValueError(f"is too long (at most {PATH_MAX} characters, {NAME_MAX} bytes a name)")
+    if os.path.isabs(rel):
+        raise ValueError("is an absolute path; name it relative to the checkout")
+    base = Path(root).resolve()
+    try:
+        full = (base / rel).resolve()
+    except (OSError, RuntimeError) as e:  # RuntimeError: a link loop
+        raise ValueError(f"cannot be resolved ({getattr(e, 'strerror', None) or e})") from None
+    if not full.is_relative_to(base):
+        raise ValueError(f"leaves {base} (it resolves to {full})")
+    return full

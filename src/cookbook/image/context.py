@@ -6,25 +6,30 @@ a build writes it to .cache/image/<slug>/context and hands that folder to Docker
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import platform as host
 import re
 import shutil
+import stat
 import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from cookbook.errors import CookbookError
 from cookbook.files import atomic_dir, repo_root
-from cookbook.image import bases, ports
+from cookbook.image import bases, ports, reference
 from cookbook.plan.launch_block import launch_block
+from cookbook.recipe.checks_paths import dockerfile_problem
 from cookbook.recipe.resolve import ResolvedRecipe
+from cookbook.untrusted import printable, read_regular
 
 BUILD_HOST_ARCHES = ("x86_64", "amd64")  # every port's Dockerfile builds linux/amd64
 WHEELS = Path(".cache") / "wheels"
 SKIP_PARTS = {"__pycache__", ".pytest_cache", "evidence", "results"}
 LABEL = "org.opencontainers.image"
+DOCKERFILE_MAX = 1 << 20  # bytes: a Dockerfile is text
 
 
 @dataclass
@@ -46,7 +51,7 @@ class Plan:
     def build_command(self, context_dir: str) -> str:
         args = " ".join(f"--build-arg {k}={_q(v)}" for k, v in sorted(self.buildargs.items()))
         labels = " ".join(f"--label {k}={_q(v)}" for k, v in sorted(self.labels.items()))
-        return f"docker build -t {self.tag} {args} {labels} {context_dir}"
+        return f"docker build -t {_q(self.tag)} {args} {labels} {_q(context_dir)}"
 
 
 def _q(v: str) -> str:
@@ -63,14 +68,40 @@ def _git(root: Path, *args: str) -> str | None:
     return done.stdout.strip() if done.returncode == 0 else None
 
 
+def _refuse_special(path: Path, st: os.stat_result) -> None:
+    """The context carries regular files only: a link (which could point anywhere on this host) or a
+    FIFO, device or socket in a folder the image copies is refused, naming it."""
+    from cookbook.untrusted import file_kind, printable
+
+    kind = "symbolic link" if stat.S_ISLNK(st.st_mode) else file_kind(st.st_mode)
+    raise CookbookError(
+        f"{printable(path)}: is a {kind}; the image's context carries regular files only",
+        help="replace it with the file itself (a link is never followed into the context), or remove it",
+    )
+
+
 def _tree(root: Path, rel: str) -> list[str]:
+    """The regular files under root/rel (or rel itself), without following a link anywhere."""
     top = root / rel
-    if top.is_file():
+    try:
+        st = os.lstat(top)
+    except FileNotFoundError:
+        return []
+    if not stat.S_ISDIR(st.st_mode):
+        if not stat.S_ISREG(st.st_mode):
+            _refuse_special(top, st)
         return [rel]
     out = []
-    for path in sorted(top.rglob("*")):
-        parts = path.relative_to(root).parts
-        if path.is_file() and not SKIP_PARTS & set(parts) and not path.name.endswith(".pyc"):
+    for folder, dirs, files in os.walk(top):  # never descends into a linked folder
+        here = Path(folder)
+        dirs[:] = sorted(d for d in dirs if d not in SKIP_PARTS)
+        for name in sorted([*dirs, *files]):
+            path = here / name
+            st = os.lstat(path)
+            if stat.S_ISDIR(st.st_mode) or name.endswith(".pyc"):
+                continue
+            if not stat.S_ISREG(st.st_mode):
+                _refuse_special(path, st)
             out.append(path.relative_to(root).as_posix())
     return out
 
@@ -114,6 +145,7 @@ def _is_placeholder(base: str | None) -> bool:
 
 def plan(resolved: ResolvedRecipe, base: str | None = None, tag: str | None = None, root: Path | None = None) -> Plan:
     root = root or repo_root()
+    tag, base = reference.check(tag, "--tag"), reference.check(base, "--base")
     recipe = resolved.recipe
     platform_id = recipe.hardware.platform
     check_host(platform_id)
@@ -125,8 +157,20 @@ def plan(resolved: ResolvedRecipe, base: str | None = None, tag: str | None = No
         or port.base_for(recipe.image.engine.version)
         or base_def.image
     )
+    if chosen and not _is_placeholder(chosen):
+        reference.check(chosen, f"the base image of {resolved.slug}")
     dockerfile_rel = recipe.image.dockerfile or f"{port.folder}/{port.dockerfile}"
-    dockerfile = (root / dockerfile_rel).read_text(encoding="utf-8")
+    why = dockerfile_problem(root, dockerfile_rel)  # lint's R018, in its words
+    if why:
+        field = "image.dockerfile" if recipe.image.dockerfile else f"{port.folder}/port.yaml dockerfile"
+        raise CookbookError(
+            f"{field}: {printable(dockerfile_rel[:200])} {why}",
+            help="name a Dockerfile of this repository by its path from the checkout's root",
+        )
+    try:
+        dockerfile = read_regular(root / dockerfile_rel, DOCKERFILE_MAX).decode("utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise CookbookError(f"{dockerfile_rel}: cannot be read as UTF-8 text ({e})") from None
     profile, fix_hash, opt_in = _fix_set(resolved)
     engine = recipe.image.engine
     args = {
@@ -214,11 +258,33 @@ def write(p: Plan, dest: Path) -> Path:
             if isinstance(src, str):
                 out.write_text(src, encoding="utf-8")
                 continue
-            if rel.startswith(("wheels/", "inputs/")):
-                try:
-                    os.link(src, out)
-                    continue
-                except OSError:
-                    pass
-            shutil.copy2(src, out)
+            _copy_regular(src, out, link=rel.startswith(("wheels/", "inputs/")))
     return dest
+
+
+def _copy_regular(src: Path, out: Path, link: bool) -> None:
+    """Copy (or hard-link) src only if it is still a regular file: opened without following a link,
+    so a file swapped for a link after the plan was made is refused, not followed."""
+    try:
+        fd = os.open(src, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as e:
+        if e.errno == errno.ELOOP:
+            _refuse_special(src, os.lstat(src))
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            _refuse_special(src, st)
+        if link:
+            try:
+                os.link(src, out, follow_symlinks=False)
+                return
+            except OSError:
+                pass
+        os.set_blocking(fd, True)
+        with open(fd, "rb", closefd=False) as f, open(out, "wb") as g:
+            shutil.copyfileobj(f, g, 1 << 20)
+        os.chmod(out, stat.S_IMODE(st.st_mode))
+        os.utime(out, ns=(st.st_atime_ns, st.st_mtime_ns))
+    finally:
+        os.close(fd)

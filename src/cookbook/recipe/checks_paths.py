@@ -3,11 +3,43 @@ platform, R016/R017) and the Dockerfile and port paths it points at (R018/R019).
 
 from __future__ import annotations
 
+import os
+import stat
 from pathlib import Path
 
 from cookbook import platforms
 from cookbook.recipe import errors as E
 from cookbook.recipe.paths import repo_root
+from cookbook.untrusted import file_kind, inside, is_plain_name, printable
+
+PORT_HELP = "name a folder under ports/, or leave image.port out"
+
+
+def dockerfile_problem(root: Path, rel: str) -> str | None:
+    """Why image.dockerfile cannot be used (None when it is a regular file inside the checkout, links
+    resolved). `cookbook image` refuses with the same words."""
+    try:
+        full = inside(root, rel)
+    except ValueError as e:
+        return str(e)
+    try:
+        st = os.stat(full)
+    except OSError:
+        return "is not a file of this repository"
+    if not stat.S_ISREG(st.st_mode):
+        return f"is a {file_kind(st.st_mode)}, not a regular file"
+    return None
+
+
+def port_problem(root: Path, name: str) -> str | None:
+    """Why image.port cannot be used (None when ports/<name>/ is a folder inside ports/)."""
+    if not is_plain_name(name):
+        return "is not a plain folder name under ports/"
+    try:
+        full = inside(root / "ports", name)
+    except ValueError as e:
+        return str(e)
+    return None if full.is_dir() else "is not in this repository"
 
 
 def check(recipe, diag, root: Path | None = None) -> list[E.Diagnostic]:
@@ -57,25 +89,22 @@ def _kernels(recipe, diag, root: Path) -> list[E.Diagnostic]:
 def _paths(recipe, diag, root: Path) -> list[E.Diagnostic]:
     out = []
     img = recipe.image
-    if img.dockerfile and not (root / img.dockerfile).is_file():
-        out.append(
-            diag(
-                E.MISSING_PATH,
-                "image.dockerfile",
-                f"{img.dockerfile} is not a file of this repository",
-                "a Dockerfile of the engine's own repository goes under image.engine.dockerfile; "
-                "leave out one that is not written yet",
+    if img.dockerfile:
+        why = dockerfile_problem(root, img.dockerfile)
+        if why:
+            out.append(
+                diag(
+                    E.MISSING_PATH,
+                    "image.dockerfile",
+                    f"{printable(img.dockerfile[:200])} {why}",
+                    "a Dockerfile of the engine's own repository goes under image.engine.dockerfile; "
+                    "leave out one that is not written yet",
+                )
             )
-        )
-    if img.port and not (root / "ports" / img.port).is_dir():
-        out.append(
-            diag(
-                E.MISSING_PATH,
-                "image.port",
-                f"ports/{img.port}/ is not in this repository",
-                "name a folder under ports/, or leave image.port out",
-            )
-        )
+    if img.port:
+        why = port_problem(root, img.port)
+        if why:
+            out.append(diag(E.MISSING_PATH, "image.port", f"ports/{printable(img.port[:200])}/ {why}", PORT_HELP))
     if img.engine.dockerfile and not img.engine.repo:
         out.append(
             diag(
