@@ -262,10 +262,12 @@ def compact_cmd(bundle):
     `gates verify` and the status re-check read transcripts/<gate>.jsonl or .jsonl.gz alike.
     """
     from cookbook.evidence.manifest import check_manifest
-    from cookbook.gates.bundle import MANIFEST, compact
+    from cookbook.gates.bundle import MANIFEST, compact, compact_leftovers
 
     if not (bundle / MANIFEST).is_file():
         raise CookbookError(f"{bundle}: no {MANIFEST}, so not a finished evidence bundle")
+    for rel in compact_leftovers(bundle):
+        click.echo(f"{rel}: removed, left by an interrupted compact (its content is in the other form)")
     problems = check_manifest(bundle)
     if problems:  # never re-seal a bundle whose files no longer match what the run wrote
         raise CookbookError(f"{bundle}: refused, its files do not match its manifest: " + "; ".join(problems))

@@ -54,30 +54,102 @@ def bundle_files(root: Path) -> list[str]:
     return sorted(out)
 
 
-def manifest_of(root: Path) -> dict[str, Any]:
+def manifest_of(root: Path, leave_out: frozenset[str] = frozenset()) -> dict[str, Any]:
     files = {}
     for rel in bundle_files(root):
         p = root / rel
-        if p.is_file() and not p.is_symlink():
+        if rel not in leave_out and p.is_file() and not p.is_symlink():
             files[rel] = {"sha256": sha256_file(p), "size": p.stat().st_size}
     return {"manifest_format": MANIFEST_FORMAT, "algorithm": "sha256", "files": files}
+
+
+def _gunzip_sha256(path: Path) -> str:
+    import gzip
+
+    h = hashlib.sha256()
+    with gzip.open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def compact_leftovers(root: Path) -> list[str]:
+    """Finish or undo what an interrupted `compact` left (see compact's order): a transcript's .gz the
+    manifest does not list yet, beside the .jsonl it does list, is removed (it is written again); a
+    .jsonl the manifest no longer lists, beside the .gz it lists with the same content, is removed
+    (the new manifest was already in place). Only a file whose content proves it is that copy is
+    touched. Returns what was removed."""
+    import gzip
+    import zlib
+
+    try:
+        listed = json.loads((root / MANIFEST).read_text(encoding="utf-8"))["files"]
+    except (OSError, ValueError, KeyError, TypeError, RecursionError):
+        return []  # not a manifest compact can read: check_manifest says why
+    removed = []
+    for gz in sorted((root / "transcripts").glob("*.jsonl.gz")):
+        jl, rel_gz = gz.with_suffix(""), f"transcripts/{gz.name}"
+        rel_jl = f"transcripts/{jl.name}"
+        if gz.is_symlink() or not gz.is_file() or not jl.is_file() or jl.is_symlink():
+            continue
+        try:
+            same = _gunzip_sha256(gz) == sha256_file(jl)
+        except (OSError, EOFError, gzip.BadGzipFile, zlib.error):
+            same = False
+        if rel_gz not in listed and rel_jl in listed and (same or _cut_short(gz)):
+            gz.unlink()
+            removed.append(rel_gz)
+        elif rel_jl not in listed and rel_gz in listed and same:
+            jl.unlink()
+            removed.append(rel_jl)
+    return removed
+
+
+def _cut_short(gz: Path) -> bool:
+    """A .gz that ends before its gzip trailer (a compact killed while writing it; atomic_file makes
+    this rare, a full disk does not)."""
+    import gzip
+    import zlib
+
+    try:
+        with gzip.open(gz, "rb") as fh:
+            while fh.read(1 << 20):
+                pass
+    except EOFError:
+        return True
+    except (OSError, gzip.BadGzipFile, zlib.error):
+        return False
+    return False
 
 
 def compact(root: Path) -> list[tuple[str, int, int]]:
     """gzip every transcripts/*.jsonl of a finished bundle (deterministically: no name, mtime 0) and
     rewrite the manifest, so a bundle committed beside its recipe stays small; the re-check reads
-    either form. Returns (file, bytes before, bytes after)."""
+    either form. Returns (file, bytes before, bytes after).
+
+    Crash-safe in this order: every .gz is written (atomically) and checked to hold its .jsonl's
+    bytes; then the new manifest, listing the .gz and not the .jsonl, replaces the old one at once;
+    only then are the .jsonl removed. A kill at any point leaves a bundle that compact_leftovers
+    brings back to one manifest's state, so running compact again finishes the job."""
     import gzip
 
-    done = []
+    done, gone = [], []
     for f in sorted((root / "transcripts").glob("*.jsonl")):
         gz = f.with_name(f.name + ".gz")
         with atomic_file(gz, overwrite=True) as tmp, open(tmp, "wb") as raw:
             with gzip.GzipFile(filename="", mode="wb", fileobj=raw, mtime=0, compresslevel=9) as out:
                 out.write(f.read_bytes())
+        if _gunzip_sha256(gz) != sha256_file(f):
+            raise OSError(f"{gz}: does not read back as {f.name}; nothing was removed")
         done.append((f"transcripts/{f.name}", f.stat().st_size, gz.stat().st_size))
+        gone.append(f)
+    atomic_write(
+        root / MANIFEST,
+        json.dumps(manifest_of(root, frozenset(f"transcripts/{f.name}" for f in gone)), indent=2, sort_keys=True)
+        + "\n",
+    )
+    for f in gone:
         f.unlink()
-    write_manifest(root)
     return done
 
 
