@@ -11,6 +11,9 @@ import importlib
 
 import click
 
+from cookbook.errors import CookbookError
+from cookbook.untrusted import printable
+
 # name -> "module:attr"; the module is imported only when the command runs.
 LAZY_GROUPS: dict[str, tuple[str, str]] = {
     "list": ("cookbook.commands.recipes", "list_cmd", "Table of every recipe, its status and whether it runs here."),
@@ -88,6 +91,24 @@ class LazyGroup(click.Group):
             return cmd
         module, attr, _ = LAZY_GROUPS[name]
         return getattr(importlib.import_module(module), attr)
+
+    def invoke(self, ctx):
+        """Every command's last line of defence: an OSError or a RecursionError (deeply nested JSON)
+        that no command turned into its own message still becomes one `error:` line, never a traceback."""
+        try:
+            return super().invoke(ctx)
+        except RecursionError:
+            raise CookbookError(
+                "the input is nested too deeply to read (thousands of levels of brackets)",
+                help="give the file the command expects; no recipe, bundle or report nests like that",
+            ) from None
+        except OSError as e:
+            if isinstance(e, BrokenPipeError):
+                raise
+            where = f"{printable(e.filename)}: " if e.filename else ""
+            raise CookbookError(
+                f"{where}{e.strerror or e}", help="check the path: it must exist, be of the right kind and be writable"
+            ) from None
 
     def format_commands(self, ctx, formatter):
         # Help text comes from LAZY_GROUPS so --help imports nothing.

