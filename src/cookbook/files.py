@@ -4,7 +4,9 @@ Nothing ever leaves a half-written output: every writer fills a temporary file b
 target and renames it over the target only when the content is complete; on any failure
 the temporary file is removed and the target is untouched. Temporary names are unique and
 made here (mkstemp, mkdtemp), so a tool never removes or replaces a file it did not create,
-and errors name the target, not the temporary file. Imports only the standard library.
+and errors name the target, not the temporary file. A temporary's name holds its writer's
+PID, so the next write of the same target removes what a killed writer left (and says so).
+Imports only the standard library.
 """
 
 from __future__ import annotations
@@ -12,7 +14,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 
@@ -38,10 +42,59 @@ def _umask() -> int:
     return mask
 
 
+def _prefix(path: Path) -> str:
+    """Hidden temporaries beside `path` are named `.NAME.PID.XXXXXXXX.tmp` (or `.old`): the PID of the
+    writer tells a later run whether the writer is still alive."""
+    return f".{path.name}.{os.getpid()}."
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's process: alive, and not ours to judge
+    return True
+
+
+def clean_leftovers(path) -> list[Path]:
+    """Remove the hidden temporaries that a killed writer of `path` left beside it (kill -9 skips
+    every cleanup): `.NAME.PID.XXXXXXXX.tmp` files and folders and `.NAME.PID.XXXXXXXX.old` folders
+    of this user whose process PID is gone. Says so on stderr; returns what it removed."""
+    path = Path(path)
+    pattern = re.compile(re.escape(f".{path.name}.") + r"([0-9]+)\.[A-Za-z0-9_]{6,}\.(?:tmp|old)")
+    removed = []
+    try:
+        entries = list(os.scandir(path.parent))
+    except OSError:
+        return removed
+    for entry in entries:
+        m = pattern.fullmatch(entry.name)
+        if not m or _alive(int(m[1])):
+            continue
+        try:
+            if entry.stat(follow_symlinks=False).st_uid != os.getuid():
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                shutil.rmtree(entry.path)
+            else:
+                os.unlink(entry.path)
+        except OSError:
+            continue
+        removed.append(Path(entry.path))
+        sys.stderr.write(f"note: removed {entry.path}, left by an interrupted run (process {m[1]} is gone)\n")
+    return removed
+
+
 def _temp_beside(path: Path, suffix: str = ".tmp") -> Path:
     """A new empty file beside `path` with a unique name (mkstemp: O_EXCL, never an existing file),
-    with the mode a plain open() would give (mkstemp's 0600 would carry over to the output)."""
-    fd, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=suffix)
+    with the mode a plain open() would give (mkstemp's 0600 would carry over to the output).
+    A killed earlier writer's leftovers beside it are removed first (clean_leftovers)."""
+    clean_leftovers(path)
+    fd, name = tempfile.mkstemp(dir=path.parent, prefix=_prefix(path), suffix=suffix)
     try:
         os.fchmod(fd, 0o666 & ~_umask())
     finally:
@@ -94,7 +147,8 @@ def atomic_dir(path, *, force: bool = False):
     if path.exists() and (not path.is_dir() or any(path.iterdir())) and not force:
         raise FileExistsError(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp"))
+    clean_leftovers(path)
+    tmp = Path(tempfile.mkdtemp(dir=path.parent, prefix=_prefix(path), suffix=".tmp"))
     os.chmod(tmp, 0o777 & ~_umask())  # the mode of a plain mkdir, not mkdtemp's 0700
     try:
         try:
@@ -106,7 +160,7 @@ def atomic_dir(path, *, force: bool = False):
         elif not force:
             os.rename(tmp, path)  # onto an empty folder; fails (ENOTEMPTY) if it was filled meanwhile
         else:
-            old = Path(tempfile.mkdtemp(dir=path.parent, prefix=f".{path.name}.", suffix=".old"))
+            old = Path(tempfile.mkdtemp(dir=path.parent, prefix=_prefix(path), suffix=".old"))
             os.rename(path, old / "previous")
             try:
                 os.rename(tmp, path)
@@ -132,7 +186,7 @@ class AtomicSet:
     beside it, and all are renamed to their final names only once every one is complete.
 
     An interrupted or failed run leaves no file under a final name (kill -9 can leave hidden
-    `.NAME.*.tmp` files, never a partial set). If a final rename fails, the files already
+    `.NAME.PID.*.tmp` files, which the next write of NAME removes; never a partial set). If a final rename fails, the files already
     renamed are removed again when they replaced nothing, and the error says what is left.
     """
 
