@@ -73,6 +73,11 @@ LAZY_GROUPS: dict[str, tuple[str, str]] = {
         "bisect_cmd",
         "The first engine release between two pins where a gate fails (binary search, a bundle a step).",
     ),
+    "engine-check": (
+        "cookbook.commands.engine_check",
+        "engine_check",
+        "The engine-checked status: the launch block served on its GPU kind, KV against the plan.",
+    ),
     "data": (
         "cookbook.commands.data",
         "data_group",

@@ -39,6 +39,7 @@ set_option = click.option(
 def list_cmd(as_json):
     """Every recipe: model, hardware, status, and whether it runs on this machine."""
     from cookbook import platforms
+    from cookbook.commands.engine_status import shown_status
     from cookbook.evidence.status import status_of
     from cookbook.recipe.resolve import all_slugs, resolve
 
@@ -68,7 +69,7 @@ def list_cmd(as_json):
                 "slug": slug,
                 "model": r.recipe.model.name,
                 "hardware": f"{hw.gpus}x {hw.platform}" if hw.gpus else hw.platform,
-                "status": status_of(r),
+                "status": shown_status(r, status_of(r)),
                 "runs_here": ok,
                 "reason": reason,
             }
@@ -107,7 +108,11 @@ def show_cmd(slug, quant, sets, as_json):
             )
         )
         return
-    click.echo(render_show(resolved, verified_status(resolved.path)), nl=False)
+    from cookbook.commands.engine_status import shown_status
+    from cookbook.recipe.resolve import resolve
+
+    as_written = resolve(resolved.path.parent.name, check=False)  # the status is the recipe's as written
+    click.echo(render_show(resolved, shown_status(as_written, verified_status(resolved.path))), nl=False)
 
 
 @click.command("launch")

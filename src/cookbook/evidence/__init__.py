@@ -10,6 +10,7 @@
     verify           `cookbook gates verify`: the verified block, written only when the re-check passes
     passed_cache     a passed re-check remembered under .cache/evidence/
     status           verified / stale / unverified (...): the one answer every command shows
+    engine_check     engine-checked / engine-check stale / refused: a launch block served on its GPU kind, KV vs plan
 
 It sits above the gate suite (cookbook.gates) and the recipe package, which never import it, and
 below the commands and `cookbook upgrade`.

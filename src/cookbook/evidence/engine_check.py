@@ -1,0 +1,265 @@
+"""engine-checked: a status between reported and verified, earned on the hardware kind.
+
+What it proves: the pinned engine accepts the recipe's exact launch block (only its parallel sizes
+scaled to one GPU), builds the model's architecture from an architecture-faithful checkpoint (the
+model's own widths, expert counts, attention type and quant format; fewer layers; random weights),
+answers requests, and allocates a KV pool that `cookbook plan` predicts within 5% (KV bytes per
+token and the pool) for that geometry, or the bundle explains the difference. What it does not
+prove: output quality (the weights are random), full-depth speed, multi-GPU communication (one GPU).
+
+The run (scripts/offline-gpu/engine-check, on the device) leaves a folder per recipe: launch.sh
+(the block that ran), config.json (the checkpoint's config), server.log, metrics.prom,
+responses.json and rc. `cookbook engine-check write SLUG RUN_DIR` copies them into
+recipes/<slug>/evidence/engine-check/<stamp>/ with engine-check.json (the figures, the plan's
+figures, the recipe's content hash) and manifest.json, only when check() finds nothing wrong.
+
+The status is re-derived from the newest such bundle every time (no block in recipe.yaml):
+    engine-checked           the bundle's recipe hash is the recipe's, and check() passes
+    engine-check stale       the recipe changed after the run
+    engine-check refused     the bundle fails the re-check (edited files, a block that is not the
+                             recipe's, a server that never answered, figures off the plan)
+The planner is passed in (plan_fn): this wing sits below cookbook.plan in the layering.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import shutil
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from cookbook.evidence.manifest import check_manifest
+from cookbook.files import atomic_dir
+from cookbook.gates.bundle import MANIFEST, manifest_of
+
+ENGINE_CHECKED, STALE, REFUSED = "engine-checked", "engine-check stale", "engine-check refused"
+RECORD = "engine-check.json"
+RECORD_FORMAT = 1
+FOLDER = Path("evidence") / "engine-check"  # under recipes/<slug>/
+RUN_FILES = ("launch.sh", "config.json", "server.log", "metrics.prom", "responses.json", "rc")
+TOLERANCE = 0.05
+MAX_LOG_BYTES = 64 << 20
+# Flags a run may add after the block: the checkpoint's weights are random and its tokenizer is not
+# the model's (dummy-checkpoint carries a GGUF's), and nothing else.
+ADDED_FLAGS = {"--load-format": {"dummy"}, "--tokenizer-mode": {"hf", "auto", "slow"}}
+# A line of vLLM's log without its prefix ("(EngineCore pid=12) INFO 12-05 06:00:00 [file.py:12] ").
+_PREFIX = re.compile(r"^(?:\(\w+ pid=\d+\)\s+)?(?:\w+\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+\[[^\]]*\]\s+)?")
+# Passed in by the commands (this wing sits below cookbook.plan in the layering):
+Plan = Callable[[list[str]], object]  # sets -> cookbook.plan.budget.Plan of the recipe with those --set, on one GPU
+Block = Callable[[list[str]], str]  # sets -> the launch block `cookbook launch SLUG --set ...` prints
+
+
+def _read(path: Path, limit: int = MAX_LOG_BYTES) -> str:
+    if path.is_symlink() or not path.is_file():
+        raise ValueError(f"{path.name} is missing or not a regular file")
+    if path.stat().st_size > limit:
+        raise ValueError(f"{path.name} is larger than {limit} bytes")
+    return path.read_text(encoding="utf-8", errors="replace")
+
+
+def parse_server_log(text: str) -> dict:
+    """What vLLM said it did: its parsed non-default args, the backends it chose, the KV pool."""
+    out: dict = {"args": None, "backends": [], "available_kv_gib": None, "kv_tokens": None, "model_load_gib": None}
+    for raw in text.splitlines():
+        line = _PREFIX.sub("", raw.strip())
+        if "non-default args:" in line and out["args"] is None:
+            body = line.split("non-default args:", 1)[1].strip()
+            try:
+                out["args"] = ast.literal_eval(body)
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                out["args"] = body  # kept as vLLM wrote it
+        elif re.search(r"\bbackend\b", line, re.I) and line not in out["backends"] and len(out["backends"]) < 40:
+            out["backends"].append(line[:300])
+        if m := re.search(r"Available KV cache memory: ([\d.]+) GiB", line):
+            out["available_kv_gib"] = float(m.group(1))
+        if m := re.search(r"GPU KV cache size: ([\d,]+) tokens", line):
+            out["kv_tokens"] = int(m.group(1).replace(",", ""))
+        if m := re.search(r"Model loading took ([\d.]+) GiB", line):
+            out["model_load_gib"] = float(m.group(1))
+    if out["available_kv_gib"] and out["kv_tokens"]:
+        out["kv_bytes_per_token"] = round(out["available_kv_gib"] * 2**30 / out["kv_tokens"], 1)
+    return out
+
+
+def parse_metrics(text: str) -> dict:
+    """vllm:cache_config_info's labels: the blocks and block size the engine allocated."""
+    for line in text.splitlines():
+        if line.startswith("vllm:cache_config_info{"):
+            return dict(re.findall(r'(\w+)="([^"]*)"', line.split("{", 1)[1].rsplit("}", 1)[0]))
+    return {}
+
+
+def answered(text: str) -> int:
+    """Completion choices with text in responses.json (a JSON list of OpenAI completion answers)."""
+    try:
+        doc = json.loads(text)
+    except ValueError:
+        return 0
+    n = 0
+    for resp in doc if isinstance(doc, list) else []:
+        for c in (resp.get("choices") or []) if isinstance(resp, dict) else []:
+            n += isinstance(c, dict) and isinstance(c.get("text"), str) and bool(c["text"])
+    return n
+
+
+def scaled_sets(resolved, checkpoint: str) -> list[str]:
+    """The --set of the block a one-GPU run serves: every parallel size 1, the host local, the
+    model the checkpoint. Nothing else of the recipe changes."""
+    sets = [f"serve.model={checkpoint}", "host=127.0.0.1"]
+    for key, arg in sorted(resolved.recipe.serve.args.items()):
+        if key.endswith("_parallel_size") and isinstance(arg.value, int) and arg.value > 1:
+            sets.append(f"{key}=1")
+    return sets
+
+
+def geometry_sets(config: dict) -> list[str]:
+    """The --set that plan the checkpoint's geometry (layers reduced) with the recipe's architecture."""
+    layers = int(config["num_hidden_layers"])
+    sets = [f"model.architecture.layers={layers}", f"model.architecture.vocab_size={int(config['vocab_size'])}"]
+    ratios = config.get("compress_ratios")
+    if isinstance(ratios, list):
+        sets.append(f"model.architecture.compress_ratios={json.dumps(ratios[:layers])}")
+        sets.append(f"model.architecture.indexer.layers={sum(1 for r in ratios[:layers] if r == 4)}")
+    elif "index_topk" in config:  # DSA: vLLM 0.26.0's rule (models/deepseek_v2.py): a layer keeps its indexer
+        freq, off = int(config.get("index_topk_freq", 1)), int(config.get("index_skip_topk_offset", 2))
+        sets.append(
+            f"model.architecture.indexer.layers={sum(1 for i in range(layers) if max(i - off + 1, 0) % freq == 0)}"
+        )
+    if "first_k_dense_replace" in config:
+        sets.append(f"model.architecture.dense_layers={min(int(config['first_k_dense_replace']), layers)}")
+    return sets
+
+
+def block_differences(ran: str, expected: str) -> list[str]:
+    """The run's launch.sh against the recipe's block rendered with scaled_sets: the same lines,
+    then only the flags ADDED_FLAGS allows."""
+    want = [x for x in expected.rstrip("\n").splitlines() if not x.startswith("#")]
+    got = [x for x in ran.rstrip("\n").splitlines() if not x.startswith("#")]
+    if got[: len(want) - 1] != want[:-1] or not got[len(want) - 1 :] or got[len(want) - 1].rstrip(" \\") != want[-1]:
+        return ["launch.sh is not the recipe's launch block with only its parallel sizes scaled to one GPU"]
+    out = []
+    for extra in got[len(want) :]:
+        flag, _, value = extra.strip().rstrip("\\").strip().partition(" ")
+        if value not in ADDED_FLAGS.get(flag, ()):
+            out.append(f"launch.sh adds {flag} {value}, which is not a checkpoint substitution")
+    return out
+
+
+def _off(a: float, b: float) -> float:
+    return abs(a - b) / max(abs(b), 1e-9)
+
+
+def figures(
+    run: Path, resolved, plan_fn: Plan, block_fn: Block, explanations: dict[str, str]
+) -> tuple[dict, list[str]]:
+    """(the record's figures, every reason the run does not earn engine-checked)."""
+    reasons: list[str] = []
+    try:
+        texts = {f: _read(run / f) for f in RUN_FILES if f != "metrics.prom"}
+        metrics = _read(run / "metrics.prom") if (run / "metrics.prom").is_file() else ""
+        config = json.loads(texts["config.json"])
+    except (ValueError, OSError) as e:
+        return {}, [f"the run folder cannot be read: {e}"]
+    rc = texts["rc"].strip()
+    if not rc.startswith("ready"):
+        reasons.append(f"the server never answered ({rc or 'no rc'}): the engine refused the block or did not start")
+    serve_line = next((x for x in texts["launch.sh"].splitlines() if x.startswith("vllm serve ")), "")
+    checkpoint = serve_line.split()[2] if len(serve_line.split()) > 2 else ""
+    sets = scaled_sets(resolved, checkpoint)
+    reasons += block_differences(texts["launch.sh"], block_fn(sets))
+    log = parse_server_log(texts["server.log"])
+    n = answered(texts["responses.json"])
+    if rc.startswith("ready") and n == 0:
+        reasons.append("no request was answered (responses.json holds no completion text)")
+    plan = plan_fn([*sets, *geometry_sets(config), f"model.source.size_gib={log.get('model_load_gib') or 0}"])
+    planned = {
+        "kv_bytes_per_token": plan.kv.bytes_per_token,
+        "pool_gib": round(plan.vllm_pool_bytes / 2**30, 2),
+        "pool_tokens": plan.pool_tokens,
+    }
+    engine = {k: log.get(k) for k in ("kv_bytes_per_token", "available_kv_gib", "kv_tokens")}
+    pairs = (
+        ("kv_bytes_per_token", "kv_bytes_per_token"),
+        ("pool_gib", "available_kv_gib"),
+        ("pool_tokens", "kv_tokens"),
+    )
+    comparison = {}
+    for mine, theirs in pairs:
+        if engine.get(theirs) is None:
+            if rc.startswith("ready"):
+                reasons.append(f"server.log does not say vLLM's {theirs}")
+            continue
+        off = round(_off(planned[mine], engine[theirs]), 4)
+        comparison[mine] = {"plan": planned[mine], "vllm": engine[theirs], "off": off}
+        if off > TOLERANCE and not explanations.get(mine):
+            reasons.append(
+                f"cookbook plan's {mine} {planned[mine]} is {off:.1%} off vLLM's {engine[theirs]}: more than "
+                f"{TOLERANCE:.0%}, and the bundle does not explain it (--explain {mine}=...)"
+            )
+    record = {
+        "record_format": RECORD_FORMAT,
+        "recipe": resolved.slug,
+        "recipe_hash": resolved.content_hash,
+        "checkpoint": checkpoint,
+        "scaled_sets": sets,
+        "geometry_sets": geometry_sets(config),
+        "rc": rc,
+        "answered_choices": n,
+        "vllm": {"args": log["args"], "backends": log["backends"], "model_load_gib": log["model_load_gib"], **engine},
+        "cache_config_info": parse_metrics(metrics),
+        "comparison": comparison,
+        "explanations": dict(sorted(explanations.items())),
+        "proves": "the engine accepts the flags, builds the architecture and fits the plan on this GPU kind",
+        "does_not_prove": "quality, full-depth speed, multi-GPU communication",
+    }
+    return record, reasons
+
+
+def bundles(resolved) -> list[Path]:
+    folder = resolved.path.parent / FOLDER
+    return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")) if folder.is_dir() else []
+
+
+def write(
+    run: Path, resolved, plan_fn: Plan, block_fn: Block, explanations: dict[str, str], stamp: str | None = None
+) -> Path:
+    """The bundle, written only when figures() finds nothing wrong; raises ValueError with every reason."""
+    record, reasons = figures(run, resolved, plan_fn, block_fn, explanations)
+    if reasons:
+        raise ValueError("; ".join(reasons))
+    dest = resolved.path.parent / FOLDER / (stamp or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
+    with atomic_dir(dest) as tmp:
+        for f in RUN_FILES:
+            if (run / f).is_file():
+                shutil.copyfile(run / f, tmp / f)
+        record["date"] = time.strftime("%Y-%m-%d", time.gmtime())
+        (tmp / RECORD).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n", encoding="utf-8")
+        (tmp / MANIFEST).write_text(json.dumps(manifest_of(tmp), indent=1, sort_keys=True) + "\n", encoding="utf-8")
+    return dest
+
+
+def status(resolved, plan_fn: Plan, block_fn: Block) -> tuple[str | None, list[str]]:
+    """(ENGINE_CHECKED / STALE / REFUSED, the reasons) from the newest bundle; (None, []) without one."""
+    found = bundles(resolved)
+    if not found:
+        return None, []
+    bundle = found[-1]
+    reasons = check_manifest(bundle)
+    try:
+        record = json.loads(_read(bundle / RECORD, 1 << 20))
+    except (ValueError, OSError) as e:
+        return REFUSED, [*reasons, f"{RECORD} cannot be read ({e})"]
+    if not isinstance(record, dict) or record.get("record_format") != RECORD_FORMAT:
+        return REFUSED, [*reasons, f"{RECORD} is not an engine-check record"]
+    if record.get("recipe_hash") != resolved.content_hash:
+        return STALE, [f"the recipe changed after the run ({bundle.name})"]
+    if reasons:
+        return REFUSED, reasons
+    again, reasons = figures(bundle, resolved, plan_fn, block_fn, record.get("explanations") or {})
+    for key in ("vllm", "comparison", "rc", "answered_choices", "checkpoint"):
+        if again.get(key) != record.get(key):
+            reasons.append(f"{RECORD}'s {key} is not what the bundle's files give")
+    return (REFUSED, reasons) if reasons else (ENGINE_CHECKED, [])

@@ -1,0 +1,154 @@
+"""The engine-checked status (cookbook.evidence.engine_check) on stand-in run folders: no GPU runs
+here, so each test writes the files scripts/offline-gpu/engine-check leaves (launch.sh from the real
+`cookbook launch` renderer, a server.log in vLLM's wording whose figures come from the real plan or
+are pushed off it) into a copy of a real recipe, and checks what is written, refused and shown."""
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cookbook.cli import main
+from cookbook.commands.engine_status import shown_status, tools
+from cookbook.evidence import engine_check as E
+from cookbook.recipe.resolve import resolve
+
+ROOT = Path(__file__).resolve().parents[2]
+SLUG = "glm52-fp8-8x-h200"
+CONFIG = ROOT / "recipes" / SLUG / "engine-check" / "config.json"
+CKPT = "/root/.cache/engine-check/ckpt/glm"
+LOAD_GIB = 61.25
+
+
+@pytest.fixture
+def recipe(tmp_path):
+    d = tmp_path / "recipes" / SLUG
+    d.mkdir(parents=True)
+    shutil.copy(ROOT / "recipes" / SLUG / "recipe.yaml", d / "recipe.yaml")
+    return d / "recipe.yaml"
+
+
+def _planned(resolved):
+    plan_fn, _ = tools(resolved)
+    sets = E.scaled_sets(resolved, CKPT)
+    cfg = json.loads(CONFIG.read_text())
+    return plan_fn([*sets, *E.geometry_sets(cfg), f"model.source.size_gib={LOAD_GIB}"])
+
+
+def make_run(tmp_path, resolved, *, rc="ready 212", pool_scale=1.0, extra=" \\\n  --load-format dummy", text="Paris"):
+    run = tmp_path / "run"
+    run.mkdir(exist_ok=True)
+    _, block_fn = tools(resolved)
+    block = block_fn(E.scaled_sets(resolved, CKPT)).rstrip("\n")
+    (run / "launch.sh").write_text(block + extra + "\n")
+    shutil.copy(CONFIG, run / "config.json")
+    p = _planned(resolved)
+    gib = p.vllm_pool_bytes * pool_scale / 2**30
+    tokens = int(gib * 2**30 / p.kv.bytes_per_token)
+    log = [
+        f"(APIServer pid=7) INFO 12-05 06:00:00 [utils.py:1] non-default args: {{'model': '{CKPT}', "
+        "'tensor_parallel_size': 1, 'kv_cache_dtype': 'fp8', 'max_model_len': 131072}",
+        "(EngineCore pid=9) INFO 12-05 06:00:09 [cuda.py:2] Using FLASHMLA_SPARSE attention backend.",
+        "(EngineCore pid=9) INFO 12-05 06:00:10 [fp8.py:3] Using DEEPGEMM Fp8 MoE backend",
+        f"(EngineCore pid=9) INFO 12-05 06:01:00 [loader.py:4] Model loading took {LOAD_GIB:.2f} GiB memory",
+        f"(EngineCore pid=9) INFO 12-05 06:02:00 [worker.py:5] Available KV cache memory: {gib:.2f} GiB",
+        f"(EngineCore pid=9) INFO 12-05 06:02:00 [kv.py:6] GPU KV cache size: {tokens:,} tokens",
+    ]
+    (run / "server.log").write_text("\n".join(log) + "\n")
+    (run / "metrics.prom").write_text(
+        'vllm:cache_config_info{block_size="64",cache_dtype="fp8",num_gpu_blocks="9"} 1.0\n'
+    )
+    (run / "responses.json").write_text(json.dumps([{"choices": [{"text": text}]}]))
+    (run / "rc").write_text(rc + "\n")
+    return run
+
+
+def test_a_run_that_matches_the_plan_earns_engine_checked_standin(tmp_path, recipe):
+    r = resolve(recipe)
+    dest = E.write(make_run(tmp_path, r), r, *tools(r), {}, stamp="20261205T000000Z")
+    rec = json.loads((dest / E.RECORD).read_text())
+    assert rec["recipe_hash"] == r.content_hash and rec["scaled_sets"][-1] == "tensor_parallel_size=1"
+    assert rec["vllm"]["args"]["tensor_parallel_size"] == 1
+    assert any("FLASHMLA_SPARSE" in b for b in rec["vllm"]["backends"])
+    assert all(c["off"] <= E.TOLERANCE for c in rec["comparison"].values()) and len(rec["comparison"]) == 3
+    assert rec["cache_config_info"]["num_gpu_blocks"] == "9"
+    assert E.status(r, *tools(r)) == (E.ENGINE_CHECKED, [])
+    assert shown_status(r, "unverified") == "unverified; engine-checked"
+    # an edited file of the bundle: refused
+    (dest / "server.log").write_text(
+        (dest / "server.log").read_text().replace("Available KV cache memory: ", "Available KV cache memory: 1")
+    )
+    word, reasons = E.status(r, *tools(r))
+    assert word == E.REFUSED and any("differs from manifest.json" in x for x in reasons)
+
+
+def test_an_edited_recipe_makes_it_stale_standin(tmp_path, recipe):
+    r = resolve(recipe)
+    E.write(make_run(tmp_path, r), r, *tools(r), {}, stamp="20261205T000000Z")
+    recipe.write_text(recipe.read_text().replace("value: 131072", "value: 65536"))
+    r2 = resolve(recipe)
+    assert E.status(r2, *tools(r2))[0] == E.STALE
+    assert shown_status(r2, "unverified") == "unverified; engine-check stale"
+
+
+def test_a_broken_copy_the_engine_rejects_does_not_earn_it_standin(tmp_path, recipe):
+    r = resolve(recipe)
+    run = make_run(tmp_path, r, rc="refused 2", extra=" \\\n  --load-format dummy \\\n  --cookbook-not-a-vllm-flag 1")
+    with pytest.raises(ValueError) as e:
+        E.write(run, r, *tools(r), {})
+    assert "never answered (refused 2)" in str(e.value) and "--cookbook-not-a-vllm-flag 1" in str(e.value)
+    assert not (recipe.parent / E.FOLDER).exists()  # nothing written
+
+
+def test_a_pool_off_the_plan_needs_an_explanation_standin(tmp_path, recipe):
+    r = resolve(recipe)
+    run = make_run(tmp_path, r, pool_scale=0.9)
+    with pytest.raises(ValueError, match=r"pool_gib .* 11\.1% off"):
+        E.write(run, r, *tools(r), {})
+    dest = E.write(run, r, *tools(r), {"pool_gib": "vLLM's profile saw X", "pool_tokens": "the same"}, stamp="a")
+    assert json.loads((dest / E.RECORD).read_text())["explanations"]["pool_gib"] == "vLLM's profile saw X"
+    assert E.status(r, *tools(r))[0] == E.ENGINE_CHECKED
+
+
+def test_a_block_changed_beyond_the_parallel_sizes_is_refused_standin(tmp_path, recipe):
+    r = resolve(recipe)
+    run = make_run(tmp_path, r, extra=" \\\n  --load-format dummy \\\n  --enforce-eager true")
+    with pytest.raises(ValueError, match="not a checkpoint substitution"):
+        E.write(run, r, *tools(r), {})
+    launch = run / "launch.sh"
+    launch.write_text(
+        launch.read_text().replace("--max-num-seqs 5", "--max-num-seqs 50").replace(" \\\n  --enforce-eager true", "")
+    )
+    with pytest.raises(ValueError, match="not the recipe's launch block"):
+        E.write(run, r, *tools(r), {})
+
+
+def test_an_unanswered_server_and_hostile_files_are_refused_standin(tmp_path, recipe):
+    r = resolve(recipe)
+    run = make_run(tmp_path, r, text="")
+    with pytest.raises(ValueError, match="no request was answered"):
+        E.write(run, r, *tools(r), {})
+    (run / "server.log").unlink()
+    (run / "server.log").symlink_to("/etc/passwd")
+    with pytest.raises(ValueError, match="server.log is missing or not a regular file"):
+        E.write(run, r, *tools(r), {})
+
+
+def test_the_cli_refuses_in_one_line_and_writes_nothing(tmp_path):
+    res = CliRunner().invoke(main, ["engine-check", "write", SLUG, str(tmp_path / "nope")])
+    assert res.exit_code == 2 and "is not a folder" in res.output and "Traceback" not in res.output
+    res = CliRunner().invoke(main, ["engine-check", "write", SLUG, str(tmp_path), "--explain", "bogus"])
+    assert res.exit_code == 2 and "--explain 'bogus'" in res.output
+    res = CliRunner().invoke(main, ["engine-check", "status", SLUG])
+    assert res.exit_code == 1 and "not engine-checked (no bundle)" in res.output
+
+
+def test_geometry_sets_follow_vllms_indexer_rule():
+    cfg = json.loads(CONFIG.read_text())
+    sets = E.geometry_sets(cfg)
+    # 8 layers, offset 3, every 4th: layers 0, 1, 2 and 6 keep an indexer (vLLM 0.26.0 models/deepseek_v2.py)
+    assert "model.architecture.indexer.layers=4" in sets and "model.architecture.layers=8" in sets
+    dsv4 = json.loads((ROOT / "recipes" / "dsv4-flash-perf-h200" / "config.json").read_text())
+    assert "model.architecture.indexer.layers=3" in E.geometry_sets(dsv4)  # the ratio-4 layers of the first 8
