@@ -59,7 +59,7 @@ def test_standin_index_env_variable_points_the_reader_and_versions_are_normal(in
         ("0.9.0", "0.11.0", r"--bad 0\.11\.0 is not a release", "0.10.0.post2, 0.11.1"),
         ("0.13.0", "0.10.0", r"--good 0\.13\.0 is not older than --bad 0\.10\.0", "--good is the release"),
         ("0.13.0", "0.13.0", r"is not older", "later one"),
-        ("latest", "0.13.0", r"Invalid version", "e.g. 0.31.0"),
+        ("latest", "0.13.0", r"--good latest: not a release version", "e.g. 0.31.0"),
     ],
 )
 def test_standin_index_refuses_bad_ends(index, good, bad, match, help_has):

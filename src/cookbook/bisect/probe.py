@@ -35,7 +35,7 @@ def outcome_from_bundle(bundle: Path, gate: str) -> Outcome:
     try:
         doc = json.loads((bundle / RESULTS).read_text(encoding="utf-8"))
         result = doc["gates"].get(gate)
-    except (OSError, ValueError, KeyError, AttributeError, TypeError) as e:
+    except (OSError, ValueError, KeyError, AttributeError, TypeError, RecursionError) as e:
         return Outcome("skip", reason=f"no readable {RESULTS} in the bundle ({printable(str(e))[:160]})", bundle=where)
     if not isinstance(result, dict):
         return Outcome("skip", reason=f"the bundle holds no result for gate {gate}", bundle=where)

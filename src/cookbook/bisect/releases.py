@@ -55,7 +55,7 @@ def fetch_releases(dist: str, index: str | None = None, timeout_s: float = 60.0)
         releases = r.json()["releases"]
         if not isinstance(releases, dict):
             raise TypeError("releases is not an object")
-    except (httpx.HTTPError, ValueError, KeyError, TypeError) as e:
+    except (httpx.HTTPError, ValueError, KeyError, TypeError, RecursionError) as e:
         raise CookbookError(
             f"the index answered {url} with no readable release list ({printable(str(e))[:200]})",
             help="check COOKBOOK_PYPI_URL points at a PyPI-compatible JSON API",
@@ -76,10 +76,9 @@ def _why_left_out(version: Version, files: list[dict]) -> str | None:
 
 def releases_between(dist: str, good: str, bad: str, index: str | None = None) -> ReleaseList:
     """Releases of dist from good to bad, both included, oldest first."""
-    try:
-        lo, hi = Version(good), Version(bad)
-    except InvalidVersion as e:
-        raise CookbookError(f"{e}", help="give --good and --bad as release versions, e.g. 0.31.0") from None
+    from cookbook.upgrade.scratch import release
+
+    lo, hi = Version(release(good, "--good", dist)), Version(release(bad, "--bad", dist))
     if lo >= hi:
         raise CookbookError(
             f"--good {good} is not older than --bad {bad}",
@@ -90,9 +89,11 @@ def releases_between(dist: str, good: str, bad: str, index: str | None = None) -
     parsed: dict[Version, tuple[str, list[dict]]] = {}
     for text, files in raw.items():
         try:
-            v = Version(text)
-        except InvalidVersion:
-            continue  # legacy version strings cannot be ordered; PEP 440 leaves them out
+            v = Version(text) if len(text) <= 64 else None
+        except (InvalidVersion, ValueError):  # ValueError: thousands of digits
+            v = None
+        if v is None:
+            continue  # legacy or absurd version strings cannot be ordered; PEP 440 leaves them out
         parsed[v] = (str(v), files)  # the normal form: no spaces, safe as a folder name and a pip pin
     usable = sorted(v for v, (_, files) in parsed.items() if _why_left_out(v, files) is None)
     for end, flag in ((lo, "--good"), (hi, "--bad")):

@@ -17,6 +17,7 @@ from pathlib import Path
 import click
 
 from cookbook.errors import BAD_INPUT, FAILED, CookbookError
+from cookbook.untrusted import file_kind, printable
 
 REPO_ID = "openai/gsm8k"
 CONFIG = "main"
@@ -65,6 +66,9 @@ def _fail(msg: str, hint: str | None = None, code: int = BAD_INPUT):
     raise CookbookError(msg, help=hint, exit_code=code)
 
 
+FOLDER_HELP = "pass --data-dir DIR (a folder you can write) or set COOKBOOK_DATA to one"
+
+
 def _data_dir(data_dir: Path | None) -> Path:
     from cookbook.gates.data import default_data_dir
 
@@ -91,6 +95,9 @@ def path_cmd():
     from cookbook.gates.data import DATA_ENV
 
     d = _data_dir(None)
+    if d.exists() and not d.is_dir():
+        kind = file_kind(d.stat().st_mode)
+        _fail(f"{printable(d)}: is a {kind}, not a folder, so it cannot be the data folder", FOLDER_HELP)
     click.echo(str(d))
     click.echo(f"  from: {'$' + DATA_ENV if os.environ.get(DATA_ENV) else 'the default (.cache/data in the checkout)'}")
     gsm = [s for s in SPLITS if (d / "gsm8k" / f"{s}.jsonl").is_file()]
@@ -144,7 +151,10 @@ def fetch_cmd(data_dir, revision, force):
             "install the data extra: .venv/bin/pip install -e '.[data]'",
         )
     if target_root.exists() and not target_root.is_dir():
-        _fail(f"{target_root}: not a directory", "pass --data-dir DIR (a folder) or set COOKBOOK_DATA to one")
+        _fail(f"{printable(target_root)}: not a directory", FOLDER_HELP)
+    probe = target_root if target_root.exists() else next(p for p in target_root.parents if p.exists())
+    if not os.access(probe, os.W_OK | os.X_OK):
+        _fail(f"{printable(probe)}: not writable, so GSM8K cannot be written under it", FOLDER_HELP)
     endpoint = (os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
     click.echo(
         f"fetching {REPO_ID} (config {CONFIG}, {'/'.join(SPLITS)}) from {endpoint} into {target} "

@@ -39,9 +39,11 @@ def upgrade_cmd(slug, version, dry_run, out, no_regression_tests):
     from cookbook.files import repo_root
     from cookbook.recipe.resolve import all_slugs
     from cookbook.upgrade.flow import run_upgrade
+    from cookbook.upgrade.scratch import recipe_engine, release
 
     if slug not in all_slugs():
         raise CookbookError(f"unknown recipe {slug!r}", help="`cookbook list` names every recipe")
+    version = release(version, "--engine", recipe_engine(slug)[0])  # before pip, a folder or a report sees it
     if out is None:
         stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         out = repo_root() / "runs" / f"upgrade-{slug}-{version}-{stamp}"

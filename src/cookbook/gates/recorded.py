@@ -22,7 +22,10 @@ MAX_FILE_BYTES = 256 << 20  # a transcript or results.json larger than this is n
 def read_json(path: Path) -> Any:
     if path.stat().st_size > MAX_FILE_BYTES:
         raise ValueError(f"{path.name} is over {MAX_FILE_BYTES >> 20} MiB")
-    return json.loads(path.read_text(encoding="utf-8"))
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except RecursionError:  # thousands of nested brackets: a forgery, refused like any bad JSON
+        raise ValueError(f"{path.name} nests too deeply to be a bundle file") from None
 
 
 def transcript(root: Path, gate: str) -> list[dict]:
@@ -47,7 +50,10 @@ def transcript(root: Path, gate: str) -> list[dict]:
     out = []
     for n, line in enumerate(raw.decode("utf-8").splitlines(), 1):
         if line.strip():
-            rec = json.loads(line)
+            try:
+                rec = json.loads(line)
+            except RecursionError:
+                raise ValueError(f"transcripts/{gate}.jsonl line {n} nests too deeply") from None
             if not isinstance(rec, dict):
                 raise ValueError(f"transcripts/{gate}.jsonl line {n} is not an object")
             out.append(rec)

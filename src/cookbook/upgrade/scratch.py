@@ -52,6 +52,29 @@ def recipe_engine(slug: str) -> tuple[str, str, str]:
     return str(engine["package"]), str(engine["version"]), str(profile) if profile else ""
 
 
+VERSION_MAX = 64  # characters: PEP 440 releases are short; 5,000 digits overflow int() before they parse
+
+
+def release(text: str, option: str, distribution: str = "vllm") -> str:
+    """`text` as a release version pip can be asked for (PEP 440, normalized: safe as a folder name and
+    a pin), or one refusal naming `option`. Checked before pip, a folder or an index sees it."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.version import InvalidVersion, Version
+
+    from cookbook.untrusted import printable
+
+    shown = printable(str(text)[:60]) + ("..." if len(str(text)) > 60 else "")
+    help = f"give {option} as a release version, e.g. 0.31.0"
+    if not isinstance(text, str) or not text or len(text) > VERSION_MAX:
+        raise CookbookError(f"{option} {shown}: not a release version (empty, or over {VERSION_MAX} characters)", help=help)
+    try:
+        v = Version(text)
+        Requirement(f"{distribution}=={v}")
+    except (InvalidVersion, InvalidRequirement, ValueError):
+        raise CookbookError(f"{option} {shown}: not a release version (PEP 440)", help=help) from None
+    return str(v)
+
+
 class ScratchEngine:
     def __init__(self, slug: str, version: str, cache: Path):
         self.slug = slug
