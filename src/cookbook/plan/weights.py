@@ -201,7 +201,8 @@ def from_recipe(geom: Geometry, size_gib: float | None, fmt: str) -> Weights:
         g = WeightGroup("all", int(size_gib * GIB), 0, {"(on-disk size)": int(size_gib * GIB)}, True)
         return Weights({"all": g}, "recipe", ["the recipe gives a size and no geometry: one group"])
     other_bits = 8.5 if fmt == "gguf" else 16.0
-    quantized = ("routed_experts", "mtp") if "routed_experts" in counts else ()
+    # the routed experts and, where the model has one, its MTP layer (a recipe without mtp_layers has none)
+    quantized = tuple(k for k in ("routed_experts", "mtp") if k in counts) if "routed_experts" in counts else ()
     groups = {}
     fixed = 0
     for name, n in counts.items():
