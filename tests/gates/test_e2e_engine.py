@@ -50,7 +50,8 @@ def standin():
         proc.wait()
 
 
-def test_full_suite_writes_a_complete_bundle(server, recipes_dir, tmp_path, data_dir):
+def test_full_suite_writes_a_complete_bundle(server, recipes_dir, tmp_path, data_dir, monkeypatch):
+    monkeypatch.setenv("COOKBOOK_ROOT", str(tmp_path))  # verify takes only a bundle inside the checkout
     out = tmp_path / "bundle"
     lock = tmp_path / "lock.txt"
     lock.write_text(
@@ -74,7 +75,7 @@ def test_full_suite_writes_a_complete_bundle(server, recipes_dir, tmp_path, data
     )
     doc = json.loads((out / "results.json").read_text())
     assert doc["complete"] and doc["fault"] is None, res.output
-    assert list(doc["gates"]) == doc["declared_gates"] and len(doc["gates"]) == 8
+    assert list(doc["gates"]) == doc["declared_gates"] and len(doc["gates"]) == 10
     failed = [n for n, g in doc["gates"].items() if g["status"] != "passed"]
     assert res.exit_code == (1 if failed else 0), res.output
     for name, g in doc["gates"].items():

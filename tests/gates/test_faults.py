@@ -23,7 +23,7 @@ def test_server_down_at_start_fails_every_gate_and_keeps_a_bundle(recipes_dir, t
     assert res.exit_code == 1, res.output
     doc = json.loads((out / "results.json").read_text())
     assert doc["complete"] and doc["fault"] == "server_down"
-    assert set(doc["gates"]) == set(doc["declared_gates"]) and len(doc["gates"]) == 8
+    assert set(doc["gates"]) == set(doc["declared_gates"]) and len(doc["gates"]) == 10
     for g in doc["gates"].values():
         assert g["status"] == "failed" and g["fault"] == "server_down"
         assert "not answering /v1/models" in g["reason"] and "start it first" in g["reason"]

@@ -110,6 +110,12 @@ def run_gates(
 
     spec = resolved.recipe.gates
     declared = spec.declared()
+    if not declared:
+        raise CookbookError(
+            f"recipe {resolved.slug} declares no gates, so there is nothing to run",
+            help="declare the gates its source document verified it with under `gates:` in "
+            f"{resolved.path} (gates/README.md lists them)",
+        )
     missing = [g for g in only if g not in declared]
     if missing:
         raise CookbookError(

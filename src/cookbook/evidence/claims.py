@@ -11,6 +11,11 @@ def refusals(resolved, doc: dict) -> list[str]:
     """Every reason results.json's own claims cannot verify this recipe (empty list: they can)."""
     out = []
     declared = resolved.recipe.gates.declared()
+    if resolved.recipe.gates.benchmark_only:
+        out.append(
+            f"the recipe is a benchmark only ({resolved.recipe.gates.benchmark_only.strip()[:160]}), "
+            "so it can never be verified"
+        )
     if not declared:
         out.append("the recipe declares no gates, so there is nothing to verify")
     if not doc.get("complete"):
@@ -25,6 +30,14 @@ def refusals(resolved, doc: dict) -> list[str]:
     if doc.get("only"):
         out.append(f"the bundle ran only {doc['only']} (--only); verification needs every declared gate")
     gates = doc.get("gates", {})
+    # Every gate in the bundle is one the recipe declares: a verified block lists only evidence
+    # the recipe asked for (an extra `passed` gate would read as checked when nothing re-checked it).
+    undeclared = sorted(str(k)[:60] for k in gates if k not in declared)
+    if undeclared:
+        out.append(
+            f"the bundle records gates the recipe does not declare: {', '.join(undeclared[:10])}; "
+            "a bundle holds exactly the recipe's declared gates"
+        )
     for name in declared:
         g = gates.get(name)
         if g is None:

@@ -13,7 +13,6 @@ from typing import Any
 from cookbook.evidence.environment import environment_of
 from cookbook.evidence.recheck import recheck
 from cookbook.gates.bundle import load_results
-from cookbook.recipe.gates_spec import GATE_NAMES
 from cookbook.recipe.paths import repo_root
 from cookbook.recipe.verified import write_verified
 
@@ -22,11 +21,20 @@ def _key_figures(measured: dict) -> dict:
     return {k: v for k, v in measured.items() if isinstance(v, (int, float, str)) and not isinstance(v, bool)}
 
 
-def block_for(resolved, doc: dict, bundle: Path) -> dict[str, Any]:
+def repo_relative(bundle: Path) -> str | None:
+    """The bundle's path relative to the checkout ('/'-separated), or None when it lies outside:
+    a verified block points only at evidence the repository holds."""
     try:
-        bundle_ref = str(bundle.resolve().relative_to(repo_root()))
-    except ValueError:
-        bundle_ref = str(bundle.resolve())
+        return bundle.resolve().relative_to(repo_root().resolve()).as_posix()
+    except (ValueError, OSError, RuntimeError):
+        return None
+
+
+def block_for(resolved, doc: dict, bundle: Path) -> dict[str, Any]:
+    bundle_ref = repo_relative(bundle)
+    if bundle_ref is None:
+        raise ValueError(f"{bundle} lies outside the repository")
+    declared = resolved.recipe.gates.declared()
     return {
         "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
         "recipe_hash": resolved.content_hash,
@@ -35,7 +43,7 @@ def block_for(resolved, doc: dict, bundle: Path) -> dict[str, Any]:
         "server": doc.get("base_url"),
         "gates": {
             name: {"status": doc["gates"][name]["status"], "measured": _key_figures(doc["gates"][name]["measured"])}
-            for name in GATE_NAMES
+            for name in declared
             if name in doc["gates"]
         },
     }
@@ -44,6 +52,12 @@ def block_for(resolved, doc: dict, bundle: Path) -> dict[str, Any]:
 def verify(resolved, bundle: Path) -> tuple[list[str], dict | None]:
     """(refusals, block written). Writes the block only when there are no refusals."""
     reasons = recheck(resolved, bundle)  # reads results.json itself, and says so when it cannot
+    if repo_relative(bundle) is None:
+        reasons.insert(
+            0,
+            f"the bundle {bundle} lies outside the repository {repo_root()}; a verified block may point only "
+            "at evidence the repository holds: move the bundle under runs/ (or beside the recipe) and verify again",
+        )
     if reasons:
         return reasons, None
     block = block_for(resolved, load_results(bundle), bundle)

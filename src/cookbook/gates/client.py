@@ -105,6 +105,7 @@ class Server:
         self.model = model
         self.transcript = Transcript(None)
         self.extra: dict[str, Any] = {}  # the current gate's request_extra
+        self.last_elapsed_s = 0.0  # the last post()'s client time, s
         self.request_timeout_s = request_timeout_s
         self.http = httpx.AsyncClient(
             base_url=self.base_url,
@@ -125,7 +126,10 @@ class Server:
                 headers = [
                     (k, v) for k, v in r.headers.items() if k.lower() not in ("content-encoding", "content-length")
                 ]
-                return httpx.Response(r.status_code, headers=headers, content=body, request=r.request)
+                resp = httpx.Response(r.status_code, headers=headers, content=body, request=r.request)
+                # JSON and Prometheus text are UTF-8: a declared charset (utf-16, a bogus one) is not trusted
+                resp.encoding = "utf-8"
+                return resp
 
         try:
             return await asyncio.wait_for(read(), timeout=self.request_timeout_s)
@@ -151,6 +155,7 @@ class Server:
         t0 = time.perf_counter()
         r = await self._send("POST", path, json=payload)
         elapsed = time.perf_counter() - t0
+        self.last_elapsed_s = round(elapsed, 4)  # as the transcript records it
         body: Any
         try:
             body = r.json()

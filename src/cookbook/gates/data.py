@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,12 +43,14 @@ def default_data_dir() -> Path:
 class DataPaths:
     gsm8k_dir: Path | None = None
     haystack_dir: Path | None = None
+    golden_dir: Path | None = None  # recorded goldens of the golden gate
 
     @classmethod
     def from_data_dir(cls, data_dir: Path | None, gsm8k: Path | None = None, haystack: Path | None = None):
         return cls(
             gsm8k_dir=gsm8k or (data_dir / "gsm8k" if data_dir else None),
             haystack_dir=haystack or (data_dir / "haystack" if data_dir else None),
+            golden_dir=data_dir / "golden" if data_dir else None,
         )
 
 
@@ -131,3 +134,26 @@ def haystack(paths: DataPaths, filler: str) -> list[str]:
     if len(sents) < 200:
         raise GateFailure(f"haystack {f} has only {len(sents)} sentences; use a longer natural text (a book)")
     return sents
+
+
+PASSAGE_SENTENCES = 12  # sentences kept together when a long text is put together in passes
+
+
+def long_sentences(sents: list[str], n: int, seed: int) -> list[str]:
+    """At least `n` sentences of natural prose for a long prompt (16K to ~1M tokens): the text
+    itself, then further passes over it, each pass its passages (runs of PASSAGE_SENTENCES
+    sentences) in another seeded order. Passages recur across passes, but no word is ever
+    repeated on its own: the Gaudi document warns that a prompt of one word repeated tens of
+    thousands of times makes the model loop, and the SlimServe one that such prompts collapse
+    speculative acceptance."""
+    if len(sents) >= n or not sents:
+        return list(sents)
+    passages = [sents[i : i + PASSAGE_SENTENCES] for i in range(0, len(sents), PASSAGE_SENTENCES)]
+    rng = random.Random(seed)
+    out = list(sents)
+    while len(out) < n:
+        order = list(range(len(passages)))
+        rng.shuffle(order)
+        for k in order:
+            out += passages[k]
+    return out

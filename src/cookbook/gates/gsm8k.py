@@ -130,6 +130,13 @@ def verdict(measured: dict, items: list[dict], cfg: Gsm8kGate) -> list[tuple[boo
     return checks
 
 
+def effort(cfg: Gsm8kGate) -> dict:
+    """The request fields that set the gate's reasoning effort (chat only; none: the server's default)."""
+    if cfg.reasoning_effort is None:
+        return {}
+    return {"chat_template_kwargs": {"reasoning_effort": cfg.reasoning_effort}}
+
+
 async def run(ctx: Context, cfg: Gsm8kGate) -> None:
     r = ctx.result
     r.formulas = FORMULAS
@@ -144,7 +151,9 @@ async def run(ctx: Context, cfg: Gsm8kGate) -> None:
         common = {"temperature": 0.0, "max_tokens": cfg.max_tokens, "seed": cfg.seed, "stop": cfg.stop}
         if cfg.mode == "chat":
             body = await ctx.server.post(
-                "/v1/chat/completions", {"messages": chat_messages(shots, p["question"]), **common}, tag=f"q{i}"
+                "/v1/chat/completions",
+                {"messages": chat_messages(shots, p["question"]), **common, **effort(cfg)},
+                tag=f"q{i}",
             )
             choice = body["choices"][0]
             content, reasoning = read_message(choice, cfg.reasoning_field)
@@ -178,7 +187,12 @@ def recompute(recorded: RecordedRun, cfg: Gsm8kGate) -> tuple[dict, list[dict]]:
     claimed = {i.get("index"): i for i in (recorded.doc["gates"]["gsm8k"].get("items") or [])}
     items = []
     for i in range(cfg.n):
-        choice = ok_body(need(recs, f"q{i}"))["choices"][0]
+        rec = need(recs, f"q{i}")
+        if cfg.mode == "chat" and cfg.reasoning_effort is not None:
+            kwargs = rec["request"].get("chat_template_kwargs")
+            if not isinstance(kwargs, dict) or kwargs.get("reasoning_effort") != cfg.reasoning_effort:
+                raise ValueError(f"request q{i} did not ask reasoning_effort {cfg.reasoning_effort!r}")
+        choice = ok_body(rec)["choices"][0]
         content = read_message(choice, cfg.reasoning_field)[0] if cfg.mode == "chat" else choice.get("text")
         gold = (claimed.get(i) or {}).get("gold")
         if not isinstance(gold, str):

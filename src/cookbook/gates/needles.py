@@ -170,10 +170,24 @@ def measure(items: list[dict]) -> dict:
     }
 
 
+WINDOW = "window"  # the length key of the prompt that fills the served window (window_fill_fraction)
+
+
+def lengths(cfg: NeedlesGate) -> list:
+    """The prompt lengths of the gate: lengths_tokens, then WINDOW when window_fill_fraction is set."""
+    return [*cfg.lengths_tokens, *([WINDOW] if cfg.window_fill_fraction else [])]
+
+
+def window_tokens(cfg: NeedlesGate, max_model_len: int | None) -> int:
+    if not max_model_len:
+        raise GateFailure("window_fill_fraction needs the served max_model_len, which /v1/models did not report")
+    return int(cfg.window_fill_fraction * max_model_len) - cfg.max_tokens
+
+
 def verdict(measured: dict, items: list[dict], cfg: NeedlesGate) -> list[tuple[bool, str]]:
     """The gate's checks as a pure function of what was measured (run() and `gates verify` call it)."""
     found, hidden = measured.get("codes_found"), measured.get("codes_hidden")
-    want = len(cfg.fillers) * len(cfg.lengths_tokens) * len(cfg.depths_pct) * cfg.codes_per_prompt
+    want = len(cfg.fillers) * len(lengths(cfg)) * len(cfg.depths_pct) * cfg.codes_per_prompt
     if not isinstance(found, int) or not isinstance(hidden, int) or hidden <= 0:
         return [(False, f"codes_found {found!r} / codes_hidden {hidden!r} are not counts")]
     frac = found / hidden
@@ -191,6 +205,7 @@ async def run(ctx: Context, cfg: NeedlesGate) -> None:
     r.formulas = FORMULAS
     r.thresholds = {"min_found_fraction": cfg.min_found_fraction}
     rng = random.Random(cfg.seed)
+    sizes = {L: (window_tokens(cfg, ctx.max_model_len) if L == WINDOW else L) for L in lengths(cfg)}
     for L in cfg.lengths_tokens:
         ctx.check_fits(L, cfg.max_tokens, f"needles length {L}")
     jobs, builtin = [], {}
@@ -202,17 +217,19 @@ async def run(ctx: Context, cfg: NeedlesGate) -> None:
             builtin[filler] = gatedata.digest(filler)
         sample = " ".join(sents[:400])
         ratio = 400 / max(1, len(await ctx.server.tokenize(prompt=sample)))  # sentences per token
-        for L in cfg.lengths_tokens:
+        # Long prompts (past the text's own length) get further passes over it, never a repeated word.
+        sents = gate_data.long_sentences(sents, int(max(sizes.values()) * ratio * 1.6) + 64, cfg.seed)
+        for L in lengths(cfg):
             for depth in cfg.depths_pct:
                 keys = rng.sample(KEYS, cfg.codes_per_prompt)
                 codes = [str(rng.randrange(1_000_000, 10_000_000)) for _ in keys]
-                start = rng.randrange(0, max(1, len(sents) - int(L * ratio * 1.5) - 1))
+                start = rng.randrange(0, max(1, len(sents) - int(sizes[L] * ratio * 1.5) - 1))
                 jobs.append((filler, L, depth, keys, codes, start, sents, ratio))
 
     async def one(job):
         filler, L, depth, keys, codes, start, sents, ratio = job
         needles = [needle_sentence(k, c) for k, c in zip(keys, codes)]
-        req, n_tok, window = await _fit(ctx, sents, start, needles, keys, depth, L, ratio, cfg.mode)
+        req, n_tok, window = await _fit(ctx, sents, start, needles, keys, depth, sizes[L], ratio, cfg.mode)
         body = {**req, "temperature": 0.0, "max_tokens": cfg.max_tokens, "seed": cfg.seed}
         if cfg.mode == "completion":
             body["stop"] = [".", "\n"]
@@ -245,7 +262,7 @@ def recompute(recorded: RecordedRun, cfg: NeedlesGate) -> tuple[dict, list[dict]
     recs = recorded.requests("needles")
     items = []
     for filler in cfg.fillers:
-        for L in cfg.lengths_tokens:
+        for L in lengths(cfg):
             for depth in cfg.depths_pct:
                 rec = need(recs, f"{filler}/{L}/{depth}")
                 req, body = rec["request"], ok_body(rec)

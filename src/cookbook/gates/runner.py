@@ -62,6 +62,8 @@ async def _run_gate(name: str, cfg_gate, ctx: Context, left_s: float) -> None:
 
 async def run_suite(cfg: SuiteConfig) -> Bundle:
     declared = cfg.spec.declared()
+    if not declared:  # refused before any bundle is written (`gates run` says so first)
+        raise GateFailure("the recipe declares no gates, so there is nothing to run")
     bundle = Bundle(
         cfg.out_dir,
         {
@@ -92,10 +94,6 @@ def _not_run(bundle: Bundle, names: list[str], reason: str, fault: str, echo) ->
 
 async def _run(cfg: SuiteConfig, declared: list[str], bundle: Bundle, server: Server) -> Bundle:
     echo = cfg.echo
-    if not declared:
-        echo("the recipe declares no gates; nothing to run")
-        bundle.finish()
-        return bundle
     # Preflight: reachable, and serving the recipe's model name.
     try:
         models = await _probe(server)

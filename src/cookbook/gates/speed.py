@@ -183,6 +183,14 @@ def verdict(measured: dict, items: list[dict], cfg: SpeedGate) -> list[tuple[boo
         if limit is not None:
             v = tput.get(str(c))
             checks.append((_num(v) and v >= limit, f"output_throughput at {c} streams {v} < {limit} ({what})"))
+    for c, limit in sorted(dict(cfg.min_output_throughput_by_concurrency or []).items()):
+        v = tput.get(str(c))
+        checks.append(
+            (
+                _num(v) and v >= limit,
+                f"output_throughput at {c} streams {v} < {limit} (min_output_throughput_by_concurrency)",
+            )
+        )
     ttft = measured.get("ttft_s") or {}
     checks.append(
         (
@@ -207,6 +215,10 @@ async def run(ctx: Context, cfg: SpeedGate) -> None:
         for k, v in {
             "min_output_throughput_1_stream": cfg.min_output_throughput_1_stream,
             "min_output_throughput_peak": cfg.min_output_throughput_peak,
+            "min_output_throughput_by_concurrency": {
+                str(k): v for k, v in (cfg.min_output_throughput_by_concurrency or [])
+            }
+            or None,
             "max_ttft_2k_s": cfg.max_ttft_2k_s,
             "max_ttft_8k_s": cfg.max_ttft_8k_s,
             "sweep_max_tokens": cfg.sweep_max_tokens,

@@ -23,6 +23,25 @@ FORMULAS = {
 }
 
 
+NEEDLE_ANSWER_TOKENS = 96
+
+
+async def _with_needles(ctx: Context, ids: list[int], pairs: list[tuple[str, str]]) -> list[int]:
+    """The long prompt with the needle sentences spread through it (at 1/(k+1), 2/(k+1), ... of its
+    length) and a question after it; as long as before, less what the needles and question take."""
+    from cookbook.gates.needles import needle_sentence, question
+
+    inserts = [await ctx.server.tokenize(prompt=f" {needle_sentence(k, c)} ") for k, c in pairs]
+    ask = await ctx.server.tokenize(prompt=f"\n\n{question([k for k, _ in pairs])}\nAnswer:")
+    body = ids[: max(1, len(ids) - sum(map(len, inserts)) - len(ask))]
+    out, last = [], 0
+    for i, ins in enumerate(inserts, 1):
+        cut = len(body) * i // (len(inserts) + 1)
+        out += body[last:cut] + ins
+        last = cut
+    return out + body[last:] + ask
+
+
 def decode_gaps(token_times: list[tuple[float, int]]) -> list[float]:
     """Gaps between consecutive token-carrying chunks, from (arrival time, tokens) pairs."""
     times = [t for t, n in token_times if n > 0]
@@ -32,6 +51,20 @@ def decode_gaps(token_times: list[tuple[float, int]]) -> list[float]:
 def max_gap_s(gaps: list[float]) -> float:
     """The largest decode gap, rounded; infinite when no decode produced two token chunks."""
     return round(max(gaps), 4) if gaps else float("inf")
+
+
+def prefill_needles(cfg: StressGate, j: int) -> list[tuple[str, str]]:
+    """(key, code) pairs hidden in long prompt j, drawn from the gate's seed (recompute draws them again)."""
+    from cookbook.gates.needles import KEYS
+
+    rng = random.Random(f"{cfg.seed}/prefill{j}")
+    return [(k, str(rng.randrange(1_000_000, 10_000_000))) for k in rng.sample(KEYS, cfg.needles)]
+
+
+def needles_item(j: int, pairs: list[tuple[str, str]], text) -> dict:
+    codes = [c for _, c in pairs]
+    found = [c for c in codes if c in (text if isinstance(text, str) else "")]
+    return {"prefill": j, "codes": codes, "found_count": len(found)}
 
 
 def verdict(measured: dict, items: list[dict], cfg: StressGate) -> list[tuple[bool, str]]:
@@ -45,7 +78,13 @@ def verdict(measured: dict, items: list[dict], cfg: StressGate) -> list[tuple[bo
     ]
     max_gap = measured.get("max_decode_gap_s")
     gap_ok = isinstance(max_gap, (int, float)) and not isinstance(max_gap, bool) and max_gap <= cfg.max_decode_gap_s
+    missed = [
+        f"prefill {i.get('prefill')}: {i.get('found_count')}/{len(i.get('codes') or [])} codes found"
+        for i in prefills
+        if cfg.needles and (i.get("found_count") != cfg.needles or len(i.get("codes") or []) != cfg.needles)
+    ]
     return [
+        (not missed, "needles missed in the long prompts: " + "; ".join(missed)),
         (
             len(decodes) == cfg.decodes and len(prefills) == len(cfg.prefill_tokens),
             f"{len(decodes)} decodes and {len(prefills)} prefills measured, the gate runs "
@@ -60,6 +99,14 @@ def verdict(measured: dict, items: list[dict], cfg: StressGate) -> list[tuple[bo
     ]
 
 
+def _retrieved(fut: asyncio.Future) -> None:
+    """Mark a background future's outcome as seen. Left unread, a cancelled gather or a decode that
+    failed after the gate had moved on is logged by asyncio at exit ("... exception was never
+    retrieved ... CancelledError"), a traceback after every run."""
+    if not fut.cancelled():
+        fut.exception()
+
+
 async def run(ctx: Context, cfg: StressGate) -> None:
     r = ctx.result
     r.formulas = FORMULAS
@@ -68,6 +115,8 @@ async def run(ctx: Context, cfg: StressGate) -> None:
     for n in cfg.prefill_tokens:
         ctx.check_fits(n, 1, f"stress prefill {n}")
     prompts = [await ctx.uncached_prompt_ids(n, rng) for n in cfg.prefill_tokens]
+    if cfg.needles:
+        prompts = [await _with_needles(ctx, ids, prefill_needles(cfg, j)) for j, ids in enumerate(prompts)]
     flowing = [asyncio.Event() for _ in range(cfg.decodes)]
 
     def watch(i):
@@ -97,11 +146,10 @@ async def run(ctx: Context, cfg: StressGate) -> None:
     try:
         # Send the long prompts once every decode is streaming (or one has already ended).
         waits = [asyncio.ensure_future(e.wait()) for e in flowing]
-        await asyncio.wait(
-            [asyncio.ensure_future(asyncio.gather(*waits)), *decodes], return_when=asyncio.FIRST_COMPLETED
-        )
-        for w in waits:
-            w.cancel()
+        all_flowing = asyncio.ensure_future(asyncio.gather(*waits))
+        all_flowing.add_done_callback(_retrieved)
+        await asyncio.wait([all_flowing, *decodes], return_when=asyncio.FIRST_COMPLETED)
+        all_flowing.cancel()  # cancels the waits with it
         for d in decodes:
             if d.done() and d.exception():
                 raise d.exception()
@@ -110,9 +158,15 @@ async def run(ctx: Context, cfg: StressGate) -> None:
         async def prefill(j, ids):
             s = time.perf_counter()
             body = await ctx.server.post(
-                "/v1/completions", {"prompt": ids, "max_tokens": 1, "temperature": 0.0}, tag=f"prefill{j}"
+                "/v1/completions",
+                {"prompt": ids, "max_tokens": NEEDLE_ANSWER_TOKENS if cfg.needles else 1, "temperature": 0.0},
+                tag=f"prefill{j}",
             )
+            found = {}
+            if cfg.needles:
+                found = needles_item(j, prefill_needles(cfg, j), body["choices"][0].get("text"))
             return {
+                **found,
                 "prefill": j,
                 "prompt_tokens": (body.get("usage") or {}).get("prompt_tokens"),
                 "latency_s": round(time.perf_counter() - s, 3),
@@ -123,6 +177,7 @@ async def run(ctx: Context, cfg: StressGate) -> None:
     finally:
         for d in decodes:  # on a timeout or fault, no decode may stream on into the next gate
             d.cancel()
+            d.add_done_callback(_retrieved)
     gaps_all = []
     for i, s in enumerate(streams):
         gaps = decode_gaps(s.token_times())
@@ -164,7 +219,10 @@ def recompute(recorded: RecordedRun, cfg: StressGate) -> tuple[dict, list[dict]]
         rec = need(recs, f"prefill{j}")
         ok_body(rec)
         sent.append(sent_time(rec))
-        items.append({"prefill": j})
+        if cfg.needles:
+            items.append(needles_item(j, prefill_needles(cfg, j), ok_body(rec)["choices"][0].get("text")))
+        else:
+            items.append({"prefill": j})
     return {
         "max_decode_gap_s": max_gap_s(gaps_all),
         "prefill_overlapped_decodes": bool(sent) and any(e > min(sent) for e in ends),

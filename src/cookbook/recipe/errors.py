@@ -167,6 +167,20 @@ SHELL_CONTROL_CHAR = _kind(
     "what a terminal shows differ from what runs. Write the value on one line without them; "
     "use `>-` folding in YAML for long text.",
 )
+NO_GATES = _kind(
+    "R023",
+    "recipe declares no gate",
+    "A recipe says verified only when its gate suite passed, so a recipe that declares no gate could "
+    "never be verified. Declare the gates its source document verified it with under `gates:` (each "
+    "threshold with its source in calibrated_on). A benchmark-only recipe (dummy weights) says so "
+    "instead, with `gates.benchmark_only: <why>`; it is shown as 'benchmark' and never verified.",
+)
+BENCHMARK_VERIFIED = _kind(
+    "R024",
+    "benchmark-only recipe with a verified block",
+    "gates.benchmark_only marks a recipe whose answers mean nothing (dummy weights), so it can never "
+    "be verified; remove its `verified:` block, or drop benchmark_only if the recipe serves a real model.",
+)
 UNKNOWN_RECIPE = _kind(
     "R101",
     "unknown recipe",

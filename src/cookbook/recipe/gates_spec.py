@@ -102,6 +102,14 @@ class NeedlesGate(GateBase):
             "(/v1/completions, stop at '.' or newline); needs codes_per_prompt 1."
         ),
     )
+    window_fill_fraction: float | None = Field(
+        None,
+        gt=0.5,
+        le=1.0,
+        description="If set, one more prompt per filler and depth, sized to this fraction of the served "
+        "max_model_len (read from /v1/models) less max_tokens: the capability near the end of the served "
+        "window. Long prompts are built from the prose in passes, never from one word repeated.",
+    )
     min_found_fraction: float = Field(
         1.0,
         ge=0.0,
@@ -165,6 +173,11 @@ class Gsm8kGate(GateBase):
         le=1.0,
         description="If set, fail when answers with finish_reason 'length' / n exceed this (catches reasoning that eats the budget).",
     )
+    reasoning_effort: Literal["low", "medium", "high"] | None = Field(
+        None,
+        description="Sent as chat_template_kwargs.reasoning_effort with every problem (the server's default "
+        "otherwise, e.g. --default-chat-template-kwargs); recorded in the transcript.",
+    )
 
 
 ToolCase = Literal["required", "named", "auto", "none", "json_schema"]
@@ -193,6 +206,7 @@ class ToolsGate(GateBase):
 
 class SpecAcceptanceGate(GateBase):
     min_acceptance_rate: float = Field(
+        0.5,
         ge=0.0,
         le=1.0,
         description="Minimum of Δaccepted_tokens / Δdraft_tokens from vllm:spec_decode_* counters over the gate's requests.",
@@ -248,6 +262,13 @@ class StressGate(GateBase):
         gt=0,
         description="Pass when the largest gap between token-carrying chunks of any decode (usage deltas > 0) is at most this.",
     )
+    needles: int | None = Field(
+        None,
+        ge=1,
+        le=8,
+        description="Random 7-digit codes hidden in each long prompt (spread through it); the long prompts then "
+        "ask for them, and every code must be found in the answer. Absent: the long prompts are plain prose.",
+    )
 
 
 class GreedyGate(GateBase):
@@ -278,6 +299,12 @@ class SpeedGate(GateBase):
         None,
         gt=0,
         description="Minimum output_throughput (tok/s) at the largest sweep concurrency.",
+    )
+    min_output_throughput_by_concurrency: list[tuple[int, float]] | None = Field(
+        None,
+        description="[concurrency, minimum output_throughput tok/s] pairs, each concurrency one of "
+        "sweep_concurrencies: e.g. a document's throughput-by-concurrency table (a list, so a recipe that "
+        "extends another replaces it whole).",
     )
     max_ttft_2k_s: float | None = Field(
         None,
@@ -316,7 +343,96 @@ class SpeedGate(GateBase):
             raise ValueError("sweep_concurrencies must be positive")
         if self.sweep_requests < max(self.sweep_concurrencies):
             raise ValueError("sweep_requests must be at least the largest sweep concurrency")
+        bars = dict(self.min_output_throughput_by_concurrency or [])
+        extra = sorted(set(bars) - set(self.sweep_concurrencies))
+        if extra:
+            raise ValueError(f"min_output_throughput_by_concurrency names {extra}, not in sweep_concurrencies")
+        if any(v <= 0 for v in bars.values()):
+            raise ValueError("min_output_throughput_by_concurrency values must be above 0")
         return self
+
+
+class ReasoningSplitGate(GateBase):
+    """The reasoning parser splits the answer from the thinking: with the recipe's parser and a
+    2,048-token budget, `content` is not null (a wrong parser returns the whole reply as reasoning)."""
+
+    requests: int = Field(4, ge=1, le=24, description="Chat requests: the first N built-in writing tasks.")
+    max_tokens: int = Field(2048, ge=16, description="Completion budget (thinking plus answer) per request.")
+    reasoning_field: str = Field(
+        "reasoning", min_length=1, description="Message field holding the reasoning (vLLM >= 0.11: 'reasoning')."
+    )
+    require_reasoning: bool = Field(
+        True,
+        description="Also require a non-empty reasoning field (the model thinks, and the parser found it); "
+        "false for a model that does not reason.",
+    )
+    min_content_fraction: float = Field(
+        1.0, ge=0.0, le=1.0, description="Pass when requests whose content is a non-empty string / requests >= this."
+    )
+
+
+class VisionGate(GateBase):
+    """An image request answered: a built-in picture (PNG, sent as a data: URL) and a question whose
+    answer is in the picture."""
+
+    requests: int = Field(2, ge=1, le=8, description="Requests, each with one of the built-in pictures.")
+    max_tokens: int = Field(2048, ge=16, description="Completion budget per request (thinking plus answer).")
+    min_correct_fraction: float = Field(
+        1.0, ge=0.0, le=1.0, description="Pass when answers naming the picture's colour / requests >= this."
+    )
+
+
+class DecodeGate(GateBase):
+    """Single-stream decode rate counted from non-streamed `usage` (under speculative decoding one SSE
+    chunk carries several accepted tokens, so counting chunks undercounts by about the acceptance
+    factor). At each context length the prompt is sent once to fill the prefix cache, then timed."""
+
+    contexts_tokens: list[int] = Field(
+        default_factory=lambda: [2048], min_length=1, description="Prompt lengths, tokens (server's /tokenize)."
+    )
+    max_tokens: int = Field(256, ge=8, description="Completion tokens per timed request (ignore_eos).")
+    min_tok_s: list[tuple[int, float]] | None = Field(
+        None,
+        description="[context tokens, minimum usage.completion_tokens / elapsed tok/s] pairs, each context one of "
+        "contexts_tokens (a list, so a recipe that extends another replaces it whole).",
+    )
+
+    @model_validator(mode="after")
+    def _bars_measured(self):
+        bars = dict(self.min_tok_s or [])
+        extra = sorted(set(bars) - set(self.contexts_tokens))
+        if extra:
+            raise ValueError(f"min_tok_s names {extra}, not in contexts_tokens")
+        if any(v <= 0 for v in bars.values()) or any(n < 64 for n in self.contexts_tokens):
+            raise ValueError("min_tok_s values must be above 0 and contexts_tokens at least 64")
+        return self
+
+
+class GoldenGate(GateBase):
+    """Lossless serving: a temperature-0, teacher-forced pass over a long text (prompt_logprobs), its
+    top-1 token at every position compared with a golden recorded from the same checkpoint."""
+
+    length_tokens: int = Field(65536, ge=256, description="Tokens of the teacher-forced text (built-in prose).")
+    golden: str = Field(
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}\.json$",
+        description="The recorded golden: a file name under the data path's golden/ folder. Every run writes its "
+        "own as golden.json in the bundle; record it once on a reference server (e.g. no speculation) and copy it there.",
+    )
+    golden_sha256: str | None = Field(
+        None,
+        pattern=r"^sha256:[0-9a-f]{64}$",
+        description="sha256 of the golden file (sha256:<64 hex>); when set, a run or a bundle compared with any "
+        "other golden fails.",
+    )
+    min_top1_agreement: float = Field(
+        1.0,
+        ge=0.0,
+        le=1.0,
+        description="Pass when positions whose top-1 token equals the golden's / positions >= this.",
+    )
+    max_mean_abs_logprob_diff: float = Field(
+        0.05, ge=0.0, description="Pass when the mean |logprob - golden logprob| of the text's own tokens is <= this."
+    )
 
 
 class GatesSpec(BaseModel):
@@ -331,6 +447,14 @@ class GatesSpec(BaseModel):
         exclude=True,
         description="calibrated_on of every gate here that does not set its own (resolved into "
         "each gate, so it is not kept beside them).",
+    )
+
+    benchmark_only: str | None = Field(
+        None,
+        min_length=1,
+        description="Set on a recipe that is a benchmark only (e.g. vLLM's dummy weights, so no answer "
+        "means anything): why. Its gates measure and are recorded, but it is shown as 'benchmark' and "
+        "can never be verified. A recipe without it must declare at least one gate (lint R023).",
     )
 
     greedy: GreedyGate | None = Field(
@@ -351,7 +475,17 @@ class GatesSpec(BaseModel):
     spec_acceptance: SpecAcceptanceGate | None = Field(
         None, description="Speculative decoding acceptance from /metrics counter deltas."
     )
+    reasoning_split: ReasoningSplitGate | None = Field(
+        None, description="The reasoning parser leaves content non-null within a 2,048-token budget."
+    )
+    vision: VisionGate | None = Field(None, description="An image request answered from the picture.")
+    golden: GoldenGate | None = Field(
+        None, description="Lossless: teacher-forced top-1 tokens over a long text equal a recorded golden."
+    )
     stress: StressGate | None = Field(None, description="Decodes keep flowing while long prompts prefill.")
+    decode: DecodeGate | None = Field(
+        None, description="Single-stream decode rate from non-streamed usage, at short and long context."
+    )
     speed: SpeedGate | None = Field(None, description="Decode speed, uncached TTFT, and a concurrency sweep.")
 
     @model_validator(mode="before")

@@ -65,6 +65,7 @@ def lint_file(path: Path, status_check: StatusCheck | None = None) -> list[E.Dia
             for d in check_rules(recipe, resolved_data, quant, locate):
                 d.kind = E.DEFAULT_REFUSED
                 out.append(d)
+    out += _gate_checks(recipe, diag)
     # Without the evidence wing's answer (status_check) only what the block alone says (stale) is checked.
     if recipe.verified is not None and not recipe.abstract:
         # The configuration the gates ran on: the default quant applied (its overrides
@@ -94,6 +95,27 @@ def lint_file(path: Path, status_check: StatusCheck | None = None) -> list[E.Dia
                 )
             )
     return _in_file_order(out)
+
+
+def _gate_checks(recipe, diag) -> list[E.Diagnostic]:
+    """A recipe that can be verified declares a gate; a benchmark-only one holds no verified block."""
+    if recipe.abstract:
+        return []
+    if recipe.gates.benchmark_only:
+        if recipe.verified is not None:
+            return [diag(E.BENCHMARK_VERIFIED, "verified", "a benchmark-only recipe holds a verified block")]
+        return []
+    if not recipe.gates.declared():
+        return [
+            diag(
+                E.NO_GATES,
+                "gates",
+                "the recipe declares no gate, so it could never be verified",
+                "declare the gates its source document verified it with under `gates:`, or set "
+                "`gates.benchmark_only: <why>` on a dummy-weight benchmark recipe",
+            )
+        ]
+    return []
 
 
 def _raw_checks(data: dict, diag) -> list[E.Diagnostic]:

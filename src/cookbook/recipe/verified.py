@@ -23,12 +23,17 @@ _VERIFIED_LINE = re.compile(r"^verified:", re.MULTILINE)
 
 VERIFIED, STALE, UNVERIFIED = "verified", "stale", "unverified"
 BUNDLE_MISSING, BUNDLE_REFUSED = "unverified (bundle missing)", "unverified (bundle refused)"
-STATUSES = (VERIFIED, STALE, UNVERIFIED, BUNDLE_MISSING, BUNDLE_REFUSED)
+# A benchmark-only recipe (gates.benchmark_only): never verified, whatever block it holds.
+BENCHMARK = "benchmark"
+STATUSES = (VERIFIED, STALE, UNVERIFIED, BUNDLE_MISSING, BUNDLE_REFUSED, BENCHMARK)
 
 
 def block_status(resolved) -> str | None:
-    """What the verified block alone says: UNVERIFIED (there is none), STALE (its recipe_hash is
-    not the recipe's content hash), or None: current, so only its bundle's re-check can tell."""
+    """What the verified block alone says: BENCHMARK (a benchmark-only recipe), UNVERIFIED (there is
+    none), STALE (its recipe_hash is not the recipe's content hash), or None: current, so only its
+    bundle's re-check can tell."""
+    if resolved.recipe.gates.benchmark_only:
+        return BENCHMARK
     block = resolved.recipe.verified
     if block is None:
         return UNVERIFIED
