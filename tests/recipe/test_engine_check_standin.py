@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from cookbook.cli import main
 from cookbook.commands.engine_status import shown_status, tools
@@ -152,3 +154,30 @@ def test_geometry_sets_follow_vllms_indexer_rule():
     assert "model.architecture.indexer.layers=4" in sets and "model.architecture.layers=8" in sets
     dsv4 = json.loads((ROOT / "recipes" / "dsv4-flash-perf-h200" / "config.json").read_text())
     assert "model.architecture.indexer.layers=3" in E.geometry_sets(dsv4)  # the ratio-4 layers of the first 8
+
+
+@pytest.mark.parametrize(
+    "config",
+    [
+        "not json",
+        "[1, 2]",
+        '{"num_hidden_layers": "8", "vocab_size": 5}',
+        '{"num_hidden_layers": true, "vocab_size": 5}',
+        '{"num_hidden_layers": 8, "vocab_size": 5, "index_topk": 1, "index_topk_freq": "x"}',
+    ],
+)
+def test_a_hostile_config_is_refused_in_one_reason_standin(tmp_path, recipe, config):
+    r = resolve(recipe)
+    run = make_run(tmp_path, r)
+    (run / "config.json").write_text(config)
+    with pytest.raises(ValueError, match="config.json|cannot be read"):
+        E.write(run, r, *tools(r), {})
+    assert not (recipe.parent / E.FOLDER).exists()
+
+
+@given(st.text(max_size=2000))
+@settings(max_examples=200, deadline=None)
+def test_parse_server_log_never_raises(text):
+    out = E.parse_server_log(text + "\nnon-default args: " + text)
+    assert set(out) >= {"args", "backends", "available_kv_gib", "kv_tokens"}
+    assert E.parse_metrics(text) is not None and E.answered(text) >= 0

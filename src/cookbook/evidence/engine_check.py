@@ -124,7 +124,7 @@ def geometry_sets(config: dict) -> list[str]:
         sets.append(f"model.architecture.compress_ratios={json.dumps(ratios[:layers])}")
         sets.append(f"model.architecture.indexer.layers={sum(1 for r in ratios[:layers] if r == 4)}")
     elif "index_topk" in config:  # DSA: vLLM 0.26.0's rule (models/deepseek_v2.py): a layer keeps its indexer
-        freq, off = int(config.get("index_topk_freq", 1)), int(config.get("index_skip_topk_offset", 2))
+        freq, off = max(int(config.get("index_topk_freq", 1)), 1), int(config.get("index_skip_topk_offset", 2))
         sets.append(
             f"model.architecture.indexer.layers={sum(1 for i in range(layers) if max(i - off + 1, 0) % freq == 0)}"
         )
@@ -161,7 +161,12 @@ def figures(
         texts = {f: _read(run / f) for f in RUN_FILES if f != "metrics.prom"}
         metrics = _read(run / "metrics.prom") if (run / "metrics.prom").is_file() else ""
         config = json.loads(texts["config.json"])
-    except (ValueError, OSError) as e:
+        if not isinstance(config, dict) or any(
+            not isinstance(config.get(k), int) or isinstance(config.get(k), bool) or not 0 < config[k] < 10**7
+            for k in ("num_hidden_layers", "vocab_size")
+        ):
+            raise ValueError("config.json needs num_hidden_layers and vocab_size as positive integers")
+    except (ValueError, OSError, RecursionError) as e:
         return {}, [f"the run folder cannot be read: {e}"]
     rc = texts["rc"].strip()
     if not rc.startswith("ready"):
@@ -174,7 +179,11 @@ def figures(
     n = answered(texts["responses.json"])
     if rc.startswith("ready") and n == 0:
         reasons.append("no request was answered (responses.json holds no completion text)")
-    plan = plan_fn([*sets, *geometry_sets(config), f"model.source.size_gib={log.get('model_load_gib') or 0}"])
+    try:
+        geometry = geometry_sets(config)
+    except (ValueError, TypeError, OverflowError) as e:
+        return {}, [*reasons, f"config.json's geometry cannot be read ({e})"]
+    plan = plan_fn([*sets, *geometry, f"model.source.size_gib={log.get('model_load_gib') or 0}"])
     planned = {
         "kv_bytes_per_token": plan.kv.bytes_per_token,
         "pool_gib": round(plan.vllm_pool_bytes / 2**30, 2),
@@ -205,7 +214,7 @@ def figures(
         "recipe_hash": resolved.content_hash,
         "checkpoint": checkpoint,
         "scaled_sets": sets,
-        "geometry_sets": geometry_sets(config),
+        "geometry_sets": geometry,
         "rc": rc,
         "answered_choices": n,
         "vllm": {"args": log["args"], "backends": log["backends"], "model_load_gib": log["model_load_gib"], **engine},
