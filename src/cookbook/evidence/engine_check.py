@@ -158,8 +158,12 @@ def figures(
     """(the record's figures, every reason the run does not earn engine-checked)."""
     reasons: list[str] = []
     try:
-        texts = {f: _read(run / f) for f in RUN_FILES if f != "metrics.prom"}
-        metrics = _read(run / "metrics.prom") if (run / "metrics.prom").is_file() else ""
+        # a server that never came up leaves no metrics and no answers
+        optional = ("metrics.prom", "responses.json")
+        texts = {f: _read(run / f) for f in RUN_FILES if f not in optional}
+        for f in optional:
+            texts[f] = _read(run / f) if (run / f).exists() or (run / f).is_symlink() else ""
+        metrics = texts["metrics.prom"]
         config = json.loads(texts["config.json"])
         if not isinstance(config, dict) or any(
             not isinstance(config.get(k), int) or isinstance(config.get(k), bool) or not 0 < config[k] < 10**7
