@@ -181,3 +181,46 @@ def test_parse_server_log_never_raises(text):
     out = E.parse_server_log(text + "\nnon-default args: " + text)
     assert set(out) >= {"args", "backends", "available_kv_gib", "kv_tokens"}
     assert E.parse_metrics(text) is not None and E.answered(text) >= 0
+
+
+def test_the_device_script_serves_the_scaled_block_and_records_a_refusal_standin(tmp_path):
+    """scripts/offline-gpu/engine-check's one case, with a stand-in `vllm` that refuses an unknown
+    flag as vLLM's parser does (no server starts here): the block that ran is the recipe's, scaled,
+    plus --load-format dummy; the broken copy is recorded as refused and does not earn the status."""
+    import os
+    import subprocess
+    import sys
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "vllm").write_text(
+        '#!/bin/bash\nfor a in "$@"; do [[ $a == --cookbook-not-a-vllm-flag ]] && '
+        '{ echo "vllm: error: unrecognized arguments: $a 1" >&2; exit 2; }; done; exit 7\n'
+    )
+    (bin_dir / "vllm").chmod(0o755)
+    (bin_dir / "python3").symlink_to(sys.executable)
+    keep = tmp_path / "keep"
+    ck = keep / "ckpt" / f"engine-check-{SLUG}"
+    ck.mkdir(parents=True)
+    (ck / "config.json").write_text("{}")
+    script = (ROOT / "scripts" / "offline-gpu" / "engine-check").read_text()
+    func = script[script.index("one_case() {") : script.index("\n}\n", script.index("one_case() {")) + 3]
+    cfg = f"recipes/{SLUG}/engine-check/config.json"
+    env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", PYTHONPATH=str(ROOT / "src"), keep=str(keep))
+    r = subprocess.run(
+        ["bash", "-c", f'{func}\nENGINE_CHECK_READY_S=30 one_case 1 {SLUG} {cfg} ""'],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    run = keep / f"{SLUG}-broken"
+    assert r.returncode == 0, r.stderr
+    assert (run / "rc").read_text().strip() == "refused 2"
+    assert "unrecognized arguments: --cookbook-not-a-vllm-flag" in (run / "server.log").read_text()
+    launch = (run / "launch.sh").read_text()
+    assert "--tensor-parallel-size 1 \\" in launch and launch.rstrip().endswith("--cookbook-not-a-vllm-flag 1")
+    resolved = resolve(SLUG)
+    with pytest.raises(ValueError, match=r"never answered \(refused 2\)"):
+        E.write(run, resolved, *tools(resolved), {})
