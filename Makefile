@@ -49,7 +49,7 @@ docs: setup  ## regenerate schema/ and docs/
 	$(BIN)/cookbook schema
 	$(BIN)/cookbook docs
 
-site: setup  ## build docs/ into site/ (mkdocs --strict: every link resolves); open site/index.html
+site: setup  ## build docs/ into site/ (mkdocs --strict: every link resolves); view: python3 -m http.server -d site (search needs a server; docs/README.md)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict
 
 bench: engine  ## the CPU recipe against llama.cpp's llama-server and vLLM defaults (builds llama-server once)

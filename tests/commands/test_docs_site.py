@@ -29,6 +29,7 @@ class Blocks(HTMLParser):
         self.blocks: dict[str, list[str]] = {}
         self.by_title: dict[str, list[str]] = {}
         self.hrefs: list[str] = []
+        self.srcs: list[str] = []
         self._pre: list[str] | None = None
         self._title: list[str] | None = None
         self.title = ""
@@ -41,6 +42,8 @@ class Blocks(HTMLParser):
             self._pre = []
         elif tag == "a" and attrs.get("href"):
             self.hrefs.append(attrs["href"])
+        elif tag == "img" and attrs.get("src"):
+            self.srcs.append(attrs["src"])
 
     def handle_endtag(self, tag):
         if tag == "pre" and self._pre is not None:
@@ -68,6 +71,7 @@ def build(docs_dir: Path, site_dir: Path) -> subprocess.CompletedProcess:
     config = yaml.safe_load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
     config["docs_dir"] = str(docs_dir)
     config["site_dir"] = str(site_dir)
+    config["hooks"] = [str(ROOT / h) for h in config.get("hooks", [])]  # relative to the config file
     cfg = docs_dir.parent / "mkdocs.yml"
     cfg.write_text(yaml.safe_dump(config), encoding="utf-8")
     return subprocess.run(
@@ -238,21 +242,187 @@ def test_the_index_matrix_shows_each_recipes_status(site):
         assert found.group(1) == status, f"{slug}: badge {found.group(1)!r}, status {status!r}"
 
 
-def test_a_verified_recipe_page_plots_its_sweep_from_the_bundle():
+def test_a_verified_recipe_page_plots_its_measured_sweep_from_the_bundle(site):
+    """The plot's points are the bundle's sweep; the page links it and the build drew it (SVG)."""
     import json
-    import re
+    import xml.etree.ElementTree as ET
 
     from cookbook.recipe.resolve import resolve
-    from cookbook.site.recipe_page import recipe_page
+    from cookbook.site.plots import plots_of
 
-    r = resolve("gemma3-270m-cpu").recipe
+    resolved = resolve("gemma3-270m-cpu")
+    r = resolved.recipe
     sweep = json.loads((ROOT / r.verified.bundle / "results.json").read_text())["gates"]["speed"]["measured"]["sweep"]
-    page = recipe_page("gemma3-270m-cpu")
-    svg = page[page.index("<svg") : page.index("</svg>")]
-    assert svg.count("<circle") == len(sweep) >= 2
-    labels = [float(x) for x in re.findall(r'font-size="11" text-anchor="middle">([\d.]+)<', svg)]
-    assert labels == [row["output_throughput"] for row in sweep]
-    # a higher rate is drawn higher (smaller y)
-    ys = [float(y) for y in re.findall(r'<circle cx="[\d.]+" cy="([\d.]+)"', svg)]
-    rates = [row["output_throughput"] for row in sweep]
-    assert sorted(range(len(ys)), key=lambda i: ys[i]) == sorted(range(len(rates)), key=lambda i: -rates[i])
+    plot = plots_of(resolved)["measured"]
+    assert plot.measured and plot.title.startswith("Measured here")
+    assert plot.lines[0][1] == [(row["concurrency"], row["output_throughput"]) for row in sweep]
+    assert len(sweep) >= 2
+    assert "../plots/gemma3-270m-cpu-measured.svg" in parse(site / "recipes" / "gemma3-270m-cpu.html").srcs
+    svg = (site / "plots" / "gemma3-270m-cpu-measured.svg").read_text(encoding="utf-8")
+    ET.fromstring(svg)  # well-formed
+    assert "Measured here" in svg and "concurrent requests" in svg
+
+
+def test_reported_throughput_tables_are_plotted_as_reported_one_line_per_row(site):
+    from cookbook.recipe.resolve import resolve
+    from cookbook.site.plots import plots_of
+
+    resolved = resolve("glm52-2")
+    rep = resolved.recipe.reported[0]
+    assert rep.columns[:2] == ["hardware", "c1"], "the headline table this test reads moved"
+    plot = plots_of(resolved)["reported-0"]
+    assert not plot.measured and plot.title.startswith("Reported, not measured here")
+    assert [label for label, _ in plot.lines] == [row[0] for row in rep.rows]
+    first = rep.rows[0]
+    assert plot.lines[0][1] == [(int(c.lstrip("c")), float(v)) for c, v in zip(rep.columns[1:], first[1:])]
+    # a figure not reported is left out, not drawn as zero
+    gaps = [row for row in rep.rows if None in row]
+    for row in gaps:
+        line = dict(plot.lines)[row[0]]
+        assert len(line) == sum(v is not None for v in row[1:])
+    svg = (site / "plots" / "glm52-2-reported-0.svg").read_text(encoding="utf-8")
+    assert "Reported, not measured here" in svg
+
+
+def test_a_reported_table_that_is_not_throughput_by_concurrency_has_no_plot():
+    from types import SimpleNamespace
+
+    from cookbook.site.plots import reported_lines
+
+    rep = SimpleNamespace(columns=["gate", "result"], rows=[["greedy", "passed"], ["tools", "32/32"]])
+    assert reported_lines(rep) == ([], "")
+    rep = SimpleNamespace(columns=["hardware", "c1", "c4"], rows=[["2x", "fast", None]])
+    assert reported_lines(rep)[0] == []
+
+
+def check_site():
+    import importlib.machinery
+    import importlib.util
+
+    loader = importlib.machinery.SourceFileLoader("check_site", str(ROOT / "scripts" / "check-site"))
+    spec = importlib.util.spec_from_loader("check_site", loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("slug", recipe_slugs())
+def test_every_recipe_page_has_its_sections_in_the_users_order(site, slug):
+    """The sections check-site requires (those the recipe has data for), in order, and nothing
+    shows an unfilled {dotted.key} placeholder."""
+    cs = check_site()
+    html = (site / "recipes" / f"{slug}.html").read_text(encoding="utf-8")
+    ids = [i for i in re.findall(r'<h2 id="([^"]+)"', html) if i in {sid for sid, _ in cs.SECTIONS}]
+    assert ids == cs.expected_sections(slug)
+    text = re.sub(r"<[^>]+>", " ", html[html.index("<article") : html.index("</article>")])
+    assert not cs.PLACEHOLDER.findall(text), f"{slug}: unfilled placeholders"
+
+
+def test_the_make_image_line_on_every_page_is_what_the_cli_builds(site):
+    """`make image RECIPE=slug` runs `cookbook image slug` (the Makefile), and the tag the page
+    names is the one `cookbook image slug --dry-run` prints; a recipe no port builds says why."""
+    from cookbook.cli import main
+
+    make = subprocess.run(
+        ["make", "-n", "image", "RECIPE=gemma3-270m-cpu"], capture_output=True, text=True, cwd=ROOT
+    ).stdout.splitlines()
+    assert make and make[-1].split()[-2:] == ["image", "gemma3-270m-cpu"] and "cookbook" in make[-1]
+    checked = 0
+    for slug in recipe_slugs():
+        page = parse(site / "recipes" / f"{slug}.html")
+        dry = CliRunner().invoke(main, ["image", slug, "--dry-run"])
+        blocks = page.blocks.get("build-or-get-the-image")
+        if dry.exit_code != 0:
+            assert not blocks, f"{slug}: a make image line for an image the CLI refuses"
+            continue
+        tag = next(ln.split()[-1] for ln in dry.output.splitlines() if ln.startswith("# image "))
+        first = blocks[0].splitlines()[0]
+        assert first.split("#")[0].strip() == f"make image RECIPE={slug}"
+        assert first.split("# tags ")[1].strip() == tag, slug
+        checked += 1
+    assert checked >= 10
+
+
+def test_multi_node_is_collapsed_and_only_where_the_gpu_count_can_span_nodes(site):
+    from cookbook.recipe.resolve import resolve
+
+    for slug in recipe_slugs():
+        r = resolve(slug).recipe
+        html = (site / "recipes" / f"{slug}.html").read_text(encoding="utf-8")
+        spans = r.hardware.platform != "cpu" and r.hardware.gpus > 4
+        assert ('id="multi-node"' in html) == spans, slug
+        if spans and "is refused" not in html[html.index('id="multi-node"') :][:2000]:
+            part = html[html.index('id="multi-node"') :]
+            assert "<details" in part and "runtime mp" in part, f"{slug}: multi-node blocks not collapsed"
+
+
+def test_source_notes_are_readable_sections_with_their_line_structure(site, tmp_path):
+    from cookbook.recipe.resolve import resolve
+    from cookbook.site.recipe_page import note_body, note_title
+
+    page = parse(site / "recipes" / "glm52-8.html")
+    notes = resolve("glm52-8").recipe.docs
+    assert "run_glm_optimized_flags" in notes
+    assert "Run glm optimized flags" in page.by_title and "run_glm_optimized_flags" not in page.by_title
+    # aligned lines (a flag table) keep every line, as written
+    shown = page.by_title["Run glm optimized flags"][0]
+    assert shown.rstrip("\n").splitlines() == [
+        ln.rstrip() for ln in notes["run_glm_optimized_flags"].strip().splitlines()
+    ]
+    assert note_title("quick_start") == "Quick start"
+    # prose keeps its line breaks; a sentence wrapped in the source is one line; markup is text
+    body = note_body("First line.\nSecond line, wrapped\nin the source.\n- item <b>x</b>")
+    assert body == ["First line.<br>", "Second line, wrapped in the source.", "", "- item &lt;b&gt;x&lt;/b&gt;"]
+
+
+def test_talk_to_it_names_the_served_model_and_the_parsers_fields():
+    from cookbook.recipe.resolve import resolve
+    from cookbook.site.talk import talk_lines
+
+    glm = "\n".join(talk_lines(resolve("glm52-8")))
+    assert '"model": "GLM-5.2-Vision"' in glm and 'model="GLM-5.2-Vision"' in glm
+    assert ".message.reasoning" in glm and '"content": null' in glm and "finish_reason" in glm
+    assert "tool_calls" not in glm  # glm52-8 sets no tool parser
+    gemma = "\n".join(talk_lines(resolve("gemma3-270m-cpu")))
+    assert "--tool-call-parser hermes" in gemma and "tool_calls" in gemma and "reasoning" not in gemma
+
+
+def test_the_index_groups_by_family_with_h100_and_h200_columns_and_sets_benchmarks_apart(site):
+    from cookbook.recipe.resolve import resolve
+    from cookbook.site.markdown import benchmark_reason
+
+    html = (site / "index.html").read_text(encoding="utf-8")
+    html = html[html.index("<article") : html.index("</article>")]  # not the navigation
+    matrices, rest = html.split('id="benchmark-only-recipes"', 1)
+    tables = re.findall(r"<table>.*?</table>", matrices, re.S)
+    assert len(tables) >= 4
+    for table in tables:
+        head = table[: table.index("</thead>")]
+        assert 'data-hw="h100"' in head and 'data-hw="h200"' in head
+    bench = [s for s in recipe_slugs() if benchmark_reason(resolve(s, check=False).recipe)]
+    assert bench, "no benchmark-only recipe: this test checks nothing"
+    for slug in recipe_slugs():
+        in_matrix = f'href="recipes/{slug}.html"' in matrices
+        assert in_matrix != (slug in bench), slug
+    benchmarks = rest.split('id="every-recipe"', 1)[0]
+    assert all(f'href="recipes/{s}.html"' in benchmarks for s in bench)
+    # the filter: hidden until its script runs, an option per hardware kind, the script loaded
+    assert re.search(r'<div class="cb-filter" id="cb-filter" hidden>', html)
+    assert '<option value="h100">' in html and '<option value="h200">' in html
+    page = (site / "index.html").read_text(encoding="utf-8")
+    assert "assets/cookbook.js" in page and (site / "assets" / "cookbook.js").is_file()
+
+
+def test_benchmark_only_is_the_recipes_field_else_its_dummy_weights():
+    from types import SimpleNamespace
+
+    from cookbook.site.markdown import benchmark_reason
+
+    def recipe(why=None, load_format=None):
+        args = {"load_format": SimpleNamespace(value=load_format)} if load_format else {}
+        return SimpleNamespace(gates=SimpleNamespace(benchmark_only=why), serve=SimpleNamespace(args=args))
+
+    assert benchmark_reason(recipe("random   weights\n here")) == "random weights here"
+    assert "--load-format dummy" in benchmark_reason(recipe(load_format="dummy"))
+    assert benchmark_reason(recipe(load_format="auto")) is None
+    assert benchmark_reason(recipe()) is None

@@ -49,9 +49,12 @@ def test_launch_reproduces_the_document(seed_text):
     assert len(doc_exports) == 21
     assert sorted(map(tuple, our_exports)) == sorted(map(tuple, doc_exports))
     assert len(our_exports) == len(set(map(tuple, our_exports)))
-    # the fix-pack check line, then the server command, flag for flag, in order
+    # the fix-pack check line, then the server command, flag for flag, in order; before them, the
+    # cookbook's one addition: outside the image, find the checkout or say how to point at it
     assert [c[0] for c in doc_rest] == ["python3", "vllm"]
-    assert our_rest == doc_rest
+    assert [c[0] for c in our_rest] == ["[", "python3", "vllm"]
+    assert our_rest[0][:2] == ["[", "-f"] and "COOKBOOK" in our_rest[0][2]
+    assert our_rest[1:] == doc_rest
 
 
 def test_launch_exports_keep_the_documents_order(seed_text):

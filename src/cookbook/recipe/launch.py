@@ -13,6 +13,7 @@ Names (env, flags, quants, fixes) are checked by the schema before they get here
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,7 +110,16 @@ def fixes_line(resolved: ResolvedRecipe) -> str | None:
     except shell.UnsafeText as exc:
         raise _unsafe(resolved, "image.fixes.launch_script", exc) from None
     opt = " ".join(_quote(f.name) for f in fixes.opt_in)
-    return f"python3 {script} --profile {_quote(fixes.profile)}" + (f" \\\n    {opt}" if opt else "") + " || exit 1"
+    line = f"python3 {script} --profile {_quote(fixes.profile)}" + (f" \\\n    {opt}" if opt else "") + " || exit 1"
+    plain = re.fullmatch(r'"?\$COOKBOOK/([A-Za-z0-9_./-]+)"?', fixes.launch_script.strip())
+    if plain is None or "COOKBOOK" in resolved.recipe.env:  # a path of the recipe's own: as written
+        return line
+    # The image sets COOKBOOK; outside it, the checkout the block is run from (as the CPU block's
+    # COOKBOOK=${COOKBOOK:-$PWD}), and a block run elsewhere says how to point at it.
+    found, name = f'"${{COOKBOOK:=$PWD}}/{plain.group(1)}"', plain.group(1)
+    hint = f"no {name} under COOKBOOK=$COOKBOOK: run this in the recipe's image, or export COOKBOOK=<your cookbook checkout>"
+    guard = f'[ -f {found} ] || {{ echo "{hint}" >&2; exit 1; }}'
+    return guard + "\n" + line
 
 
 def kernel_lines(resolved: ResolvedRecipe) -> list[str]:

@@ -1,16 +1,15 @@
 """A recipe page's evidence sections: Gates (the bundle's results, or the bars a recipe must
-pass), Reported figures (from the source documents) and Performance (the speed gate's
-figures, with its sweep plotted as inline SVG)."""
+pass) and Performance (measured here by the speed gate, then reported by the source documents,
+each throughput-by-concurrency table also as a plot: cookbook.site.plots)."""
 
 from __future__ import annotations
 
-import json
-import math
 import re
 
-from cookbook.recipe import paths
 from cookbook.site.markdown import badge, cell, value_text
+from cookbook.site.plots import bundle_speed, image_line, measured_sweep, plots_of
 
+LONG_TABLE = 6  # rows; a longer reported table that is plotted is collapsed under its plot
 BAR = re.compile(r"^(min|max)_")
 
 
@@ -77,84 +76,22 @@ def gate_lines(resolved, status: str) -> list[str]:
         for name, g in gate_specs:
             lines.append(f"| {name} | {cell(bars(r, name))} | {cell(getattr(g, 'calibrated_on', None) or '')} |")
         lines.append("")
-    if r.reported:
-        lines += ["## Reported figures", ""]
-        lines += ["Numbers from the source documents, **reported**, never verified here.", ""]
-        for rep in r.reported:
-            lines += [
-                f"**{cell(rep.source)}** (reported): {cell(rep.what)}"
-                + (f" Hardware: {cell(rep.hardware)}." if rep.hardware else ""),
-                "",
-            ]
-            if rep.columns and rep.rows:
-                lines += ["| " + " | ".join(cell(c) for c in rep.columns) + " |", "|" + "---|" * len(rep.columns)]
-                lines += [
-                    "| " + " | ".join("not reported" if x is None else cell(value_text(x)) for x in row) + " |"
-                    for row in rep.rows
-                ]
-                lines.append("")
-            if rep.values:
-                lines += ["| figure | value |", "|---|---|"]
-                lines += [f"| {cell(k)} | {cell(value_text(x))} |" for k, x in rep.values.items()] + [""]
-            lines += [f"- {cell(n)}" for n in rep.notes] + ([""] if rep.notes else [])
     return lines
 
 
-def sweep_svg(points: list[tuple[int, float]], width: int = 480, height: int = 240) -> str:
-    """A line plot of output tok/s against concurrency (log2 x axis) as inline SVG text, so
-    the page stays a generated text file that `cookbook docs --check` can compare."""
-    pad_l, pad_r, pad_t, pad_b = 56, 32, 16, 40
-    xs = [math.log2(c) for c, _ in points]
-    top = max(v for _, v in points) * 1.1 or 1.0
-    x_span = (max(xs) - min(xs)) or 1.0
-
-    def xy(c: int, v: float) -> tuple[float, float]:
-        x = pad_l + (math.log2(c) - min(xs)) / x_span * (width - pad_l - pad_r)
-        return round(x, 1), round(height - pad_b - v / top * (height - pad_t - pad_b), 1)
-
-    coords = [xy(c, v) for c, v in points]
-    out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" role="img" '
-        'aria-label="output tokens per second by concurrency">',
-        f'<line x1="{pad_l}" y1="{height - pad_b}" x2="{width - pad_r}" y2="{height - pad_b}" stroke="#888"/>',
-        f'<line x1="{pad_l}" y1="{pad_t}" x2="{pad_l}" y2="{height - pad_b}" stroke="#888"/>',
-        '<polyline fill="none" stroke="#3f51b5" stroke-width="2" points="'
-        + " ".join(f"{x},{y}" for x, y in coords)
-        + '"/>',
-    ]
-    for (c, v), (x, y) in zip(points, coords):
-        out.append(f'<circle cx="{x}" cy="{y}" r="3" fill="#3f51b5"/>')
-        out.append(f'<text x="{x}" y="{height - pad_b + 16}" font-size="12" text-anchor="middle">{c}</text>')
-        out.append(f'<text x="{x}" y="{y - 8}" font-size="11" text-anchor="middle">{v:g}</text>')
-    out.append(
-        f'<text x="{(width + pad_l) / 2}" y="{height - 6}" font-size="12" text-anchor="middle">'
-        "concurrent streams</text>"
-    )
-    out.append(
-        f'<text x="14" y="{height / 2}" font-size="12" text-anchor="middle" '
-        f'transform="rotate(-90 14 {height / 2})">output tok/s</text>'
-    )
-    out.append("</svg>")
-    return "".join(out)
-
-
-def performance_lines(r) -> list[str]:
+def performance_lines(resolved) -> list[str]:
     """The speed gate's figures from the bundle that verified the recipe, with the sweep plotted."""
+    r = resolved.recipe
     v = r.verified
     g = (v.gates or {}).get("speed") if v is not None else None
     measured = (g if isinstance(g, dict) else {}).get("measured") or {}
-    bundle = paths.repo_root() / v.bundle if v is not None and v.bundle else None
-    full = {}
-    if bundle is not None and (bundle / "results.json").is_file():
-        full = (json.loads((bundle / "results.json").read_text(encoding="utf-8")).get("gates") or {}).get("speed") or {}
-        full = full.get("measured") or {}
-    sweep = [row for row in full.get("sweep") or [] if isinstance(row, dict)]
+    sweep = measured_sweep(r)
+    full = bundle_speed(r)
+    lines = ["## Performance", ""]
     if not measured and not sweep:
-        return []
-    lines = [
-        "## Performance",
-        "",
-        f"Measured by the speed gate in the bundle of {v.date} (`{v.bundle}`), in `vllm bench serve`'s "
+        return lines + reported_lines(resolved) if r.reported else []
+    lines += [
+        f"**Measured here** by the speed gate in the bundle of {v.date} (`{v.bundle}`), in `vllm bench serve`'s "
         "terms: at each concurrency, streamed greedy completions of varied natural prompts (passages of "
         "the built-in prose, each with a unique suffix), every one the same length (ignore_eos).",
         "",
@@ -163,14 +100,46 @@ def performance_lines(r) -> list[str]:
     rows += [(f"ttft_s at {n} tokens (uncached)", t) for n, t in (full.get("ttft_s") or {}).items()]
     if rows:
         lines += ["| figure | value |", "|---|---|"] + [f"| {k} | {cell(str(val))} |" for k, val in rows] + [""]
-    points = [
-        (int(row["concurrency"]), float(row["output_throughput"]))
-        for row in sweep
-        if isinstance(row.get("concurrency"), int) and isinstance(row.get("output_throughput"), (int, float))
-    ]
-    if len(points) >= 2:
+    if sweep:
         cols = ("concurrency", "requests", "output_throughput", "median_ttft_ms", "median_tpot_ms", "p99_itl_ms")
         lines += ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
         lines += ["| " + " | ".join(cell(str(row.get(k))) for k in cols) + " |" for row in sweep]
-        lines += ["", sweep_svg(points), ""]
+        lines.append("")
+    if (plot := plots_of(resolved).get("measured")) is not None:
+        lines += [image_line(resolved.slug, plot), ""]
+    return lines + reported_lines(resolved)
+
+
+def reported_lines(resolved) -> list[str]:
+    """The source documents' figures, each table with its plot where it is throughput by concurrency."""
+    r = resolved.recipe
+    lines: list[str] = []
+    plots = plots_of(resolved)
+    if r.reported:
+        lines += ["### Reported by the source documents", ""]
+        lines += ["Numbers from the source documents: **reported**, never measured or verified here.", ""]
+        for i, rep in enumerate(r.reported):
+            lines += [
+                f"**Reported** in “{cell(rep.source)}”: {cell(rep.what)}"
+                + (f" Hardware: {cell(rep.hardware)}." if rep.hardware else ""),
+                "",
+            ]
+            table = []
+            if rep.columns and rep.rows:
+                table += ["| " + " | ".join(cell(c) for c in rep.columns) + " |", "|" + "---|" * len(rep.columns)]
+                table += [
+                    "| " + " | ".join("not reported" if x is None else cell(value_text(x)) for x in row) + " |"
+                    for row in rep.rows
+                ]
+            plot = plots.get(f"reported-{i}")
+            if plot is not None:
+                lines += [image_line(resolved.slug, plot), ""]
+            if plot is not None and len(rep.rows) > LONG_TABLE:  # the plot says it; the figures on demand
+                lines += [f'??? note "The {len(rep.rows)} rows as reported"', "", *("    " + t for t in table), ""]
+            elif table:
+                lines += [*table, ""]
+            if rep.values:
+                lines += ["| figure | value |", "|---|---|"]
+                lines += [f"| {cell(k)} | {cell(value_text(x))} |" for k, x in rep.values.items()] + [""]
+            lines += [f"- {cell(n)}" for n in rep.notes] + ([""] if rep.notes else [])
     return lines

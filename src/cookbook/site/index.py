@@ -1,41 +1,118 @@
-"""docs/index.md: the hardware x model matrix with each recipe's status, every recipe, and
-the comparison pages."""
+"""docs/index.md: what can I run on my hardware. One matrix per model family (a row per model,
+a column per hardware kind, H100 and H200 always among them), a hardware filter (a small script,
+docs/assets/cookbook.js; without it every row shows), the benchmark-only recipes set apart, every
+recipe as a list, and the comparison pages."""
 
 from __future__ import annotations
 
+import os
+
+from cookbook import platforms
 from cookbook.evidence.status import status_of
 from cookbook.site.compare import groups
-from cookbook.site.markdown import MARKER, badge, cell, hardware_label
+from cookbook.site.markdown import MARKER, badge, benchmark_reason, cell, hardware_label
+
+ALWAYS = ("h100", "h200")  # the most common hardware: a column in every family's matrix
+VENDORS = ("cpu", "nvidia", "amd", "intel")
+PREFIXES = ("NVIDIA ", "AMD Instinct ", "AMD ", "Intel ")
+
+
+def hw_label(platform_id: str) -> str:
+    p = platforms.get(platform_id)
+    if p is None:
+        return platform_id
+    name = p.name
+    for prefix in PREFIXES:
+        name = name.removeprefix(prefix)
+    return "CPU" if p.vendor == "cpu" else name
+
+
+def hw_order(platform_id: str) -> tuple:
+    """CPU, then NVIDIA by architecture (sm80 before sm90 before sm120), AMD, Intel."""
+    p = platforms.get(platform_id)
+    arch = int("".join(c for c in p.arch if c.isdigit()) or 0) if p else 0
+    return (VENDORS.index(p.vendor) if p and p.vendor in VENDORS else len(VENDORS), arch, platform_id)
+
+
+def hw_cell(platform_id: str, text: str) -> str:
+    """A cell the filter script reads: its hardware kind in data-hw."""
+    return f'<span data-hw="{platform_id}">{text}</span>'
+
+
+def family_title(names: list[str], family: str) -> str:
+    """The family's heading: what its model names share ("GLM-5.2"), else its id."""
+    common = os.path.commonprefix(names).rstrip(" -(,") if len(names) > 1 else names[0]
+    return common or family
 
 
 def index_page(slugs: list[str]) -> str:
     recipes, compared = groups(slugs)
     status = {x.slug: status_of(x) for x in recipes}
-    models: list[str] = []
-    hardware: list[str] = []
-    for x in recipes:
-        models += [x.recipe.model.name] if x.recipe.model.name not in models else []
-        hw = hardware_label(x.recipe)
-        hardware += [hw] if hw not in hardware else []
-    lines = [MARKER, "# Recipes", ""]
-    lines += [
-        "Every recipe by hardware and model, with its status: *verified* only while its evidence "
-        "bundle is there and passes the re-check; *stale* when the recipe changed after it.",
+    bench = [x for x in recipes if benchmark_reason(x.recipe)]
+    real = [x for x in recipes if not benchmark_reason(x.recipe)]
+    used = {x.recipe.hardware.platform for x in recipes}
+    lines = [
+        "---",
+        "title: Recipes",
+        "hide:",
+        "  - navigation",
+        "  - toc",
+        "---",
+        MARKER,
+        "# Recipes",
         "",
-        "| hardware | " + " | ".join(cell(m) for m in models) + " |",
-        "|---|" + "---|" * len(models),
+        "What can I run on my hardware? One table per model family: a row per model, a column per hardware "
+        "kind, each recipe with its status: *verified* only while its evidence bundle is there and passes "
+        "the re-check; *stale* when the recipe changed after it. An empty cell has no recipe yet: "
+        "`cookbook plan SLUG --platform h100` plans an existing one on other hardware.",
+        "",
+        '<div class="cb-filter" id="cb-filter" hidden><label>Hardware: <select id="cb-hw">'
+        '<option value="">all</option>'
+        + "".join(f'<option value="{p}">{hw_label(p)}</option>' for p in sorted(used | set(ALWAYS), key=hw_order))
+        + "</select></label></div>",
+        "",
     ]
-    order = {hardware_label(x.recipe): (x.recipe.hardware.platform, x.recipe.hardware.gpus) for x in recipes}
-    for hw in sorted(hardware, key=order.__getitem__):
-        row = []
+    families: dict[str, list] = {}
+    for x in real:
+        families.setdefault(x.recipe.model.family, []).append(x)
+    for family, members in families.items():
+        models: list[str] = []
+        for x in members:
+            models += [x.recipe.model.name] if x.recipe.model.name not in models else []
+        hws = sorted({x.recipe.hardware.platform for x in members} | set(ALWAYS), key=hw_order)
+        lines += [f"## {family_title(models, family)}", ""]
+        lines += ["| model | " + " | ".join(hw_cell(h, hw_label(h)) for h in hws) + " |"]
+        lines += ["|---|" + "---|" * len(hws)]
         for model in models:
-            here = [x for x in recipes if x.recipe.model.name == model and hardware_label(x.recipe) == hw]
-            row.append("<br>".join(f"[{x.slug}](recipes/{x.slug}.md) {badge(status[x.slug])}" for x in here))
-        lines.append(f"| {hw} | " + " | ".join(row) + " |")
-    lines += ["", "## Every recipe", "", "| recipe | model | hardware | status |", "|---|---|---|---|"]
+            row = []
+            for h in hws:
+                here = [x for x in members if x.recipe.model.name == model and x.recipe.hardware.platform == h]
+                row.append("<br>".join(f"[{x.slug}](recipes/{x.slug}.md) {badge(status[x.slug])}" for x in here))
+            lines.append(f"| {cell(model)} | " + " | ".join(row) + " |")
+        lines.append("")
+    if bench:
+        lines += ["## Benchmark-only recipes", ""]
+        lines += [
+            "Speed benchmarks of an architecture on vLLM's random weights: no answer means anything, so they "
+            "are never verified and serve no model.",
+            "",
+            "| recipe | what it serves | hardware | status | why |",
+            "|---|---|---|---|---|",
+        ]
+        for x in bench:
+            r = x.recipe
+            lines.append(
+                f"| [{x.slug}](recipes/{x.slug}.md) {badge(status[x.slug])} | {cell(r.model.name)} | "
+                f"{hw_cell(r.hardware.platform, hardware_label(r))} | {status[x.slug]} | {cell(benchmark_reason(r))} |"
+            )
+        lines.append("")
+    lines += ["## Every recipe", "", "| recipe | model | hardware | status |", "|---|---|---|---|"]
     for x in recipes:
         r = x.recipe
-        lines.append(f"| [{x.slug}](recipes/{x.slug}.md) | {r.model.name} | {hardware_label(r)} | {status[x.slug]} |")
+        lines.append(
+            f"| [{x.slug}](recipes/{x.slug}.md) | {cell(r.model.name)} | "
+            f"{hw_cell(r.hardware.platform, hardware_label(r))} | {status[x.slug]} |"
+        )
     if compared:
         lines += ["", "## Variants compared", ""]
         lines += [f"- [{b}](compare/{b}.md): " + ", ".join(x.slug for x in members) for b, members in compared.items()]

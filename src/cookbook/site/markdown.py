@@ -54,3 +54,15 @@ def engine_pin(r) -> str:
         ref = "@".join(x for x in (e.branch, e.commit) if x)
         pin += f" ({e.repo}" + (f" {ref}" if ref else "") + ")"
     return pin
+
+
+def benchmark_reason(r) -> str | None:
+    """Why a recipe is a benchmark only (its answers mean nothing), or None for a real model.
+    The recipe's own `gates.benchmark_only`; failing that, vLLM's dummy weights (--load-format dummy)."""
+    why = getattr(r.gates, "benchmark_only", None)
+    if why:
+        return " ".join(str(why).split())
+    fmt = r.serve.args.get("load_format")
+    if fmt is not None and fmt.value == "dummy":
+        return "served with vLLM's random weights (--load-format dummy): a speed benchmark, not a model"
+    return None

@@ -1,20 +1,37 @@
-"""docs/recipes/<slug>.md: summary, fetching, converting, launch (every offered quant),
-multi-node, buckets, fixes, gates, performance, what not to do, every setting and why."""
+"""docs/recipes/<slug>.md, in the order a user works: summary, will it fit (the plan), get the
+weights, convert, build or get the image, launch (every offered quant), talk to it, gates,
+performance, fixes, what not to do, known issues, multi-node (collapsed, where the GPU count can
+span nodes) and the source document's own notes. Each part is made once, from the recipe's data."""
 
 from __future__ import annotations
 
+import html
+import re
+
 from cookbook.errors import CookbookError
-from cookbook.evidence.status import status_of, verified_status
+from cookbook.evidence.status import status_of
 from cookbook.plan.launch_block import launch_block
 from cookbook.recipe import multinode, paths
 from cookbook.recipe.errors import RecipeError
 from cookbook.recipe.resolve import resolve
-from cookbook.recipe.rules import PLACEHOLDER
-from cookbook.recipe.show import render_show
+from cookbook.recipe.rules import PLACEHOLDER, fill, rule_context
 from cookbook.site.compare import family_root
 from cookbook.site.evidence import gate_lines, performance_lines
 from cookbook.site.fix_section import fix_section
-from cookbook.site.markdown import MARKER, badge, cell, code, engine_pin, front_matter, hardware_label, value_text
+from cookbook.site.image_section import image_lines
+from cookbook.site.markdown import (
+    MARKER,
+    badge,
+    benchmark_reason,
+    cell,
+    code,
+    engine_pin,
+    front_matter,
+    hardware_label,
+    value_text,
+)
+from cookbook.site.plan_section import plan_lines
+from cookbook.site.talk import talk_lines
 
 
 def _arg(r, key):
@@ -28,10 +45,6 @@ def summary_rows(resolved, slug: str) -> list[tuple[str, str]]:
     rows = [("model", f"{r.model.name} ({code(r.model.source.repo)}, {r.model.format})")]
     rows.append(("hardware", hardware_label(r)))
     rows.append(("engine", code(engine_pin(r))))
-    if r.image.base:
-        rows.append(("base image", code(r.image.base)))
-    if r.image.port:
-        rows.append(("port", code(f"ports/{r.image.port}/")))
     precision = []
     if resolved.quant:
         offered = ", ".join(q for q in r.quants if q != resolved.quant)
@@ -65,7 +78,7 @@ def fetch_lines(resolved) -> list[str]:
     src = r.model.source
     include = r.quants[resolved.quant].include if resolved.quant and r.quants[resolved.quant].include else src.include
     size = r.quants[resolved.quant].size_gib if resolved.quant and r.quants[resolved.quant].size_gib else src.size_gib
-    lines = ["## Fetching the checkpoint", ""]
+    lines = ["## Get the weights", ""]
     head = f"From `{src.repo}`" + (f" at `{src.revision}`" if src.revision else "")
     if include:
         head += ", the files matching " + ", ".join(f"`{p}`" for p in include)
@@ -86,7 +99,7 @@ def fetch_lines(resolved) -> list[str]:
 def convert_lines(r) -> list[str]:
     if not r.convert:
         return []
-    lines = ["## Converting the checkpoint", ""]
+    lines = ["## Convert", ""]
     lines += [
         "Run once after fetching; each step's arguments are as the recipe lists them "
         "(`$VARS` come from the recipe's environment, `$SOURCE_FILE`/`$SOURCE_DIR` from the fetched model).",
@@ -107,7 +120,7 @@ def bucket_lines(r) -> list[str]:
         return []
     text = str(s.value)
     rel = text[text.index("ports/") :] if "ports/" in text else None
-    lines = ["## Buckets", "", f"`VLLM_BUCKETING_FROM_FILE={text}`", ""]
+    lines = ["### Buckets", "", f"`VLLM_BUCKETING_FROM_FILE={text}`", ""]
     if s.why:
         lines += [" ".join(s.why.split()), ""]
     path = paths.repo_root() / rel if rel else None
@@ -123,10 +136,21 @@ def bucket_lines(r) -> list[str]:
     return lines
 
 
+# GPUs in the smallest multi-GPU server these platforms come in: a recipe of more can span
+# nodes, one of this many or fewer is served from one machine (so its page has no multi-node part).
+SMALLEST_NODE_GPUS = 4
+
+
+def indent(lines: list[str]) -> list[str]:
+    """Lines as the body of a collapsed block (pymdownx.details: four spaces)."""
+    return [("    " + ln) if ln else "" for ln in lines]
+
+
 def multinode_lines(resolved) -> list[str]:
-    """Multi-GPU recipes: the blocks of a two-node launch on each runtime, and which node counts split."""
+    """Recipes of more GPUs than one small node holds: the blocks of a two-node launch on each
+    runtime, and which node counts split, collapsed."""
     r = resolved.recipe
-    if r.hardware.gpus < 2 or r.hardware.platform == "cpu":
+    if r.hardware.gpus <= SMALLEST_NODE_GPUS or r.hardware.platform == "cpu":
         return []
     slug = resolved.slug
     quant = f" --quant {resolved.quant}" if resolved.quant else ""
@@ -136,9 +160,9 @@ def multinode_lines(resolved) -> list[str]:
     except CookbookError as exc:
         return lines + [f"`cookbook launch {slug} --nodes 2` is refused: {exc.format_message()}", ""]
     lines += [
-        f"The same recipe split over two nodes ({lay.describe()}). Node 0 is the head and serves the API; "
-        "export `HEAD_ADDR` (the head's address, reachable from every node) on each node first, "
-        "or pass `--head-addr`. One node's block alone: `--node-rank R`.",
+        f"{r.hardware.gpus} GPUs can span nodes: the same recipe split over two ({lay.describe()}). Node 0 is "
+        "the head and serves the API; export `HEAD_ADDR` (the head's address, reachable from every node) on "
+        "each node first, or pass `--head-addr`. One node's block alone: `--node-rank R`.",
         "",
     ]
     runtimes = (
@@ -146,18 +170,12 @@ def multinode_lines(resolved) -> list[str]:
         ("ray", "Ray", "a Ray cluster, one server on the head"),
     )
     for runtime, title, what in runtimes:
-        lines += [f"### {title} ({what})", "", f"`cookbook launch {slug}{quant} --nodes 2 --runtime {runtime}`:", ""]
-        lines += ["```bash", launch_block(resolved, nodes=2, runtime=runtime).rstrip(), "```", ""]
-    lines += [
-        "### Kubernetes (LeaderWorkerSet)",
-        "",
-        f"`cookbook launch {slug}{quant} --nodes 2 --runtime lws` (`--image` names the serving image):",
-        "",
-        "```yaml",
-        launch_block(resolved, nodes=2, runtime="lws").rstrip(),
-        "```",
-        "",
-    ]
+        body = [f"`cookbook launch {slug}{quant} --nodes 2 --runtime {runtime}`:", ""]
+        body += ["```bash", *launch_block(resolved, nodes=2, runtime=runtime).rstrip().split("\n"), "```"]
+        lines += [f'??? note "{title} ({what})"', "", *indent(body), ""]
+    body = [f"`cookbook launch {slug}{quant} --nodes 2 --runtime lws` (`--image` names the serving image):", ""]
+    body += ["```yaml", *launch_block(resolved, nodes=2, runtime="lws").rstrip().split("\n"), "```"]
+    lines += ['??? note "Kubernetes (LeaderWorkerSet)"', "", *indent(body), ""]
     other = []
     for nodes in (n for n in (3, 4, 8) if n <= lay.world):
         try:
@@ -169,18 +187,15 @@ def multinode_lines(resolved) -> list[str]:
     return lines
 
 
-def template(text: str) -> str:
-    """A rule's message or help for a list: its {dotted.key} placeholders as code."""
-    return PLACEHOLDER.sub(lambda m: f"`{{{m.group(1)}}}`", cell(text))
-
-
-def rule_lines(r) -> list[str]:
+def rule_lines(resolved) -> list[str]:
+    r = resolved.recipe
     if not r.rules:
         return []
+    ctx = rule_context(r, resolved.data, resolved.quant)
     lines = ["## What not to do", ""]
     lines += [
         "Each is a rule the recipe enforces: `cookbook launch` (and `show`, `lint`, `serve`) refuses with its "
-        "message, where each `{dotted.key}` is filled in with the value that broke the rule.",
+        "message. Shown here with this recipe's own values; a refusal names the value that broke the rule.",
         "",
     ]
     for rule in r.rules:
@@ -189,15 +204,21 @@ def rule_lines(r) -> list[str]:
             if rule.kind == "conflict"
             else f"{rule.require}" + ("" if rule.when == "true" else f" (when {rule.when})")
         )
-        lines += [f"- **{rule.id}**: {template(rule.message)}"]
+        lines += [f"- **{rule.id}**: {filled(rule.message, ctx)}"]
         extra = [f"{'refused when' if rule.kind == 'conflict' else 'requires'} {code(test)}"]
         if rule.help:
-            extra.append(f"instead: {template(rule.help)}")
+            extra.append(f"instead: {filled(rule.help, ctx)}")
         if rule.source:
             extra.append(f"source: {cell(rule.source)}")
         lines += ["    " + "; ".join(extra) + "."]
     lines.append("")
     return lines
+
+
+def filled(text: str, ctx) -> str:
+    """A rule's message or help with its {dotted.key} placeholders filled with this recipe's
+    values; a key the recipe does not set reads "not set"."""
+    return cell(PLACEHOLDER.sub("not set", fill(text, ctx)))
 
 
 def known_issue_lines(r) -> list[str]:
@@ -206,32 +227,64 @@ def known_issue_lines(r) -> list[str]:
     return ["## Known issues", ""] + [f"- {cell(k)}" for k in r.known_issues] + [""]
 
 
-def recipe_page(slug: str) -> str:
-    resolved = resolve(slug)
-    r = resolved.recipe
-    status = status_of(resolved)
+ALIGNED = re.compile(r"^\s|\S {2,}\S")  # a line indented or with aligned columns
+
+
+def note_title(key: str) -> str:
+    """A docs key (`run_glm_optimized_flags`) as a heading: "Run glm optimized flags"."""
+    words = key.replace("_", " ").replace("-", " ").strip()
+    return words[:1].upper() + words[1:]
+
+
+def note_body(text: str) -> list[str]:
+    """A source note as it was laid out: a block of aligned lines (commands, flag tables) as text;
+    otherwise its lines kept (a wrapped sentence rejoined), list items as a list."""
+    raw = [ln.rstrip() for ln in text.strip("\n").splitlines()]
+    if sum(bool(ALIGNED.search(ln)) for ln in raw if ln) * 3 >= len([ln for ln in raw if ln]):
+        fence = "`" * max(3, 1 + max((len(run) for run in re.findall(r"`+", text)), default=0))
+        return [fence + "text", *raw, fence]
+    out: list[str] = []
+    raw = [html.escape(ln, quote=False) for ln in raw]  # a note is text: its markup is not the page's
+    for ln in raw:
+        if not ln:
+            out.append("")
+        elif ln.startswith(("- ", "* ")) or not out or not out[-1]:
+            if ln.startswith(("- ", "* ")) and out and out[-1] and not out[-1].startswith(("- ", "* ")):
+                out.append("")
+            out.append(ln)
+        elif ln[:1].islower() and not out[-1].endswith((".", ":", "!", "?")):
+            out[-1] += " " + ln.strip()  # a sentence wrapped in the source
+        elif out[-1].startswith(("- ", "* ")) and ln.startswith("  "):
+            out[-1] += " " + ln.strip()
+        else:
+            out[-1] += "<br>"
+            out.append(ln)
+    return out
+
+
+def notes_lines(r) -> list[str]:
+    notes = {k: v for k, v in r.docs.items() if k != "source_document"}
+    if not notes and "source_document" not in r.docs:
+        return []
+    lines = ["## Notes from the source document", ""]
+    if src := r.docs.get("source_document"):
+        lines += [f"Source: {cell(src)}.", ""]
+    for key, text in notes.items():
+        lines += [f"### {note_title(key)}", "", *note_body(text), ""]
+    return lines
+
+
+def benchmark_lines(resolved) -> list[str]:
+    why = benchmark_reason(resolved.recipe)
+    return [f"**Benchmark only**: {cell(why)}", ""] if why else []
+
+
+def launch_lines(resolved) -> list[str]:
+    slug, r = resolved.slug, resolved.recipe
     lines = [
-        *front_matter(slug),
-        MARKER,
-        f"# {r.name}",
-        "",
-        r.summary,
-        "",
-        f"Status: {badge(status)}. Recipe: `recipes/{slug}/recipe.yaml`.",
-        "",
-        "| | |",
-        "|---|---|",
-    ]
-    lines += [f"| {k} | {v} |" for k, v in summary_rows(resolved, slug)]
-    lines.append("")
-    if (base := family_root(resolved)) is not None:
-        lines += [f"Compare with the other variants of `{base}`: [{base}](../compare/{base}.md).", ""]
-    lines += fetch_lines(resolved)
-    lines += convert_lines(r)
-    lines += [
         "## Launch",
         "",
-        "Paste as printed (generated by `cookbook launch " + slug + "`):",
+        "Paste as printed (generated by `cookbook launch " + slug + "`; inside the image, `launch.sh` is the same):",
         "",
         "```bash",
         launch_block(resolved).rstrip(),
@@ -256,21 +309,43 @@ def recipe_page(slug: str) -> str:
                 "```",
                 "",
             ]
-    lines += multinode_lines(resolved)
     lines += bucket_lines(r)
-    lines += fix_section(r)
-    lines += gate_lines(resolved, status)
-    lines += performance_lines(r)
-    lines += rule_lines(r)
-    lines += known_issue_lines(r)
-    lines += [
-        "## Every setting and why",
+    lines += [f"Every setting with its why and its source: `cookbook show {slug}`.", ""]
+    return lines
+
+
+def recipe_page(slug: str) -> str:
+    resolved = resolve(slug)
+    r = resolved.recipe
+    status = status_of(resolved)
+    lines = [
+        *front_matter(slug),
+        MARKER,
+        f"# {r.name}",
         "",
-        "```text",
-        render_show(resolved, verified_status(resolved.path)).rstrip(),
-        "```",
+        r.summary,
         "",
+        f"Status: {badge(status)}. Recipe: `recipes/{slug}/recipe.yaml`.",
+        "",
+        *benchmark_lines(resolved),
+        "| | |",
+        "|---|---|",
     ]
-    for title, text in r.docs.items():
-        lines += [f"## {title}", "", text.rstrip(), ""]
+    lines += [f"| {k} | {v} |" for k, v in summary_rows(resolved, slug)]
+    lines.append("")
+    if (base := family_root(resolved)) is not None:
+        lines += [f"Compare with the other variants of `{base}`: [{base}](../compare/{base}.md).", ""]
+    lines += plan_lines(resolved)
+    lines += fetch_lines(resolved)
+    lines += convert_lines(r)
+    lines += image_lines(resolved)
+    lines += launch_lines(resolved)
+    lines += talk_lines(resolved)
+    lines += gate_lines(resolved, status)
+    lines += performance_lines(resolved)
+    lines += fix_section(r)
+    lines += rule_lines(resolved)
+    lines += known_issue_lines(r)
+    lines += multinode_lines(resolved)
+    lines += notes_lines(r)
     return "\n".join(lines)

@@ -24,6 +24,7 @@ export GLM_SPEC_DEVICE_REJECT=1
 
 # Fixes: the v0.30.0 profile plus this recipe's opt-in fixes, in the pack's order.
 # Stops with a non-zero exit code if the image does not match.
+[ -f "${COOKBOOK:=$PWD}/fixes/apply_all.py" ] || { echo "no fixes/apply_all.py under COOKBOOK=$COOKBOOK: run this in the recipe's image, or export COOKBOOK=<your cookbook checkout>" >&2; exit 1; }
 python3 "$COOKBOOK/fixes/apply_all.py" --profile v0.30.0 \
     vllm-long-prefill-share glm47-streaming-text-markers || exit 1
 

@@ -1,0 +1,119 @@
+"""A recipe page's "Talk to it" section: curl and openai-client requests to the server the launch
+block starts, with its served name and port, the reasoning field where the recipe sets a
+reasoning parser, a tool call where it sets a tool parser, and the `content: null` trap."""
+
+from __future__ import annotations
+
+import json
+
+# Where the trap is explained at length (the recipes cite it too).
+TRAP_SOURCE = "the SlimServe README, Reasoning output (seed 000)"
+
+
+def _arg(r, key):
+    s = r.serve.args.get(key)
+    return None if s is None else s.value
+
+
+def endpoint(r) -> tuple[str, str | None]:
+    """The base URL a client on the serving host uses, and the served model name (None: vLLM
+    names the model by the path it was given; /v1/models says it)."""
+    port = _arg(r, "port") or 8000
+    host = _arg(r, "host")
+    host = "localhost" if host in (None, "0.0.0.0", "127.0.0.1", "::") else host
+    name = _arg(r, "served_model_name")
+    if isinstance(name, list):
+        name = name[0] if name else None
+    if name is None and "$" not in r.serve.model:
+        name = r.serve.model
+    return f"http://{host}:{port}", name
+
+
+def curl_lines(base: str, name: str | None, body: dict) -> list[str]:
+    """A chat-completions curl, its JSON body one field a line (the model from $MODEL when the
+    server's name is its path), ending in a pipe for the jq line that follows."""
+    model = json.dumps(name) if name else '"\'"$MODEL"\'"'  # closes the quote around the body for $MODEL
+    fields = [f'    "model": {model}']
+    fields += [f"    {json.dumps(k)}: {json.dumps(v)}" for k, v in body.items()]
+    return [
+        f"curl -s {base}/v1/chat/completions \\",
+        "  -H 'Content-Type: application/json' \\",
+        "  -d '{",
+        ",\n".join(fields),
+        "  }' \\",
+    ]
+
+
+def talk_lines(resolved) -> list[str]:
+    r = resolved.recipe
+    base, name = endpoint(r)
+    reasoning = _arg(r, "reasoning_parser")
+    tools = _arg(r, "tool_call_parser") if _arg(r, "enable_auto_tool_choice") else None
+    max_tokens = 2048 if reasoning else 256
+    lines = ["## Talk to it", ""]
+    lines += [f"The server speaks the OpenAI API at `{base}/v1`" + (f", as model `{name}`." if name else ".")]
+    lines.append("")
+    message = {"role": "user", "content": "Name three prime numbers."}
+    lines += ["```bash"]
+    if not name:
+        lines.append(f"MODEL=$(curl -s {base}/v1/models | jq -r '.data[0].id')   # vLLM names it by its path")
+    lines += curl_lines(base, name, {"max_tokens": max_tokens, "messages": [message]})
+    if reasoning:
+        lines.append("  | jq '.choices[0] | {reasoning: .message.reasoning, content: .message.content, finish_reason}'")
+    else:
+        lines.append("  | jq -r '.choices[0].message.content'")
+    lines += ["```", ""]
+    py_model = json.dumps(name) if name else "client.models.list().data[0].id"
+    lines += [
+        "With the openai client (`pip install openai`):",
+        "",
+        "```python",
+        "from openai import OpenAI",
+        "",
+        f'client = OpenAI(base_url="{base}/v1", api_key="EMPTY")',
+        "reply = client.chat.completions.create(",
+        f"    model={py_model},",
+        '    messages=[{"role": "user", "content": "Name three prime numbers."}],',
+        f"    max_tokens={max_tokens},",
+        ")",
+        "message = reply.choices[0].message",
+    ]
+    if reasoning:
+        lines.append('print(getattr(message, "reasoning", None))  # the thinking, split off by the reasoning parser')
+    lines += ["print(message.content)", "```", ""]
+    if reasoning:
+        lines += [
+            f"**Reasoning.** The recipe sets `--reasoning-parser {reasoning}`: the thinking comes back in "
+            "`message.reasoning`, the answer in `message.content`. `max_tokens` covers both, and `content` stays "
+            '`null` until the thinking ends: a reply with `"content": null` and `finish_reason: "length"` is a '
+            "truncated think, not an error; raise `max_tokens` (2048 is a safe start). A `null` content that no "
+            "`max_tokens` cures means the parser does not match the model: every reply is classed as thinking "
+            f"(as {TRAP_SOURCE} explains). Keep the recipe's parser.",
+            "",
+        ]
+    if tools:
+        tool = {
+            "type": "function",
+            "function": {
+                "name": "get_weather",
+                "description": "Current weather in a city",
+                "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
+            },
+        }
+        ask = {"role": "user", "content": "What is the weather in Paris?"}
+        call = curl_lines(
+            base, name, {"max_tokens": max_tokens, "messages": [ask], "tools": [tool], "tool_choice": "auto"}
+        )
+        lines += [
+            f"**Tools.** The recipe sets `--enable-auto-tool-choice --tool-call-parser {tools}`: a tool call comes "
+            "back in `message.tool_calls` (its `arguments` a JSON string), with `content` empty:",
+            "",
+            "```bash",
+            *call,
+            "  | jq '.choices[0].message.tool_calls'",
+            "```",
+            "",
+        ]
+    if not reasoning and not tools:
+        lines += ["The recipe sets no reasoning or tool parser: any thinking stays inline in `content`.", ""]
+    return lines
