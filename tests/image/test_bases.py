@@ -9,7 +9,7 @@ from test_dockerfiles import RECIPES
 
 from cookbook import platforms
 from cookbook.errors import CookbookError
-from cookbook.image import bases
+from cookbook.image import bases, ports
 from cookbook.recipe.resolve import resolve
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -25,6 +25,11 @@ def test_every_platform_has_one_base():
 @pytest.mark.parametrize("slug", [s for s in RECIPES if s != "gemma3-270m-cpu"])
 def test_recipe_records_its_base_pin_and_why(slug):
     r = resolve(slug).recipe
+    port = ports.for_recipe(r)
+    if port.base and not r.image.base:  # the engine's own image at the pin (ports/vllm-cuda): the port says how
+        assert "{pin}" in port.base and port.base_why.startswith("by tag: ") and "@sha256" in port.base_why
+        assert port.base_for(r.image.engine.version) == f"vllm/vllm-openai:v{r.image.engine.version}"
+        return
     base = bases.for_platform(r.hardware.platform)
     pin = r.image.extra.get("base_pin")
     assert pin is not None and pin.why, f"{slug}: image.extra.base_pin (how the base is pinned, and why)"

@@ -39,6 +39,7 @@ class Port:
     # The engine's own image at the recipe's pin ("{pin}" is filled in), when the port builds on it
     # rather than on the platform's base (docker/<folder>/base.yaml); empty for the others.
     base: str = ""
+    base_why: str = ""  # how that base is pinned, and why
 
     def base_for(self, pin: str | None) -> str | None:
         return self.base.replace("{pin}", pin) if self.base and pin else None
@@ -79,6 +80,7 @@ def load(family: str, root: Path | None = None) -> Port:
         wheels=bool(data.get("wheels")),
         inputs=inputs,
         base=str(data.get("base") or ""),
+        base_why=_norm(data.get("base_why")),
     )
 
 
