@@ -105,6 +105,14 @@ def run_gates(
     """`cookbook gates run` on an already resolved recipe: the gate suite in this process, its
     bundle written, the tables printed; the exit code (0: every gate that ran passed, 1: not).
     Bad input raises CookbookError before any request. `cookbook serve --gates` calls it too."""
+    from cookbook.untrusted import http_url_problem, printable
+
+    if why := http_url_problem(base_url):
+        raise CookbookError(
+            f"--base-url {printable(base_url[:200])}: {why}",
+            help="give the server's address, e.g. http://127.0.0.1:8000",
+        )
+    from cookbook.gates.bundle import serving_env
     from cookbook.gates.data import DATA_ENV, DataPaths, default_data_dir
     from cookbook.gates.runner import SuiteConfig, exit_code, run_suite, summary_table
 
@@ -180,6 +188,12 @@ def run_gates(
             "recipe_hash": resolved.content_hash,
             "quant": resolved.quant,
             "data_dir": str(data_dir),
+            # What the recipe does not say but shaped the run: the serving variables of this
+            # environment (the server's, when it was started from it: `cookbook serve`, gates/run.sh).
+            "serving_env": {
+                "source": "the environment of `cookbook gates run`",
+                "variables": serving_env(dict(os.environ), set(resolved.recipe.env)),
+            },
         },
         env_lock_text=lock_text,
         env_lock_source=source,

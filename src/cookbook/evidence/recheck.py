@@ -13,9 +13,13 @@
   /metrics snapshots where they hold the raw data (a disagreement with results.json is a
   refusal), then judged again by the gate's own verdict() against the recipe's CURRENT
   thresholds (not the bundle's copy of them): cookbook.evidence.recompute;
-- the served model name is the recipe's.
+- the served model name is the recipe's;
+- the server it measured is the recipe's: what it reported of its own configuration (/v1/models
+  max_model_len, vLLM's cache_config_info, the spec-decode positions, /version) against the
+  resolved recipe (cookbook.evidence.server_config, which lists what it cannot detect).
 
-What this cannot prove: that the server was really this model and engine. A server that
+What this cannot prove: settings the server does not report (max_num_seqs, parallel sizes,
+environment variables), and that the server was really this model and engine. A server that
 imitates one, or a bundle forged consistently from scratch, cannot be told apart without
 attestation; that is why CI rebuilds the CPU recipe's evidence from scratch on every landing.
 """
@@ -24,11 +28,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cookbook.evidence.claims import refusals, served_model_refusals
+from cookbook.evidence.claims import refusals, served_model_refusals, served_name
 from cookbook.evidence.environment import check_environment
 from cookbook.evidence.manifest import check_manifest
 from cookbook.evidence.recompute import check_gates
 from cookbook.evidence.resolved_recipe import check_resolved
+from cookbook.evidence.server_config import check_server
 from cookbook.gates.bundle import RESULTS
 from cookbook.gates.recorded import read_json
 
@@ -53,4 +58,5 @@ def recheck(resolved, bundle: Path) -> list[str]:
     out += check_resolved(root, doc, resolved)
     out += check_gates(root, doc, resolved)
     out += served_model_refusals(resolved, doc)
+    out += check_server(root, doc, resolved, served_name(resolved))
     return out

@@ -31,6 +31,27 @@ MANIFEST = "manifest.json"
 MANIFEST_FORMAT = 1
 
 
+# Serving environment variables a bundle records (issue 46): those that shape vLLM, the GPU
+# runtimes and the model hub, as the gate run's own environment holds them.
+SERVING_ENV_PREFIXES = (
+    "VLLM_", "CUDA_", "NCCL_", "HF_", "HUGGING", "TORCH", "PYTORCH_", "HSA_", "HIP_", "ROCM_", "ROCR_",
+    "NVIDIA_", "OMP_", "KMP_", "MKL_", "PT_HPU_", "HABANA_", "GLM_", "TRITON_", "TOKENIZERS_", "LD_PRELOAD",
+)  # fmt: skip
+SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "CREDENTIAL")
+
+
+def serving_env(environ: dict[str, str], recipe_sets: set[str] | frozenset[str]) -> dict[str, str]:
+    """The serving variables in `environ` that the recipe's `env:` does not set (those are in
+    recipe.resolved.json), sorted; a secret's value (a name holding TOKEN, KEY, ...) is replaced by
+    '<set>'."""
+    out = {}
+    for name in sorted(environ):
+        if name.startswith(SERVING_ENV_PREFIXES) and name not in recipe_sets:
+            secret = any(w in name.upper() for w in SECRET_WORDS)
+            out[name] = "<set>" if secret else environ[name][:2000]
+    return out
+
+
 def now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 

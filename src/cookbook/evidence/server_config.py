@@ -1,0 +1,119 @@
+"""The bundle is bound to the server it measured: what that server reported of its own
+configuration must be the recipe's.
+
+`gates run` saves, before any gate, what the server says of itself: models.json (/v1/models:
+the served name and max_model_len), version.json (/version) and metrics-before.prom (vLLM's
+/metrics, whose vllm:cache_config_info labels are the engine's CacheConfig and whose
+spec_decode per-position counters name how many tokens are drafted). All three are in the
+manifest. Re-checking a bundle against a recipe compares them with the resolved recipe, so a
+genuine bundle relabelled for an edited recipe (recipe.resolved.json replaced, recipe_hash and
+manifest rewritten) is refused when the edit touches any of:
+
+    serve.args.max_model_len                          /v1/models max_model_len of the served name
+    serve.args.block_size                             cache_config_info block_size
+    serve.args.kv_cache_dtype                         cache_config_info cache_dtype
+    serve.args.gpu_memory_utilization                 cache_config_info gpu_memory_utilization
+    serve.args.enable_prefix_caching                  cache_config_info enable_prefix_caching
+    serve.args.kv_cache_memory_bytes                  cache_config_info kv_cache_memory_bytes
+    serve.args.speculative_config (on/off, and its num_speculative_tokens)
+                                                      vllm:spec_decode_num_accepted_tokens_per_pos positions
+    image.engine.version                              /version (the version the engine reports begins with it)
+
+What it cannot detect (gates/README.md says so too): settings the server does not report,
+such as max_num_seqs, max_num_batched_tokens, tensor or data parallel sizes, compilation and
+environment variables; and a server that reports another configuration than it runs, or a
+bundle forged consistently from scratch (these files rewritten to match).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from cookbook.gates.metrics import parse
+from cookbook.gates.recorded import MAX_FILE_BYTES, read_json
+
+MODELS, VERSION, METRICS = "models.json", "version.json", "metrics-before.prom"
+CACHE_INFO = "vllm:cache_config_info"
+PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
+# serve.args key -> cache_config_info label
+CACHE_LABELS = {
+    "block_size": "block_size",
+    "kv_cache_dtype": "cache_dtype",
+    "gpu_memory_utilization": "gpu_memory_utilization",
+    "enable_prefix_caching": "enable_prefix_caching",
+    "kv_cache_memory_bytes": "kv_cache_memory_bytes",
+}
+
+
+def reported(root: Path, served: str) -> dict[str, Any]:
+    """What the server reported of itself, from the bundle's files (ValueError when one is unreadable)."""
+    out: dict[str, Any] = {}
+    models = read_json(root / MODELS) if (root / MODELS).is_file() else None
+    if isinstance(models, list):
+        entry = next((m for m in models if isinstance(m, dict) and m.get("id") == served), None)
+        out["max_model_len"] = entry.get("max_model_len") if entry else None
+    version = read_json(root / VERSION) if (root / VERSION).is_file() else None
+    out["version"] = version.get("version") if isinstance(version, dict) else None
+    f = root / METRICS
+    if f.is_file() and f.stat().st_size <= MAX_FILE_BYTES:
+        samples = parse(f.read_text(encoding="utf-8", errors="replace"))
+        info = [labels for name, labels, _ in samples if name == CACHE_INFO]
+        out["cache_config"] = {k: info[0].get(k) for k in CACHE_LABELS.values()} if info else None
+        positions = {labels.get("position") for name, labels, _ in samples if name == PER_POS}
+        out["spec_positions"] = len(positions)
+    return out
+
+
+def _same(want: Any, got: str | None) -> bool:
+    if isinstance(want, bool):
+        return got == str(want)
+    if isinstance(want, (int, float)):
+        try:
+            return math.isclose(float(want), float(got or "nan"), rel_tol=1e-9)
+        except ValueError:
+            return False
+    return str(want) == got
+
+
+def check_server(root: Path, doc: dict, resolved, served: str) -> list[str]:
+    """Every way the server the bundle measured differs from what the recipe configures."""
+    if not (root / MODELS).is_file() or not (root / METRICS).is_file():
+        return [
+            f"the bundle lacks {MODELS} or {METRICS}, so the server it measured cannot be bound to the "
+            "recipe; run the gates again against a vLLM server"
+        ]
+    try:
+        got = reported(root, served)
+    except (ValueError, UnicodeDecodeError, OSError) as e:
+        return [f"what the server reported of itself cannot be read ({e})"]
+    serve, out = resolved.recipe.serve, []
+    want_len = serve.arg("max_model_len")
+    if want_len is not None and got.get("max_model_len") != want_len:
+        out.append(
+            f"the server served max_model_len {got.get('max_model_len')} (/v1/models), the recipe sets {want_len}"
+        )
+    cache = got.get("cache_config")
+    if cache is None:
+        out.append(f"{METRICS} holds no {CACHE_INFO}, so the server's cache configuration cannot be checked")
+    else:
+        for key, label in CACHE_LABELS.items():
+            want = serve.arg(key)
+            if want is not None and not _same(want, cache.get(label)):
+                out.append(f"the server ran {label}={cache.get(label)} ({CACHE_INFO}), the recipe sets {key} {want}")
+    spec = serve.arg("speculative_config")
+    k = spec.get("num_speculative_tokens") if isinstance(spec, dict) else None
+    positions = got.get("spec_positions") or 0
+    if not spec and positions:
+        out.append(
+            f"the server drafted {positions} tokens a step (spec_decode counters), the recipe runs no speculation"
+        )
+    elif spec and isinstance(k, int) and positions != k:
+        out.append(f"the server drafted {positions} tokens a step (spec_decode counters), the recipe sets {k}")
+    engine = resolved.recipe.image.engine
+    pinned = getattr(engine, "version", None) if engine is not None else None
+    version = got.get("version")
+    if pinned and isinstance(version, str) and not version.startswith(str(pinned)):
+        out.append(f"the server reports vLLM {version} (/version), the recipe pins {pinned}")
+    return out

@@ -1,0 +1,69 @@
+"""Issue 48.5: a genuine bundle relabelled for an edited recipe. The forger replaces
+recipe.resolved.json with the edited recipe's, sets results.json's recipe_hash and rewrites the
+manifest; the measurements stay genuine. What the server reported of itself (models.json,
+metrics-before.prom's vllm:cache_config_info and spec-decode positions, version.json) binds the
+bundle to the configuration it measured, so an edit of a reported setting is refused. Settings
+the server does not report (max_num_seqs) cannot be told apart: the last test pins that limit,
+which gates/README.md states."""
+
+import json
+
+import evidence_bundles
+import pytest
+import yaml
+
+from cookbook.evidence.recheck import recheck
+from cookbook.gates.bundle import write_manifest
+from cookbook.recipe import resolve
+
+
+def relabel(bundle, edit) -> list[str]:
+    """Edit the recipe copy, then relabel the genuine bundle for it as a forger would; the reasons."""
+    r = resolve(evidence_bundles.SLUG)
+    data = yaml.safe_load(r.path.read_text())
+    edit(data["serve"]["args"])
+    r.path.write_text(yaml.safe_dump(data, sort_keys=False))
+    r = resolve(evidence_bundles.SLUG)
+    (bundle / "recipe.resolved.json").write_text(json.dumps(r.data, indent=2, default=str) + "\n")
+    evidence_bundles.edit_results(bundle, lambda doc: doc.update(recipe_hash=r.content_hash))
+    write_manifest(bundle)
+    return recheck(r, bundle)
+
+
+@pytest.fixture
+def genuine(tmp_path, monkeypatch):
+    return evidence_bundles.genuine_bundle(tmp_path, monkeypatch)
+
+
+def test_the_genuine_bundle_is_bound_to_its_recipe(genuine):
+    assert recheck(resolve(evidence_bundles.SLUG), genuine) == []
+
+
+@pytest.mark.parametrize(
+    "edit,why",
+    [
+        (lambda a: a.update(max_model_len={"value": 8192}), "served max_model_len 10240 (/v1/models)"),
+        (lambda a: a.update(block_size=64), "block_size=128"),
+        (lambda a: a.update(gpu_memory_utilization=0.5), "gpu_memory_utilization=0.92"),
+        (lambda a: a.update(enable_prefix_caching=False), "enable_prefix_caching=True"),
+        (lambda a: a["speculative_config"]["value"].update(num_speculative_tokens=5), "drafted 3 tokens a step"),
+        (lambda a: a.update(speculative_config={"value": None}), "the recipe runs no speculation"),
+    ],
+)
+def test_a_relabelled_bundle_is_refused_when_a_reported_setting_was_edited(genuine, edit, why):
+    reasons = relabel(genuine, edit)
+    assert any(why in r for r in reasons), reasons
+    # only the binding catches it: the relabelling itself is consistent
+    assert not any("recipe.resolved.json hashes to" in r or "manifest" in r for r in reasons), reasons
+
+
+def test_a_bundle_without_what_the_server_reported_is_refused(genuine):
+    (genuine / "metrics-before.prom").unlink()
+    write_manifest(genuine)
+    reasons = recheck(resolve(evidence_bundles.SLUG), genuine)
+    assert any("cannot be bound to the recipe" in r for r in reasons), reasons
+
+
+def test_a_setting_the_server_does_not_report_is_not_detected(genuine):
+    """The documented limit: max_num_seqs 16 -> 1024 is not in anything vLLM reports."""
+    assert relabel(genuine, lambda a: a.update(max_num_seqs={"value": 1024})) == []
