@@ -10,6 +10,7 @@ Imports nothing of the cookbook, so every layer (cookbook.gguf, cookbook.convert
 - `open_regular(path)`: open an input only if it is a regular file (FIFOs, devices, sockets
   and directories are refused before anything blocks or reads forever).
 - `inside(root, rel)`: a path a file names, resolved, only if it stays inside `root`.
+- `http_url_problem(url)`: why a server base URL given by a user cannot be used.
 """
 
 from __future__ import annotations
@@ -155,3 +156,26 @@ def inside(root, rel) -> Path:
     if not full.is_relative_to(base):
         raise ValueError(f"leaves {base} (it resolves to {full})")
     return full
+
+
+def http_url_problem(url) -> str | None:
+    """Why `url` cannot be a server's base URL (None when it is an http(s) URL with a host and a valid
+    port, no spaces or control characters); checked before any request is made."""
+    from urllib.parse import urlsplit
+
+    if not isinstance(url, str) or not url:
+        return "is empty"
+    if len(url) > 2048:
+        return "is longer than 2,048 characters"
+    if not url.isprintable() or any(c.isspace() for c in url):
+        return "holds spaces or control characters"
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError for a port out of range or not a number
+    except ValueError as e:
+        return f"is not a URL ({e})"
+    if parts.scheme not in ("http", "https"):
+        return "does not start with http:// or https://"
+    if not parts.hostname:
+        return "names no host"
+    return None

@@ -34,12 +34,14 @@ class ReleaseList:
     excluded: list[tuple[str, str]] = field(default_factory=list)  # (version, why), between the ends
 
 
-def fetch_releases(dist: str, index: str | None = None, timeout_s: float = 60.0) -> dict[str, list[dict]]:
+def fetch_releases(dist: str, index: str | None = None, timeout_s: float = 15.0) -> dict[str, list[dict]]:
     """version -> its files, as the index's JSON API lists them."""
     index = (index or index_url()).rstrip("/")
     url = f"{index}/pypi/{dist}/json"
     try:
-        r = httpx.get(url, timeout=timeout_s, follow_redirects=True)
+        r = httpx.get(
+            url, timeout=httpx.Timeout(timeout_s, connect=10.0), follow_redirects=True
+        )  # a stalled index: 15 s
     except httpx.HTTPError as e:
         raise CookbookError(
             f"cannot read the release list of {dist} from {url}: {e}",

@@ -160,6 +160,14 @@ def fetch_cmd(data_dir, revision, force):
         f"fetching {REPO_ID} (config {CONFIG}, {'/'.join(SPLITS)}) from {endpoint} into {target} "
         "(network errors are retried for about half a minute)"
     )
+    from cookbook.reachable import why_not
+
+    if why := why_not(f"{endpoint}/api/datasets/{REPO_ID}"):  # the Hub client would retry a stalled one for minutes
+        raise CookbookError(
+            f"could not download {REPO_ID} (config {CONFIG}, {SPLITS[0]} split) from {endpoint}: {why}",
+            help=f"nothing was written; {BY_HAND.format(target=target)}",
+            exit_code=FAILED,
+        )
     try:
         fetch_gsm8k(target, endpoint, revision, echo=click.echo)
     except FetchError as e:

@@ -95,7 +95,15 @@ def list_files(d: Download) -> Download:
     from huggingface_hub import RepoFile
     from huggingface_hub.utils import filter_repo_objects
 
+    from cookbook.reachable import why_not
+
     api = _api()
+    if why := why_not(f"{api.endpoint}/api/models/{d.repo}"):  # huggingface_hub retries a stalled Hub for minutes
+        raise CookbookError(
+            f"cannot list {d.repo} on {api.endpoint}: {why}",
+            help="check the network and HF_ENDPOINT",
+            exit_code=FAILED,
+        )
     try:
         info = api.repo_info(d.repo, revision=d.revision)
         entries = [e for e in api.list_repo_tree(d.repo, recursive=True, revision=info.sha) if isinstance(e, RepoFile)]
