@@ -314,3 +314,20 @@ def copy_range(src_fd: int, src_off: int, dst_fd: int, n: int, progress=None) ->
         if progress:
             progress.advance(done)
     os.lseek(dst_fd, dst_off, os.SEEK_SET)
+
+
+def out_dir_problem(path) -> str | None:
+    """Why `path` cannot be a command's output folder (None when it can): an existing one must be a
+    real folder (not a link, a file or /proc/self) that this user can write; an absent one needs a
+    writable folder above it. Asked before a long run, so the run does not end on a traceback."""
+    path = Path(path)
+    if path.is_symlink():
+        return "is a link; name a real folder"
+    if path.exists():
+        if not path.is_dir():
+            return "exists and is not a folder"
+        return None if os.access(path, os.W_OK | os.X_OK) else "is a folder you cannot write"
+    above = next((p for p in path.absolute().parents if p.exists()), None)
+    if above is None or not above.is_dir() or not os.access(above, os.W_OK | os.X_OK):
+        return f"cannot be created ({above} is not a folder you can write)"
+    return None

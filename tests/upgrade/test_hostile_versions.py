@@ -109,3 +109,26 @@ def test_data_fetch_refuses_a_folder_it_cannot_write():
     r = _cli("data", "fetch", env_extra={"COOKBOOK_DATA": "/proc/1/data"}, timeout=30)
     _one_error(r)
     assert "not writable" in r.stderr or "not a directory" in r.stderr
+
+
+@pytest.mark.parametrize("kind", ["file", "/proc/self"])
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["upgrade", "gemma3-270m-cpu", "--engine", "0.31.0", "--dry-run"],
+        ["bisect", "gemma3-270m-cpu", "--good", "0.31.0", "--bad", "0.32.0", "--gate", "greedy"],
+        ["gates", "run", "gemma3-270m-cpu", "--base-url", "http://127.0.0.1:9"],
+        ["offline", "pack", "gemma3-270m-h200", "--piece-mib", "8"],
+    ],
+    ids=["upgrade", "bisect", "gates-run", "offline-pack"],
+)
+def test_an_out_that_is_a_file_or_proc_self_is_refused_before_anything_runs(tmp_path, kind, command):
+    out = tmp_path / "a-file" if kind == "file" else "/proc/self"
+    if kind == "file":
+        out.write_text("mine")
+    r = _cli(*command, "--out", str(out), env_extra={"COOKBOOK_PYPI_URL": "http://127.0.0.1:9"}, timeout=60)
+    assert r.returncode == 2, r.stdout + r.stderr
+    _one_error(r)
+    assert str(out) in r.stderr
+    if kind == "file":
+        assert out.read_text() == "mine"

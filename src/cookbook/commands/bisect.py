@@ -78,6 +78,7 @@ def bisect_cmd(slug, good, bad, gate, out, fixes, recorded):
     from cookbook.bisect.releases import releases_between
     from cookbook.bisect.report import Report
     from cookbook.bisect.search import Bisection, EndsDoNotHold
+    from cookbook.files import out_dir_problem
 
     resolved = resolve_or_refuse(slug, None, (), f"cannot bisect {slug}")
     declared = resolved.recipe.gates.declared()
@@ -95,11 +96,13 @@ def bisect_cmd(slug, good, bad, gate, out, fixes, recorded):
                 help=f"profiles: {', '.join(known_profiles())}",
             )
     dist = resolved.recipe.image.engine.package
-    releases = releases_between(dist, good, bad)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
     out = out or repo_root() / "runs" / f"bisect-{slug}-{gate}-{stamp}"
+    if why := out_dir_problem(out):
+        raise CookbookError(f"--out {printable(out)}: {why}", help="give a new --out folder")
     if (out / "report.json").exists():
         raise CookbookError(f"{out} already holds a bisect report", help="give a new --out folder")
+    releases = releases_between(dist, good, bad)
     echo = click.echo
     echo(f"{dist} releases from {releases.index}, {releases.versions[0]} .. {releases.versions[-1]}:")
     echo(f"  searched ({len(releases.versions)}): {', '.join(releases.versions)}")

@@ -36,8 +36,9 @@ def upgrade_cmd(slug, version, dry_run, out, no_regression_tests):
       cookbook upgrade gemma3-270m-cpu --engine 0.31.0 --dry-run
       cookbook upgrade gemma3-270m-cpu --engine 0.31.0 --out fixes/upgrades/0.31.0
     """
-    from cookbook.files import repo_root
+    from cookbook.files import out_dir_problem, repo_root
     from cookbook.recipe.resolve import all_slugs
+    from cookbook.untrusted import printable
     from cookbook.upgrade.flow import run_upgrade
     from cookbook.upgrade.scratch import recipe_engine, release
 
@@ -47,6 +48,8 @@ def upgrade_cmd(slug, version, dry_run, out, no_regression_tests):
     if out is None:
         stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
         out = repo_root() / "runs" / f"upgrade-{slug}-{version}-{stamp}"
+    if why := out_dir_problem(out):  # before a scratch engine is installed, not after
+        raise CookbookError(f"--out {printable(out)}: {why}", help="give a new --out folder")
     command = shlex.join(["cookbook", "upgrade", *sys.argv[2:]]) if sys.argv[1:2] == ["upgrade"] else ""
     try:
         rep = run_upgrade(slug, version, out, dry_run, not no_regression_tests, command)
