@@ -38,6 +38,8 @@ class Blocks(HTMLParser):
         attrs = dict(attrs)
         if re.fullmatch(r"h[1-6]", tag) and attrs.get("id"):
             self.heading, self._title = attrs["id"], []
+        elif tag == "summary":  # a collapsed part's title (pymdownx.details)
+            self._title = []
         elif tag == "pre":
             self._pre = []
         elif tag == "a" and attrs.get("href"):
@@ -50,7 +52,7 @@ class Blocks(HTMLParser):
             self.blocks.setdefault(self.heading or "", []).append("".join(self._pre))
             self.by_title.setdefault(self.title, []).append("".join(self._pre))
             self._pre = None
-        elif re.fullmatch(r"h[1-6]", tag) and self._title is not None:
+        elif (re.fullmatch(r"h[1-6]", tag) or tag == "summary") and self._title is not None:
             self.title, self._title = "".join(self._title).replace("\u00b6", "").strip(), None
 
     def handle_data(self, data):

@@ -300,15 +300,13 @@ def launch_lines(resolved) -> list[str]:
             msg = exc.diagnostics[0].render(paths.repo_root()).splitlines()[0]
             lines += [f"`--quant {quant}` is refused here: {msg}", ""]
             continue
-        lines += [f"### --quant {quant}", "", "```bash", launch_block(other).rstrip(), "```", ""]
+        # Another quant's block, collapsed: the recipe's own block is the one most users paste.
+        body = ["```bash", *launch_block(other).rstrip().split("\n"), "```", ""]
         if other.recipe.convert and other.recipe.convert != r.convert:
-            lines += [f"Before launching `--quant {quant}`, convert its checkpoint:", ""]
-            lines += [
-                "```bash",
-                *(" ".join(["cookbook convert", step.tool, *step.args]) for step in other.recipe.convert),
-                "```",
-                "",
-            ]
+            body += [f"Before launching `--quant {quant}`, convert its checkpoint:", "", "```bash"]
+            body += [" ".join(["cookbook convert", step.tool, *step.args]) for step in other.recipe.convert]
+            body += ["```", ""]
+        lines += [f'??? note "--quant {quant}"', "", *indent(body)]
     lines += bucket_lines(r)
     lines += [f"Every setting with its why and its source: `cookbook show {slug}`.", ""]
     return lines
