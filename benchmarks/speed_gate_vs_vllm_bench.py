@@ -12,13 +12,20 @@ when the ratio is within 10%. Writes everything (and vllm bench's own JSON per l
 --out (default .cache/bench/speed-vs-vllm-bench-<time>/).
 
     .venv/bin/python benchmarks/speed_gate_vs_vllm_bench.py [gemma3-270m-cpu] [--concurrencies 1 4 16]
+        [--vllm-python /path/to/engine/python]
+
+`vllm bench serve` is run as `PYTHON -m vllm.entrypoints.cli.main bench serve`: PYTHON is
+--vllm-python, else this interpreter when it can import vllm, else a `vllm` on PATH; so it runs
+on a host whose engine lives in another environment (the offline GPU host) as well as here.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.util
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -46,11 +53,34 @@ def reset_prefix_cache(base_url: str) -> None:
     r.raise_for_status()
 
 
-def run_vllm_bench(base_url: str, model: str, tokenizer: str, prompts: list[str], c: int, max_tokens: int, out: Path):
+VLLM_CLI = "vllm.entrypoints.cli.main"
+
+
+def vllm_command(python: str | None = None) -> list[str]:
+    """How to run vLLM's CLI: `PYTHON -m vllm.entrypoints.cli.main` with --vllm-python, else with this
+    interpreter when it can import vllm, else the `vllm` on PATH; exits with one message when none."""
+    if python:
+        if not Path(python).is_file():
+            sys.exit(f"error: --vllm-python {python}: no such interpreter")
+        return [python, "-m", VLLM_CLI]
+    if importlib.util.find_spec("vllm") is not None:
+        return [sys.executable, "-m", VLLM_CLI]
+    found = shutil.which("vllm")
+    if found:
+        return [found]
+    sys.exit(
+        "error: vllm is neither importable by this interpreter nor on PATH; "
+        "pass --vllm-python with the engine environment's python"
+    )
+
+
+def run_vllm_bench(
+    base_url: str, model: str, tokenizer: str, prompts: list[str], c: int, max_tokens: int, out: Path, vllm: list[str]
+):
     data = out / f"prompts-c{c}.jsonl"
     data.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in prompts))
     argv = [
-        str(Path(sys.executable).parent / "vllm"),
+        *vllm,
         "bench",
         "serve",
         "--backend",
@@ -112,7 +142,9 @@ def main() -> None:
     ap.add_argument("recipe", nargs="?", default="gemma3-270m-cpu")
     ap.add_argument("--concurrencies", type=int, nargs="+", help="default: the speed gate's sweep_concurrencies")
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--vllm-python", help="the python of the environment holding vllm (default: see above)")
     args = ap.parse_args()
+    vllm = vllm_command(args.vllm_python)
     resolved = resolve(args.recipe)
     cfg = resolved.recipe.gates.speed
     if cfg is None:
@@ -146,7 +178,7 @@ def main() -> None:
                     )
                 else:
                     got["bench"] = run_vllm_bench(
-                        server.base_url, model, tokenizer, prompts[c], c, cfg.sweep_max_tokens, out
+                        server.base_url, model, tokenizer, prompts[c], c, cfg.sweep_max_tokens, out, vllm
                     )
             rows.append({"concurrency": c, "order": list(order), **got})
     finally:

@@ -66,10 +66,21 @@ class Transcript:
 
 @dataclass
 class Stream:
-    """A streamed response: chunks with arrival times (s since the request was sent)."""
+    """A streamed response: chunks with arrival times (s since the request was sent).
+
+    A stream read with `deferred` (a load benchmark) keeps each event's text in `raw` and is
+    parsed into `chunks` only once the measurement is over (parse())."""
 
     chunks: list[tuple[float, dict]] = field(default_factory=list)
     done_s: float = 0.0
+    raw: list[tuple[float, str]] = field(default_factory=list)
+    finished: str | None = None  # when it ended (ISO, UTC): a deferred record's time
+
+    def parse(self) -> Stream:
+        if self.raw:
+            self.chunks += [(t, json.loads(data)) for t, data in self.raw]
+            self.raw = []
+        return self
 
     def token_times(self) -> list[tuple[float, int]]:
         """(arrival time, tokens in this chunk) for chunks whose usage count increased."""
@@ -110,7 +121,9 @@ class Server:
         self.http = httpx.AsyncClient(
             base_url=self.base_url,
             timeout=httpx.Timeout(request_timeout_s, connect=10.0),
-            limits=httpx.Limits(max_connections=512, max_keepalive_connections=64),
+            # Every connection kept alive: a load level of N streams reuses N connections rather
+            # than opening new ones past a smaller keep-alive pool (connection setup is not TTFT).
+            limits=httpx.Limits(max_connections=512, max_keepalive_connections=512),
         )
 
     async def aclose(self) -> None:
@@ -175,8 +188,16 @@ class Server:
             raise ServerError(path, r.status_code, r.text)
         return body
 
-    async def stream(self, path: str, payload: dict, tag: str = "", on_chunk=None) -> Stream:
-        """POST with stream=True; `on_chunk(t_s, chunk)` is called as each chunk arrives."""
+    async def stream(
+        self, path: str, payload: dict, tag: str = "", on_chunk=None, deferred: list | None = None
+    ) -> Stream:
+        """POST with stream=True; `on_chunk(t_s, chunk)` is called as each chunk arrives.
+
+        With `deferred` (a list), the stream is timed and nothing else: its events are kept as
+        text, and its JSON parsing and transcript record wait in `deferred` until
+        write_deferred(), after the measurement. Under load the client's own work would
+        otherwise run while other streams' chunks wait, and be counted as the server's latency
+        (the speed gate read TTFT 2-3x `vllm bench serve`'s at 64 streams)."""
         payload = {
             "model": self.model,
             **payload,
@@ -185,10 +206,11 @@ class Server:
             "stream_options": {"include_usage": True, "continuous_usage_stats": True},
         }
         out = Stream()
+        raw = deferred is not None and on_chunk is None
         t0 = time.perf_counter()
         try:
             await asyncio.wait_for(
-                self._read_stream(path, payload, tag, out, t0, on_chunk), timeout=self.request_timeout_s
+                self._read_stream(path, payload, tag, out, t0, on_chunk, raw), timeout=self.request_timeout_s
             )
         except (
             httpx.ConnectError,
@@ -204,7 +226,7 @@ class Server:
                     "request": payload,
                     "status": None,
                     "error": str(e),
-                    "chunks": [c for _, c in out.chunks],
+                    "chunks": [c for _, c in out.parse().chunks],
                 }
             )
             raise ServerDown(f"POST {self.base_url}{path} (stream): {type(e).__name__}: {e}") from e
@@ -216,7 +238,7 @@ class Server:
                     "request": payload,
                     "status": None,
                     "error": "request timeout",
-                    "chunks": [c for _, c in out.chunks],
+                    "chunks": [c for _, c in out.parse().chunks],
                 }
             )
             raise RequestTimeout(
@@ -224,6 +246,14 @@ class Server:
                 f"timeout ({self.request_timeout_s:g} s in all)"
             ) from e
         out.done_s = time.perf_counter() - t0
+        out.finished = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+        if raw:
+            deferred.append((tag, path, payload, out))
+        else:
+            self._record_stream(tag, path, payload, out)
+        return out
+
+    def _record_stream(self, tag: str, path: str, payload: dict, out: Stream) -> None:
         self.transcript.write(
             {
                 "tag": tag,
@@ -231,12 +261,20 @@ class Server:
                 "request": payload,
                 "status": 200,
                 "elapsed_s": round(out.done_s, 4),
-                "chunks": [{"t_s": round(t, 4), **c} for t, c in out.chunks],
+                "chunks": [{"t_s": round(t, 4), **c} for t, c in out.parse().chunks],
+                # when the stream ended, not when this was written (recompute times levels from it)
+                **({"time": out.finished} if out.finished else {}),
             }
         )
-        return out
 
-    async def _read_stream(self, path: str, payload: dict, tag: str, out: Stream, t0: float, on_chunk) -> None:
+    def write_deferred(self, deferred: list) -> None:
+        """Parse and record the streams a measurement deferred (in the order they finished)."""
+        while deferred:
+            self._record_stream(*deferred.pop(0))
+
+    async def _read_stream(
+        self, path: str, payload: dict, tag: str, out: Stream, t0: float, on_chunk, raw: bool = False
+    ) -> None:
         """Server-sent events, split into lines here so that no line or total exceeds MAX_RESPONSE_BYTES."""
         async with self.http.stream("POST", path, json=payload) as r:
             if r.status_code != 200:
@@ -247,23 +285,31 @@ class Server:
                 raise ServerError(path, r.status_code, text)
             received, pending = 0, b""
             async for part in r.aiter_bytes():
+                t = time.perf_counter() - t0  # arrival: every event in this read arrived by now
                 received += len(part)
                 if received > MAX_RESPONSE_BYTES:
                     raise ResponseTooLarge(f"the stream passed {MAX_RESPONSE_BYTES >> 20} MiB; a gate needs far less")
                 *lines, pending = (pending + part).split(b"\n")
                 for line in lines:
-                    if self._event(line.decode(errors="replace").strip(), path, payload, tag, out, t0, on_chunk):
+                    if self._event(line.decode(errors="replace").strip(), path, payload, tag, out, t, on_chunk, raw):
                         return
-            self._event(pending.decode(errors="replace").strip(), path, payload, tag, out, t0, on_chunk)
+            t = time.perf_counter() - t0
+            self._event(pending.decode(errors="replace").strip(), path, payload, tag, out, t, on_chunk, raw)
 
-    def _event(self, line: str, path: str, payload: dict, tag: str, out: Stream, t0: float, on_chunk) -> bool:
-        """Handle one SSE line; True at [DONE]."""
+    def _event(
+        self, line: str, path: str, payload: dict, tag: str, out: Stream, t: float, on_chunk, raw: bool = False
+    ) -> bool:
+        """Handle one SSE line that arrived t s after sending; True at [DONE]."""
         if not line.startswith("data:"):
             return False
         data = line[5:].strip()
         if data == "[DONE]":
             return True
-        out.chunks.append((time.perf_counter() - t0, json.loads(data)))
+        if raw and not data.startswith('{"error"'):
+            out.raw.append((t, data))
+            return False
+        out.parse()
+        out.chunks.append((t, json.loads(data)))
         if "error" in out.chunks[-1]:  # vLLM reports mid-stream failures as an SSE event
             self.transcript.write(
                 {"tag": tag, "path": path, "request": payload, "status": 200, "chunks": [c for _, c in out.chunks]}

@@ -107,16 +107,25 @@ def by_concurrency(rows: list[dict]) -> dict[str, float | None]:
 async def measure_level(ctx: Context, prompts: list[str], c: int, max_tokens: int) -> tuple[dict, list[Stream]]:
     """One level: every prompt streamed, at most `c` in flight; (vllm bench's figures, the streams)."""
 
+    # The client only times while the level runs: parsing and transcript records wait until the
+    # level is over (Server.stream's `deferred`), as `vllm bench serve` keeps its work per chunk small.
+    deferred: list = []
+
     async def one(i: int, prompt: str) -> Stream:
         return await ctx.server.stream(
             "/v1/completions",
             {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0.0, "ignore_eos": True},
             tag=f"sweep{c}/{i}",
+            deferred=deferred,
         )
 
     t0 = time.perf_counter()
-    streams = await bounded_gather(c, [one(i, p) for i, p in enumerate(prompts)])
-    return {"concurrency": c, **level_metrics(streams, time.perf_counter() - t0)}, streams
+    try:
+        streams = await bounded_gather(c, [one(i, p) for i, p in enumerate(prompts)])
+        duration = time.perf_counter() - t0
+    finally:
+        ctx.server.write_deferred(deferred)
+    return {"concurrency": c, **level_metrics([s.parse() for s in streams], duration)}, streams
 
 
 PLOTS_HELP = "install the plots extra: .venv/bin/pip install -e '.[plots]'"

@@ -1,0 +1,34 @@
+"""benchmarks/speed_gate_vs_vllm_bench.py finds vLLM's CLI through an interpreter (`-m`), not a
+binary beside this one, so it runs where the engine lives in another environment."""
+
+import sys
+
+import benchmark_scripts
+import pytest
+
+
+@pytest.fixture(scope="module")
+def script():
+    return benchmark_scripts.load("speed_gate_vs_vllm_bench")
+
+
+def test_an_interpreter_given_runs_the_cli_module(script, tmp_path):
+    py = tmp_path / "python"
+    py.write_text("")
+    assert script.vllm_command(str(py)) == [str(py), "-m", "vllm.entrypoints.cli.main"]
+
+
+def test_this_interpreter_when_it_imports_vllm(script, monkeypatch):
+    monkeypatch.setattr(script.importlib.util, "find_spec", lambda name: object())
+    assert script.vllm_command() == [sys.executable, "-m", "vllm.entrypoints.cli.main"]
+
+
+def test_else_the_vllm_on_path_else_one_message(script, monkeypatch, capsys):
+    monkeypatch.setattr(script.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(script.shutil, "which", lambda name: "/opt/engine/bin/vllm")
+    assert script.vllm_command() == ["/opt/engine/bin/vllm"]
+    monkeypatch.setattr(script.shutil, "which", lambda name: None)
+    with pytest.raises(SystemExit, match="pass --vllm-python"):
+        script.vllm_command()
+    with pytest.raises(SystemExit, match="no such interpreter"):
+        script.vllm_command("/nonexistent/python")
