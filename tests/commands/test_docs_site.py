@@ -93,6 +93,8 @@ def generate(docs_dir: Path) -> dict[Path, str]:
         (docs_dir / rel).parent.mkdir(parents=True, exist_ok=True)
         (docs_dir / rel).write_text(text, encoding="utf-8")
         out[rel] = text
+    hand = Path("assets") / "cookbook.js"  # the one hand-written asset: the index's filter script
+    (docs_dir / hand).write_text((ROOT / "docs" / hand).read_text(encoding="utf-8"), encoding="utf-8")
     return out
 
 

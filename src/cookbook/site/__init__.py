@@ -2,8 +2,8 @@
 edited by hand) and `mkdocs build --strict` (mkdocs.yml, `make site`) turns into the site.
 Every relative link a page holds names a generated page, so the strict build resolves them all.
 
-    pages          every generated file (path -> text: the pages, the stylesheet, the index's filter
-                   script), and the pages nothing generates any more
+    pages          every generated file (path -> text: the pages and the stylesheet; the index's filter
+                   script, docs/assets/cookbook.js, is hand-written), and the pages nothing generates any more
     index          docs/index.md: one matrix per model family (hardware columns, H100/H200 always),
                    a hardware filter, the benchmark-only recipes set apart, every recipe
     recipe_page    docs/recipes/<slug>.md in the order a user works (its docstring lists the parts)
