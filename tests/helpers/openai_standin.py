@@ -19,6 +19,9 @@ import time
 import zlib
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+# The vision gate's palette: the stand-in names the colour of the pixels it decodes.
+from cookbook.gates.vision import COLOURS
+
 MAX_MODEL_LEN = 10240
 
 
@@ -103,16 +106,6 @@ if __name__ == "__main__":
 #   wrong_golden    every tenth position ranks another token first, and logprobs shift by 0.3
 
 NEEDLE_RE = re.compile(r"The special magic number for the ([a-z ]+?) is (\d{7})\.")
-COLOURS = {
-    "red": (220, 20, 20),
-    "green": (20, 170, 40),
-    "blue": (20, 40, 220),
-    "yellow": (240, 220, 20),
-    "black": (0, 0, 0),
-    "white": (255, 255, 255),
-    "orange": (250, 140, 0),
-    "purple": (130, 30, 160),
-}
 
 
 def _png_colour(url: str) -> str:
@@ -129,7 +122,7 @@ def _png_colour(url: str) -> str:
     return min(COLOURS, key=lambda c: sum((a - b) ** 2 for a, b in zip(COLOURS[c], rgb)))
 
 
-def gate_handler(model: str, breaks: frozenset = frozenset(), max_model_len: int = MAX_MODEL_LEN):
+def gate_handler(model: str, breaks: frozenset = frozenset(), max_model_len: int | None = MAX_MODEL_LEN):
     vocab: dict[str, int] = {}
     words: list[str] = []
     lock = threading.Lock()
@@ -240,7 +233,7 @@ def gate_handler(model: str, breaks: frozenset = frozenset(), max_model_len: int
     return GateHandler
 
 
-def gate_standin(model: str, breaks=(), max_model_len: int = MAX_MODEL_LEN):
+def gate_standin(model: str, breaks=(), max_model_len: int | None = MAX_MODEL_LEN):
     """(base_url, server) of a GateHandler stand-in serving in a daemon thread; call
     server.shutdown() when done."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), gate_handler(model, frozenset(breaks), max_model_len))

@@ -53,11 +53,12 @@ def figures_of(ids: list[int], body: dict) -> dict:
         )
     top1, logprob = [], []
     for tok, entry in zip(ids[1:], plp[1:]):
-        if not isinstance(entry, dict) or str(tok) not in entry:
-            raise ValueError("a prompt_logprobs entry lacks the text's own token")
-        best = [int(k) for k, v in entry.items() if isinstance(v, dict) and v.get("rank") == 1]
-        top1.append(best[0] if best else None)
-        logprob.append(float(entry[str(tok)]["logprob"]))
+        own = entry.get(str(tok)) if isinstance(entry, dict) else None
+        if not isinstance(own, dict) or not isinstance(own.get("logprob"), (int, float)):
+            raise ValueError("a prompt_logprobs entry lacks the text's own token and its logprob")
+        best = [k for k, v in entry.items() if isinstance(v, dict) and v.get("rank") == 1 and k.isdigit()]
+        top1.append(int(best[0]) if best else None)
+        logprob.append(float(own["logprob"]))
     return {"ids_sha256": ids_sha256(ids), "positions": len(top1), "top1": top1, "logprob": logprob}
 
 
@@ -115,7 +116,8 @@ async def _text_ids(ctx: Context, cfg: GoldenGate) -> list[int]:
 def _reference_text(ctx: Context, cfg: GoldenGate) -> str:
     d = ctx.data.golden_dir
     f = d / cfg.golden if d else None
-    if f is None or not f.is_file() or f.is_symlink():
+    # A plain file of the data folder only (the name is a bare file name, checked by the schema).
+    if f is None or f.is_symlink() or not f.is_file():
         raise GateFailure(
             f"no recorded golden {cfg.golden} in {d or 'the data path (no --data-dir)'}/: run this gate once on the "
             f"reference server (same checkpoint, e.g. without speculation) and copy its bundle's {OWN} to "
@@ -123,7 +125,10 @@ def _reference_text(ctx: Context, cfg: GoldenGate) -> str:
         )
     if f.stat().st_size > 64 << 20:
         raise GateFailure(f"{f} is over 64 MiB; a golden is a few MB")
-    return f.read_text(encoding="utf-8")
+    try:
+        return f.read_text(encoding="utf-8")
+    except UnicodeDecodeError as e:
+        raise GateFailure(f"the golden {cfg.golden} is not a golden.json (not UTF-8: {e.reason})") from None
 
 
 async def run(ctx: Context, cfg: GoldenGate) -> None:

@@ -179,6 +179,12 @@ class Gsm8kGate(GateBase):
         "otherwise, e.g. --default-chat-template-kwargs); recorded in the transcript.",
     )
 
+    @model_validator(mode="after")
+    def _effort_needs_chat(self):
+        if self.reasoning_effort is not None and self.mode != "chat":
+            raise ValueError("reasoning_effort is sent through the chat template; it needs mode 'chat'")
+        return self
+
 
 ToolCase = Literal["required", "named", "auto", "none", "json_schema"]
 
