@@ -21,6 +21,7 @@ def offline():
       # on the host, once per transfer of one or more pieces (standard library only):
       python3 src/cookbook/offline/receive.py .carry/gemma3-270m-h200   # into ~/.cache/cookbook-offline
       source "$(python3 src/cookbook/offline/receive.py --installed)"   # env.sh, once verified
+      cookbook offline lock gemma3-270m-h200            # recipes/gemma3-270m-h200/offline.lock: what pack carries
     """
 
 
@@ -73,3 +74,30 @@ def pack_cmd(slug, out, force, piece_mib, transfer_mib):
         f"{manifest['wheels']} wheels), payload sha256 {manifest['sha256'][:16]}"
     )
     click.echo(f"send pieces.json with each piece; run receive.py after each transfer ({n} transfers)")
+
+
+@offline.command("lock")
+@click.argument("slug")
+@click.option(
+    "--like",
+    "bundle",
+    type=click.Path(path_type=Path, file_okay=False, exists=True),
+    help="A verified bundle of SLUG: pin the versions (and files, by sha256) its payload carried.",
+)
+def lock_cmd(slug, bundle):
+    """Resolve SLUG's payload from the index's metadata and write recipes/SLUG/offline.lock.
+
+    Every wheel `cookbook offline pack` would carry, the engine first, as `NAME==VERSION
+    --hash=sha256:...` (pip's hash-checking mode; no path or URL of this machine). Commit it: a later
+    pack reads it, resolves nothing, and pip refuses any file whose sha256 differs.
+    """
+    from cookbook.files import atomic_write, repo_root
+    from cookbook.offline import lock, pack
+
+    resolved = resolve_or_refuse(slug, None, (), f"cannot lock {slug}")
+    engine = resolved.recipe.image.engine
+    like = pack.carried_by(bundle / "environment.lock") if bundle else None
+    made = pack.make_lock(slug, f"{engine.package}=={engine.version}", like)
+    path = repo_root() / "recipes" / slug / lock.LOCK_NAME
+    atomic_write(path, made.text(slug))
+    click.echo(f"{path}: {engine.package}=={engine.version} and {len(made.wheels)} wheels, each with its sha256")

@@ -18,6 +18,11 @@ receive.py (standard library only) appends the pieces and unpacks them.
 
 pip does the resolving and downloading: it knows every wheel tag and marker rule; this
 module only decides what to ask it for.
+
+When recipes/<slug>/offline.lock is committed (cookbook.offline.lock; `cookbook offline lock SLUG`
+writes it, `--like BUNDLE` from the wheels a verified bundle ran), step 2 resolves nothing: the
+lock's pins are downloaded in pip's hash-checking mode, and the engine wheel and every cached
+wheel must have the sha256 it names, so a later pack carries the same files.
 """
 
 from __future__ import annotations
@@ -40,6 +45,7 @@ import yaml
 
 from cookbook.errors import BAD_INPUT, FAILED, CookbookError
 from cookbook.files import atomic_dir, repo_root
+from cookbook.offline import lock as lockfile
 
 SPEC_NAME = "offline.yaml"
 
@@ -172,14 +178,19 @@ def download_engine(spec: OfflineSpec, pin: str, cache: Path) -> Path:
 def requirements(wheel: Path, spec: OfflineSpec) -> list[str]:
     """The wheel's unconditional requirements (markers evaluated for the host), minus what the host
     has and what `skip` drops."""
-    from packaging.requirements import Requirement
-
     with zipfile.ZipFile(wheel) as z:
         meta_name = next(n for n in z.namelist() if n.endswith(".dist-info/METADATA"))
         meta = email.parser.Parser().parsestr(z.read(meta_name).decode())
+    return requirements_of(meta.get_all("Requires-Dist") or [], spec)
+
+
+def requirements_of(requires_dist: list[str], spec: OfflineSpec) -> list[str]:
+    """`requirements`, from the Requires-Dist lines themselves (a resolver report holds them)."""
+    from packaging.requirements import Requirement
+
     env = {"python_version": spec.python, "platform_machine": "x86_64", "platform_system": "Linux", "extra": ""}
     out = []
-    for line in meta.get_all("Requires-Dist") or []:
+    for line in requires_dist:
         req = Requirement(line)
         if req.marker is not None and not req.marker.evaluate(env):
             continue
@@ -194,8 +205,20 @@ def _name(requirement: str) -> str:
     return normalize(re.split(r"[<>=!~\[; ]", requirement)[0])
 
 
-def resolve(reqs: list[str], spec: OfflineSpec, work: Path) -> list[tuple[str, str]]:
-    """(name, version) of everything `reqs` needs that the host lacks, by pip's resolver."""
+def _sha256_of(item: dict) -> str | None:
+    """The file's sha256 as a resolver report gives it (download_info.archive_info)."""
+    archive = (item.get("download_info") or {}).get("archive_info") or {}
+    h = (archive.get("hashes") or {}).get("sha256")
+    if not h and str(archive.get("hash", "")).startswith("sha256="):
+        h = archive["hash"].split("=", 1)[1]
+    return h
+
+
+def resolve(
+    reqs: list[str], spec: OfflineSpec, work: Path, hashes: dict[str, str] | None = None
+) -> list[tuple[str, str]]:
+    """(name, version) of everything `reqs` needs that the host lacks, by pip's resolver; with
+    `hashes`, each one's file sha256 from the index is filled in too (normalized name -> sha256)."""
     with_deps = [r for r in reqs if _name(r) not in spec.no_deps]
     # an `extra` the host also has replaces the host's version (PYTHONPATH puts the payload first)
     replaced = {_name(r) for r in spec.extra}
@@ -226,6 +249,8 @@ def resolve(reqs: list[str], spec: OfflineSpec, work: Path) -> list[tuple[str, s
             n = normalize(name)
             if n in replaced or (n not in spec.host_packages and n not in spec.skip):
                 pinned[n] = (name, version)
+                if hashes is not None and _sha256_of(item):
+                    hashes[n] = _sha256_of(item)
             if not deps:
                 unchecked.append(item["metadata"])
     _check_unresolved(unchecked, pinned, spec)
@@ -261,11 +286,20 @@ def _check_unresolved(metas: list[dict], pinned: dict[str, tuple[str, str]], spe
         )
 
 
-def download_wheels(pins: list[tuple[str, str]], spec: OfflineSpec, cache: Path) -> list[Path]:
+def download_wheels(
+    pins: list[tuple[str, str]], spec: OfflineSpec, cache: Path, locked: tuple[lockfile.Pin, ...] = ()
+) -> list[Path]:
+    """The pins' wheels in `cache`; with `locked`, pip downloads in hash-checking mode and every
+    wheel taken from the cache must have a sha256 the lock names."""
     cache.mkdir(parents=True, exist_ok=True)
     say(f"download {len(pins)} wheels the host lacks")
     args = ["download", "-q", "--no-deps", *spec.pip_target(), "-d", str(cache)]
-    _pip(args + [f"{n}=={v}" for n, v in pins], "download the dependency wheels")
+    if locked:
+        with tempfile.TemporaryDirectory() as work:
+            req = lockfile.requirements_file(locked, Path(work) / "locked.txt")
+            _pip(args + ["--require-hashes", "-r", str(req)], "download the locked wheels")
+    else:
+        _pip(args + [f"{n}=={v}" for n, v in pins], "download the dependency wheels")
     wanted = {(normalize(n), v) for n, v in pins}
     out = []
     for whl in sorted(cache.glob("*.whl")):
@@ -275,7 +309,27 @@ def download_wheels(pins: list[tuple[str, str]], spec: OfflineSpec, cache: Path)
     if len(out) != len(pins):
         missing = wanted - {(normalize(w.name.split("-")[0]), w.name.split("-")[1]) for w in out}
         raise PackError(f"wheels missing after download: {sorted(missing)}")
+    if locked:
+        _check_locked(out, locked)
     return out
+
+
+def _check_locked(wheels: list[Path], locked) -> None:
+    want = {normalize(p.name): set(p.sha256) for p in locked}
+    for w in wheels:
+        if _file_sha256(w) not in want.get(normalize(w.name.split("-")[0]), set()):
+            raise PackError(
+                f"{w}: its sha256 is not the one {lockfile.LOCK_NAME} names (another build of the same version?)",
+                help="remove it from the cache and pack again, or rewrite the lock: cookbook offline lock SLUG",
+            )
+
+
+def _file_sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        while block := f.read(1 << 20):
+            h.update(block)
+    return h.hexdigest()
 
 
 def pack_engine(wheel: Path, spec: OfflineSpec, cache: Path) -> Path:
@@ -346,15 +400,96 @@ def check_out(out: Path, force: bool) -> None:
         )
 
 
+def engine_report(spec: OfflineSpec, pin: str, work: Path) -> tuple[list[str], str]:
+    """The engine's Requires-Dist and its wheel's sha256 for the host, from pip's resolver report
+    (the index's metadata; the wheel itself is not downloaded)."""
+    report = work / "report-engine.json"
+    args = ["install", "-q", "--dry-run", "--ignore-installed", "--no-deps", "--report", str(report)]
+    _pip(args + ["--target", str(work / "t"), *spec.pip_target(), pin], f"resolve {pin}")
+    (item,) = json.loads(report.read_text())["install"]
+    sha = _sha256_of(item)
+    if not sha:
+        raise PackError(
+            f"the index gave no sha256 for {pin}", help="lock against an index that serves hashes (PyPI does)"
+        )
+    return list(item["metadata"].get("requires_dist") or []), sha
+
+
+_CARRIED = re.compile(
+    r"(?P<name>[A-Za-z0-9][A-Za-z0-9._-]*) @ file://\S+/(?P<file>[^/\s#]+\.whl)#sha256=(?P<sha>[0-9a-f]{64})"
+)
+
+
+def carried_by(environment_lock: Path) -> dict[str, tuple[str, str]]:
+    """The wheels a bundle's environment.lock shows installed from files (what an offline payload
+    carried): normalized name -> (version, sha256). Paths in it are read, never copied."""
+    out = {}
+    for line in environment_lock.read_text(encoding="utf-8").splitlines():
+        if m := _CARRIED.fullmatch(line.strip()):
+            out[normalize(m["name"])] = (m["file"].split("-")[1], m["sha"])
+    return out
+
+
+def make_lock(slug: str, engine_pin: str, like: dict[str, tuple[str, str]] | None = None) -> lockfile.Lock:
+    """Resolve SLUG's payload as pack does, from the index's metadata, and pin every file by sha256.
+    With `like` (carried_by of a verified bundle), those versions are constraints, and each file's
+    sha256 must be the one the bundle ran: the lock then reproduces that run's wheels."""
+    import dataclasses
+
+    spec = OfflineSpec.load(repo_root() / "recipes" / slug / SPEC_NAME)
+    if like:
+        pinned = {f"{n}=={v}": "the version the verified bundle carried" for n, (v, _) in like.items()}
+        spec = dataclasses.replace(spec, constraints={**spec.constraints, **pinned})
+    say(f"resolve {engine_pin} and its requirements for the host ({spec.host}) from the index's metadata")
+    with tempfile.TemporaryDirectory() as work:
+        requires, engine_sha = engine_report(spec, engine_pin, Path(work))
+        hashes: dict[str, str] = {}
+        pins = resolve(requirements_of(requires, spec) + spec.extra, spec, Path(work), hashes)
+    unhashed = [n for n, _ in pins if normalize(n) not in hashes]
+    if unhashed:
+        raise PackError(f"the index gave no sha256 for {', '.join(unhashed)}", help="lock against PyPI")
+    differ = [n for n, (_, sha) in (like or {}).items() if n in hashes and hashes[n] != sha]
+    if differ:
+        raise PackError(
+            f"the index's files of {', '.join(differ)} are not the ones the bundle ran (sha256 differs)",
+            help="lock without --like, and verify the recipe again with the new payload",
+        )
+    name, version = engine_pin.split("==")
+    return lockfile.Lock(
+        engine=lockfile.Pin(name, version, (engine_sha,)),
+        wheels=tuple(lockfile.Pin(n, v, (hashes[normalize(n)],)) for n, v in pins),
+    )
+
+
 def pack(slug: str, engine_pin: str, out: Path, piece_mib: int, force: bool = False) -> dict:
     check_out(out, force)
-    spec = OfflineSpec.load(repo_root() / "recipes" / slug / SPEC_NAME)
+    recipe_dir = repo_root() / "recipes" / slug
+    spec = OfflineSpec.load(recipe_dir / SPEC_NAME)
+    lock = lockfile.load(recipe_dir)
     cache = repo_root() / ".cache" / "offline"
+    if lock is not None and f"{lock.engine.name}=={lock.engine.version}" != engine_pin:
+        raise PackError(
+            f"{recipe_dir / lockfile.LOCK_NAME} pins {lock.engine.name}=={lock.engine.version}, the recipe {engine_pin}",
+            help=f"rewrite the lock: cookbook offline lock {slug}",
+            exit_code=BAD_INPUT,
+        )
     wheel = download_engine(spec, engine_pin, cache / "engine")
-    say(f"resolve {wheel.name}'s requirements for the host ({spec.host})")
-    with tempfile.TemporaryDirectory() as work:
-        pins = resolve(requirements(wheel, spec) + spec.extra, spec, Path(work))
-    wheels = download_wheels(pins, spec, cache / "wheels")
+    if lock is not None:
+        if _file_sha256(wheel) not in lock.engine.sha256:
+            raise PackError(
+                f"{wheel}: its sha256 is not the one {lockfile.LOCK_NAME} names for {engine_pin}",
+                help="remove it from .cache/offline/engine and pack again",
+            )
+        say(f"the payload's {len(lock.wheels)} wheels from {recipe_dir / lockfile.LOCK_NAME} (nothing resolved)")
+        pins = [(p.name, p.version) for p in lock.wheels]
+        wheels = download_wheels(pins, spec, cache / "wheels", lock.wheels)
+    else:
+        say(
+            f"no {lockfile.LOCK_NAME}: resolve {wheel.name}'s requirements now (`cookbook offline lock {slug}` pins them)"
+        )
+        with tempfile.TemporaryDirectory() as work:
+            pins = resolve(requirements(wheel, spec) + spec.extra, spec, Path(work))
+        wheels = download_wheels(pins, spec, cache / "wheels")
     engine_xz = pack_engine(wheel, spec, cache)
     check_out(out, force)  # again: the downloads took minutes
     with atomic_dir(out, force=True) as tmp:
