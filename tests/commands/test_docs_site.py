@@ -430,3 +430,15 @@ def test_benchmark_only_is_the_recipes_field_else_its_dummy_weights():
     assert "--load-format dummy" in benchmark_reason(recipe(load_format="dummy"))
     assert benchmark_reason(recipe(load_format="auto")) is None
     assert benchmark_reason(recipe()) is None
+
+
+def test_what_not_to_do_quotes_each_refusal_with_the_recipes_values():
+    from cookbook.recipe.resolve import resolve
+    from cookbook.site.recipe_page import filled, rule_lines
+
+    resolved = resolve("glm52-8")
+    text = "\n".join(rule_lines(resolved))
+    gpus = resolved.recipe.hardware.gpus
+    assert f"use a TP size that divides {gpus}" in text and "{hardware.gpus}" not in text
+    assert "{" not in filled("a {no.such.key} and {hardware.gpus}", {"hardware": {"gpus": 8}})
+    assert filled("a {no.such.key} and {hardware.gpus}", {"hardware": {"gpus": 8}}) == "a not set and 8"

@@ -194,8 +194,9 @@ def rule_lines(resolved) -> list[str]:
     ctx = rule_context(r, resolved.data, resolved.quant)
     lines = ["## What not to do", ""]
     lines += [
-        "Each is a rule the recipe enforces: `cookbook launch` (and `show`, `lint`, `serve`) refuses with its "
-        "message. Shown here with this recipe's own values; a refusal names the value that broke the rule.",
+        "Each is a rule the recipe enforces: `cookbook launch` (and `show`, `lint`, `serve`) refuses a change "
+        "that breaks it. Each refusal is quoted with this recipe's own values filled in; a real one names the "
+        "value that broke the rule.",
         "",
     ]
     for rule in r.rules:
@@ -204,13 +205,13 @@ def rule_lines(resolved) -> list[str]:
             if rule.kind == "conflict"
             else f"{rule.require}" + ("" if rule.when == "true" else f" (when {rule.when})")
         )
-        lines += [f"- **{rule.id}**: {filled(rule.message, ctx)}"]
-        extra = [f"{'refused when' if rule.kind == 'conflict' else 'requires'} {code(test)}"]
-        if rule.help:
-            extra.append(f"instead: {filled(rule.help, ctx)}")
+        when = f"{'refused when' if rule.kind == 'conflict' else 'requires'} {code(test)}"
+        lines += [f"- **{rule.id}**: {when}. The refusal reads: “{filled(rule.message, ctx)}”"]
+        extra = [f"instead: {filled(rule.help, ctx)}"] if rule.help else []
         if rule.source:
             extra.append(f"source: {cell(rule.source)}")
-        lines += ["    " + "; ".join(extra) + "."]
+        if extra:
+            lines += ["    " + "; ".join(extra)[:1].upper() + "; ".join(extra)[1:] + "."]
     lines.append("")
     return lines
 
