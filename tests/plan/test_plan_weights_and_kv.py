@@ -123,7 +123,8 @@ def test_mtp_and_draft_kv_are_counted():
     "args",
     [
         ["glm52-2"],
-        ["glm52-4", "--quant", "Q4_K", "--gpus", "2"],  # refused by the plan: still one JSON document
+        # refused by the plan (its rules pass): still one JSON document
+        ["glm52-2", "--set", "serve.args.kv_cache_memory_bytes=300000000000"],
         ["dsv4-4"],
         ["k3-6"],
         ["glm52-mxfp4-8x-gaudi2"],
@@ -140,18 +141,73 @@ def test_plan_json_matches_its_schema(args):
 
 
 def test_a_configuration_that_does_not_fit_is_refused_with_its_numbers():
-    # The recipe's own rules already refuse Q4_K on glm52-2; the plan says why in bytes.
+    # Q4_K on 2 GPUs: the recipe's rules refuse it first, as `show` does (R103/R106, exit 2) ...
     r = CliRunner().invoke(main, ["plan", "glm52-4", "--quant", "Q4_K", "--gpus", "2"])
-    assert r.exit_code == 2
-    assert "error: glm52-4 --quant Q4_K does not fit" in r.stderr
-    assert (
-        "207.93 GiB per GPU" in r.stderr and "exceed the device's 191.69 GiB" in r.stderr
-    )  # 404 / 2, the draft, the vision tower
-    assert "help: a smaller quant or more --gpus" in r.stderr
+    assert r.exit_code == 2 and r.stderr.startswith("error: cannot plan glm52-4")
+    assert "R106 rules.weights-fit-vram" in r.stderr and "Traceback" not in r.output
+    # ... and the plan's own numbers refuse what the rules let through (404 / 2 with the draft and
+    # the vision tower: 207.93 GiB per GPU), with --set standing in for a rule-free recipe.
+    p = make_plan(resolve("glm52-4", "Q4_K"), gpus=2)
+    assert not p.fits and "207.93 GiB per GPU" in p.refusals[0] and "exceed the device's 191.69 GiB" in p.refusals[0]
     # A context too long for the pool: the help names the context that fits.
-    r = CliRunner().invoke(main, ["plan", "glm52-2", "--ctx", "4000000", "--seqs", "1"])
-    assert r.exit_code == 2 and "one sequence of 4,000,000 tokens needs" in r.stderr
+    one = ["--seqs", "1", "--set", "serve.args.speculative_config=null"]
+    r = CliRunner().invoke(
+        main, ["plan", "glm52-2", "--ctx", "1048576", *one, "--set", "serve.args.kv_cache_memory_bytes=20000000000"]
+    )
+    assert r.exit_code == 2 and "one sequence of 1,048,576 tokens needs" in r.stderr
     assert "help: --ctx " in r.stderr and "fits 1 sequence(s)" in r.stderr
+
+
+def test_plan_applies_the_recipes_rules_as_show_does():
+    """Issue 47: `plan --ctx` used to answer "1 fit at once" where `show --set` refused with R106."""
+    r = CliRunner().invoke(main, ["plan", "glm52-2", "--ctx", "1048576"])
+    shown = CliRunner().invoke(main, ["show", "glm52-2", "--set", "max_model_len=1048576"])
+    assert r.exit_code == shown.exit_code == 2
+    assert "R106 rules.one-million-on-two-gpus" in r.stderr and "the weights leave only ~63 GiB" in r.stderr
+    assert "help: add --set serve.args.speculative_config=null" in r.stderr
+    assert r.stderr.split("\n", 1)[1] == shown.stderr.split("\n", 1)[1]  # the same refusal, word for word
+    ok = CliRunner().invoke(
+        main, ["plan", "glm52-2", "--ctx", "1048576", "--set", "serve.args.speculative_config=null", "--seqs", "1"]
+    )
+    assert ok.exit_code == 0, ok.output
+    assert "1 fit at once" in ok.stdout and "left after weights" in ok.stdout
+    # --gpus N is one TP group of N for the rules too (TP 2 on 3 GPUs would be refused by tp-divides-gpus)
+    assert CliRunner().invoke(main, ["plan", "glm52-2", "--gpus", "4"]).exit_code == 0
+
+
+def test_left_after_weights_is_the_documents_figure():
+    """SlimServe: "the weights leave only ~63 GiB per card" on 2x MI300X."""
+    from cookbook.plan.budget import GIB
+
+    p = make_plan(resolve("glm52-2"))
+    assert p.left_after_weights_bytes == p.setup.device_bytes - p.weights_per_gpu_bytes
+    assert 60 * GIB < p.left_after_weights_bytes < 66 * GIB
+    r, out = plan_json("glm52-2")
+    assert out["memory"]["left_after_weights_bytes"] == p.left_after_weights_bytes
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["glm52-2", "--set", "tensor_parallel_size=-4"],
+        ["glm52-2", "--set", "model.architecture.layers=-1"],
+        ["glm52-2", "--ctx", str(2**62)],
+        ["glm52-2", "--set", "block_size=0"],
+        ["glm52-2", "--set", "model.architecture.attention_heads=0"],
+        ["glm52-2", "--set", "model.architecture.kv_lora_rank=0"],
+        ["glm52-2", "--gpus", str(2**64)],
+        ["glm52-2", "--device-mib", str(2**40)],
+        ["glm52-2", "--set", "gpu_memory_utilization=0"],
+        ["glm52-2", "--set", "model.source.size_gib=0"],
+        ["glm52-2", "--device-mib", "1"],  # possible to ask, nothing fits: refused, never "0 fit" and exit 0
+    ],
+)
+def test_the_impossible_is_refused_not_planned(args):
+    """Issue 48 item 10: counts are at least 1 and sizes above 0; a plan where nothing fits exits 2."""
+    r = CliRunner().invoke(main, ["plan", *args])
+    assert r.exit_code == 2, r.output
+    assert "Traceback" not in r.output and r.exception is None or isinstance(r.exception, SystemExit)
+    assert "0 fit at once" not in r.output
 
 
 def test_bad_checkpoint_is_one_clear_message(tmp_path):

@@ -84,7 +84,7 @@ def test_set_malformed(valid_recipes):
 def test_set_wrong_type_is_a_validation_error(valid_recipes):
     with pytest.raises(RecipeError) as exc:
         resolve("demo-2", sets=["hardware.gpus=many"])
-    assert ids(exc) == ["R006"]
+    assert ids(exc) == ["R105"]  # refused as a --set, with the expected type (issue 47)
 
 
 def test_content_hash_changes_with_settings_and_quant(valid_recipes):

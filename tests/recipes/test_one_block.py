@@ -4,6 +4,8 @@ every quant it offers (a quant the recipe refuses on its GPU count is refused by
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from click.testing import CliRunner
 
@@ -52,12 +54,18 @@ def test_image_serve_and_launch_run_the_same_block(slug, quant):
         return
     assert launched.exit_code == 0 and served.exit_code == 0, (launched.output, served.output)
     assert launched.output == served.output
+    as_json = json.loads(_cli("launch", slug, *q, "--json").output)
+    assert as_json["block"] == launched.output and as_json["content_hash"] == resolved.content_hash
     try:
-        image_sh = context.plan(resolved).files["launch.sh"]
+        context.plan(resolved)
     except CookbookError as exc:  # no port builds this recipe's engine yet: no image to compare
         assert "no port builds" in exc.message
         return
+    image = _cli("image", slug, *q, "--dry-run", "--json")
+    assert image.exit_code == 0, image.output
+    image_sh = json.loads(image.output)["launch_sh"]
     assert image_sh == launched.output
+    assert launched.output.rstrip("\n") in _cli("image", slug, *q, "--dry-run").output  # the text dry run shows it
     r = resolved.recipe
     if r.plan and r.plan.explicit_kv_bytes and r.serve.arg("kv_cache_memory_bytes") is None:
         # the glm52 family sizes its pool explicitly (vLLM's auto-sizer OOMs there): all three carry it

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import click
 
 from cookbook.commands.recipes import quant_option, resolve_or_refuse
@@ -29,6 +31,21 @@ def dry_run_text(p, context_dir: str, quant: str | None = None) -> str:
     return "".join(printable(line) + "\n" for line in lines)
 
 
+def dry_run_json(p, context_dir: str) -> dict:
+    return {
+        "recipe": p.slug,
+        "quant": p.resolved.quant,
+        "tag": p.tag,
+        "base": p.base,
+        "missing_inputs": [{"name": i.name, "put": i.put} for i in p.missing_inputs],
+        "missing_wheels": p.missing_wheels.format_message() if p.missing_wheels is not None else None,
+        "dockerfile": p.dockerfile,
+        "context": sorted(k for k in p.files if not k.startswith("wheels/")),
+        "build": p.build_command(context_dir),
+        "launch_sh": p.files["launch.sh"],
+    }
+
+
 @click.command("image")
 @click.argument("slug")
 @quant_option
@@ -37,7 +54,8 @@ def dry_run_text(p, context_dir: str, quant: str | None = None) -> str:
 )
 @click.option("--base", help="Base image to build on (default: the recipe's, else docker/<platform>/base.yaml).")
 @click.option("--tag", help="Image reference to tag (default cookbook/<slug>:<recipe-hash12>).")
-def image_cmd(slug, quant, dry_run, base, tag):
+@click.option("--json", "as_json", is_flag=True, help="With --dry-run: one JSON document (for scripts).")
+def image_cmd(slug, quant, dry_run, base, tag, as_json):
     """Build the serving image of a recipe: its port's Dockerfile on the platform's base, with the
     fix pack, kernels and resolved recipe; tagged cookbook/<slug>:<recipe-hash12>, labelled with
     source, revision, recipe hash, fix-set hash and engine pin. Its last step runs
@@ -50,12 +68,18 @@ def image_cmd(slug, quant, dry_run, base, tag):
     from cookbook.files import repo_root
     from cookbook.image import build, context
 
+    if as_json and not dry_run:
+        from cookbook.errors import CookbookError
+
+        raise CookbookError("--json goes with --dry-run", help="add --dry-run, or drop --json")
     resolved = resolve_or_refuse(slug, quant, (), f"cannot build the image of {slug}")
     p = context.plan(resolved, base=base, tag=tag)
     context_dir = repo_root() / ".cache" / "image" / (slug + (f"-{quant}" if quant else "")) / "context"
     if dry_run:
         rel = context_dir.relative_to(repo_root()).as_posix()
-        click.echo(dry_run_text(p, rel, quant), nl=False)
+        click.echo(
+            json.dumps(dry_run_json(p, rel), indent=2) if as_json else dry_run_text(p, rel, quant), nl=not as_json
+        )
         return
     if p.missing_wheels is not None:
         raise p.missing_wheels

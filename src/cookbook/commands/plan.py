@@ -9,29 +9,59 @@ import click
 
 from cookbook.commands.recipes import quant_option, resolve_or_refuse, set_option
 from cookbook.errors import BAD_INPUT, CookbookError
+from cookbook.recipe.model import MAX_GPUS
+
+MAX_CTX = 2**31 - 1  # vLLM keeps token positions in int32
+MAX_DEVICE_MIB = 2**24  # 16 TiB per device
+
+
+def plan_sets(resolved, sets, gpus=None, ctx=None, seqs=None) -> list[str]:
+    """--ctx/--seqs/--gpus as the --set items they stand for, so the recipe's rules judge the
+    configuration the plan is for (as `show --set` would)."""
+    from cookbook.plan.budget import split_gpus
+
+    out = list(sets)
+    if ctx:
+        out.append(f"serve.args.max_model_len={ctx}")
+    if seqs:
+        out.append(f"serve.args.max_num_seqs={seqs}")
+    if gpus:
+        tp, dp = split_gpus(resolved, gpus)
+        out += [f"hardware.gpus={gpus}", f"serve.args.tensor_parallel_size={tp}"]
+        if dp != int(resolved.recipe.serve.arg("data_parallel_size", 1) or 1):
+            out.append(f"serve.args.data_parallel_size={dp}")
+    return out
 
 
 def plan_for(slug, quant, sets, **kw):
     from cookbook.plan.budget import make_plan
 
-    resolved = resolve_or_refuse(slug, quant, sets, f"cannot plan {slug}")
-    return make_plan(resolved, **kw)
+    action = f"cannot plan {slug}"
+    as_written = resolve_or_refuse(slug, quant, sets, action) if kw.get("gpus") else None
+    extra = plan_sets(as_written, sets, kw.get("gpus"), kw.get("ctx"), kw.get("seqs"))
+    return make_plan(resolve_or_refuse(slug, quant, extra, action), **kw)
 
 
 @click.command("plan")
 @click.argument("slug")
 @quant_option
 @set_option
-@click.option("--gpus", type=click.IntRange(min=1), help="Plan for N GPUs (one TP group of N) instead of the recipe's.")
-@click.option("--ctx", type=click.IntRange(min=1), help="max_model_len to plan for (default: the recipe's).")
-@click.option("--seqs", type=click.IntRange(min=1), help="Concurrent sequences to plan for (default: max_num_seqs).")
+@click.option(
+    "--gpus", type=click.IntRange(1, MAX_GPUS), help="Plan for N GPUs (one TP group of N) instead of the recipe's."
+)
+@click.option("--ctx", type=click.IntRange(1, MAX_CTX), help="max_model_len to plan for (default: the recipe's).")
+@click.option("--seqs", type=click.IntRange(1, 2**20), help="Concurrent sequences to plan for (default: max_num_seqs).")
 @click.option(
     "--checkpoint",
     type=click.Path(path_type=Path),
     help="A GGUF file, a safetensors file or a folder of shards: weights from its tensor table.",
 )
 @click.option("--platform", help="Plan on another platform of the catalogue (e.g. h200).")
-@click.option("--device-mib", type=click.IntRange(min=1), help="Total device memory in MiB, as the runtime reports it.")
+@click.option(
+    "--device-mib",
+    type=click.IntRange(1, MAX_DEVICE_MIB),
+    help="Total device memory in MiB, as the runtime reports it.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (its schema: cookbook.plan.render).")
 def plan_cmd(slug, quant, sets, gpus, ctx, seqs, checkpoint, platform, device_mib, as_json):
     """Per GPU: weights by tensor group, KV bytes per token, reserves, the KV pool, and the

@@ -137,12 +137,15 @@ def show_cmd(slug, quant, sets, as_json):
     help="With --nodes: the head node's address as the blocks name it (an address, or a $VARIABLE).",
 )
 @click.option("--image", help="With --runtime lws: the serving image (default: a placeholder to replace).")
-def launch_cmd(slug, quant, sets, no_comments, nodes, node_rank, runtime, head_addr, image):
+@click.option(
+    "--json", "as_json", is_flag=True, help="One JSON document: the block, the plan's flags, the recipe hash."
+)
+def launch_cmd(slug, quant, sets, no_comments, nodes, node_rank, runtime, head_addr, image, as_json):
     """The copy-paste launch block: exports, then the server command, one flag per line.
 
     With --nodes N: the blocks of an N-node launch (each node's, or --node-rank R's), or with
     --runtime lws the LeaderWorkerSet manifest."""
-    from cookbook.plan.launch_block import launch_block
+    from cookbook.plan.launch_block import launch_block, planned
 
     resolved = resolve_or_refuse(slug, quant, sets, f"cannot launch {slug}" + (f" --quant {quant}" if quant else ""))
     if nodes is None:
@@ -151,8 +154,6 @@ def launch_cmd(slug, quant, sets, no_comments, nodes, node_rank, runtime, head_a
             raise CookbookError(
                 f"{(given or ['--runtime/--head-addr'])[0]} needs --nodes", help="add --nodes N (2 or more)"
             )
-        click.echo(launch_block(resolved, comments=not no_comments), nl=False)
-        return
     text = launch_block(
         resolved,
         comments=not no_comments,
@@ -162,12 +163,47 @@ def launch_cmd(slug, quant, sets, no_comments, nodes, node_rank, runtime, head_a
         head_addr=head_addr,
         image=image,
     )
+    if as_json:
+        plan = planned(resolved)
+        doc = {
+            "recipe": resolved.slug,
+            "quant": resolved.quant,
+            "content_hash": resolved.content_hash,
+            "sets": list(sets),
+            "nodes": nodes,
+            "runtime": runtime if nodes else None,
+            "planned_flags": plan.flags,
+            "plan_figures": list(plan.figures),
+            "block": text,
+        }
+        click.echo(json.dumps(doc, indent=2))
+        return
     click.echo(text, nl=False)
+
+
+def diagnostic_json(d, root: Path) -> dict:
+    file = None
+    if d.file is not None:
+        try:
+            file = d.file.resolve().relative_to(root.resolve()).as_posix()
+        except ValueError:
+            file = str(d.file)
+    return {
+        "id": d.kind.id,
+        "level": d.kind.level,
+        "key": d.key,
+        "problem": d.problem,
+        "help": d.help,
+        "file": file,
+        "line": d.line,
+        "col": d.col,
+    }
 
 
 @click.command("lint")
 @click.argument("targets", nargs=-1, type=click.Path(path_type=Path))
-def lint_cmd(targets):
+@click.option("--json", "as_json", is_flag=True, help="One JSON document: every diagnostic, and the counts.")
+def lint_cmd(targets, as_json):
     """Validate recipes (default: all under recipes/). Reports every error in a file at once."""
     from cookbook.evidence.status import status_and_reasons
     from cookbook.recipe.lint import lint_file
@@ -185,14 +221,21 @@ def lint_cmd(targets):
                 help="pass recipe.yaml files or folders holding recipes/<slug>/recipe.yaml",
             )
     errors = hints = 0
+    found = []
     for f in files:
         for d in lint_file(f, status_and_reasons):
-            click.echo(d.render(paths.repo_root()))
+            found.append(diagnostic_json(d, paths.repo_root()))
+            if not as_json:
+                click.echo(d.render(paths.repo_root()))
             if d.kind.level == "error":
                 errors += 1
             else:
                 hints += 1
-    click.echo(f"{len(files)} recipe(s) checked: {errors} error(s), {hints} hint(s)", err=True)
+    if as_json:
+        doc = {"checked": len(files), "errors": errors, "hints": hints, "diagnostics": found}
+        click.echo(json.dumps(doc, indent=2))
+    else:
+        click.echo(f"{len(files)} recipe(s) checked: {errors} error(s), {hints} hint(s)", err=True)
     sys.exit(FAILED if errors else 0)
 
 

@@ -90,12 +90,28 @@ class Plan:
         return self.setup.device_bytes - used - self.workspace_bytes - self.graph_bytes - self.pool_bytes
 
     @property
+    def left_after_weights_bytes(self) -> int:
+        """The device's memory once the weights (and a draft model's) are loaded: the figure users
+        reason with ("the weights leave only ~63 GiB per card")."""
+        return self.setup.device_bytes - self.weights_per_gpu_bytes
+
+    @property
     def weights_per_gpu_bytes(self) -> int:
         return sum(self.weights_per_gpu.values()) + self.draft_weights_per_gpu
 
 
 def _arg(resolved, key, default=None):
     return resolved.recipe.serve.arg(key, default)
+
+
+def split_gpus(resolved, gpus: int | None = None) -> tuple[int, int]:
+    """(TP, DP) of the recipe, or for --gpus N: the same data-parallel replicas where N splits
+    into them, else one TP group of N."""
+    tp = int(_arg(resolved, "tensor_parallel_size", 1) or 1)
+    dp = int(_arg(resolved, "data_parallel_size", 1) or 1)
+    if gpus:
+        tp, dp = (gpus // dp, dp) if dp > 1 and gpus % dp == 0 else (gpus, 1)
+    return tp, dp
 
 
 def setup_for(resolved, *, gpus=None, ctx=None, seqs=None, platform=None, device_mib=None) -> Setup:
@@ -117,10 +133,7 @@ def setup_for(resolved, *, gpus=None, ctx=None, seqs=None, platform=None, device
         device_bytes, device_source = plat.device_mib * MIB, platforms.DEVICE_MIB[plat.id][1]
     else:
         device_bytes, device_source = int((plat.memory_gib or 0) * GIB), "the catalogue's memory_gib"
-    tp = int(_arg(resolved, "tensor_parallel_size", 1) or 1)
-    dp = int(_arg(resolved, "data_parallel_size", 1) or 1)
-    if gpus:  # --gpus N: the same data-parallel replicas where N splits into them, else one TP group
-        tp, dp = (gpus // dp, dp) if dp > 1 and gpus % dp == 0 else (gpus, 1)
+    tp, dp = split_gpus(resolved, gpus)
     big = device_bytes >= 70 * GIB
     env = {k: str(v.value) for k, v in r.env.items()}
     graph_frac = env.get("VLLM_GRAPH_RESERVED_MEM") if plat.id == "gaudi2" else None
@@ -338,6 +351,8 @@ def make_plan(resolved, *, gpus=None, ctx=None, seqs=None, checkpoint=None, plat
     pool_tokens = int(pool // per_token) if per_token else 0
     max_seqs = int(pool // need_one) if need_one else 0
     max_ctx = _largest_ctx(kv, pool_at, s.max_num_seqs, geom.arch.native_context_tokens or s.max_model_len)
+    if not refusals and kv.parts and max_seqs < 1:  # nothing fits: never a plan that exits 0
+        refusals.append(f"not one sequence of {s.max_model_len:,} tokens fits the KV pool of {_g(pool)}")
     assumptions += [
         f"device memory {_g(s.device_bytes)}: {s.device_source}",
         f"activation peak {_g(act)}: {s.max_num_batched_tokens:,} batched tokens through the widest layer, "

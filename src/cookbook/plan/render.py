@@ -53,6 +53,7 @@ PLAN_JSON_SCHEMA = {
                 "device_bytes",
                 "requested_bytes",
                 "weights_bytes",
+                "left_after_weights_bytes",
                 "activation_bytes",
                 "non_torch_bytes",
                 "workspace_bytes",
@@ -128,6 +129,7 @@ def as_json(p: Plan) -> dict:
             "device_bytes": s.device_bytes,
             "requested_bytes": p.requested_bytes,
             "weights_bytes": p.weights_per_gpu_bytes,
+            "left_after_weights_bytes": p.left_after_weights_bytes,
             "activation_bytes": p.activation_bytes,
             "non_torch_bytes": p.non_torch_bytes,
             "workspace_bytes": p.workspace_bytes,
@@ -193,6 +195,7 @@ def as_text(p: Plan) -> str:
         f"  device                       {_g(s.device_bytes)}",
         f"  vLLM may use                 {_g(p.requested_bytes)}  (gpu_memory_utilization {s.gpu_memory_utilization:g})",
         f"  weights                      {_g(p.weights_per_gpu_bytes)}",
+        f"  left after weights           {_g(p.left_after_weights_bytes)}",
         f"  activation peak (profiled)   {_g(p.activation_bytes)}",
         f"  non-torch memory             {_g(p.non_torch_bytes)}",
         f"  workspaces at max_model_len  {_g(p.workspace_bytes)}  (not seen by vLLM's profile run)",
@@ -205,11 +208,16 @@ def as_text(p: Plan) -> str:
         ),
         f"  left                         {_g(p.left_bytes)}",
         "",
-        f"one sequence of {s.max_model_len:,} tokens: {p.seq_bytes_at_ctx / GIB:,.2f} GiB of KV; "
-        f"{p.max_seqs_at_ctx} fit at once",
-        f"largest max_model_len with {s.max_num_seqs} full-length sequences: {p.max_ctx_at_seqs:,} tokens",
     ]
-    if s.plan_sets_kv_bytes:
+    if p.kv.parts:
+        lines += [
+            f"one sequence of {s.max_model_len:,} tokens: {p.seq_bytes_at_ctx / GIB:,.2f} GiB of KV; "
+            f"{p.max_seqs_at_ctx} fit at once",
+            f"largest max_model_len with {s.max_num_seqs} full-length sequences: {p.max_ctx_at_seqs:,} tokens",
+        ]
+    else:  # no attention geometry: how many fit is unknown, never "0"
+        lines.append("sequences that fit: unknown (the recipe gives no attention geometry; --checkpoint reads it)")
+    if s.plan_sets_kv_bytes and p.fits and p.pool_bytes > 0:
         lines.append(f"launch renders --kv-cache-memory-bytes {p.pool_bytes}")
     for w in p.warnings:
         lines.append(f"warning: {w}")

@@ -19,6 +19,7 @@ from cookbook.recipe import shell
 from cookbook.recipe.gates_spec import GatesSpec
 
 SCHEMA_VERSION = 1
+MAX_GPUS = 4096  # a world larger than any cluster vLLM serves: a typo, not a plan
 
 Scalar = bool | int | float | str
 JsonValue = Scalar | dict[str, Any] | list[Any] | None
@@ -82,7 +83,7 @@ class Source(Strict):
     include: list[str] = Field(
         default_factory=list, description="Download patterns; every shard of a split quant is needed."
     )
-    size_gib: float | None = Field(None, description="On-disk size of what the patterns fetch.")
+    size_gib: float | None = Field(None, gt=0, description="On-disk size of what the patterns fetch.")
     why: str | None = None
 
 
@@ -106,7 +107,7 @@ class DraftModel(Strict):
         gt=0,
         description="Bytes per cached K/V value when the draft's KV is compressed (None: the target's dtype).",
     )
-    size_gib: float | None = Field(None, description="Draft weights, replicated on every GPU.")
+    size_gib: float | None = Field(None, gt=0, description="Draft weights, replicated on every GPU.")
     source: str | None = Field(None, description="Where these figures come from.")
 
 
@@ -114,9 +115,9 @@ class Architecture(Strict):
     """Model geometry: what the planner (`cookbook plan`) computes weights and KV bytes from.
     Every figure comes from a public config or a document; `sources` names them."""
 
-    total_params_b: float | None = Field(None, description="Total parameters, billions.")
-    active_params_b: float | None = Field(None, description="Active parameters per token, billions.")
-    layers: int | None = Field(None, description="Decoder layers (num_hidden_layers), MTP layers not counted.")
+    total_params_b: float | None = Field(None, gt=0, description="Total parameters, billions.")
+    active_params_b: float | None = Field(None, gt=0, description="Active parameters per token, billions.")
+    layers: int | None = Field(None, ge=1, description="Decoder layers (num_hidden_layers), MTP layers not counted.")
     attention: Literal["gqa", "mla", "kda-mla", "compressed-mla"] | None = Field(
         None,
         description="gqa: per-head K and V (MHA when kv_heads == attention_heads); mla: one latent per token "
@@ -124,40 +125,44 @@ class Architecture(Strict):
         "state per sequence, no per-token KV) mixed with MLA layers; compressed-mla: DeepSeek-V4's latent "
         "compressed along the sequence by compress_ratios.",
     )
-    attention_heads: int | None = Field(None, description="Attention heads; TP size must split them.")
-    kv_heads: int | None = Field(None, description="K/V heads (num_key_value_heads) of a gqa model.")
+    attention_heads: int | None = Field(None, ge=1, description="Attention heads; TP size must split them.")
+    kv_heads: int | None = Field(None, ge=1, description="K/V heads (num_key_value_heads) of a gqa model.")
     head_dim: int | None = Field(
-        None, description="Per-head K/V length of a gqa model; the latent length of compressed-mla."
+        None, ge=1, description="Per-head K/V length of a gqa model; the latent length of compressed-mla."
     )
-    q_lora_rank: int | None = None
-    kv_lora_rank: int | None = Field(None, description="MLA latent length (cached per token).")
-    qk_rope_head_dim: int | None = Field(None, description="MLA rope key length (cached per token beside the latent).")
-    qk_nope_head_dim: int | None = None
-    v_head_dim: int | None = None
-    sliding_window: int | None = Field(None, description="Tokens a sliding-window layer keeps per sequence.")
+    q_lora_rank: int | None = Field(None, ge=1)
+    kv_lora_rank: int | None = Field(None, ge=1, description="MLA latent length (cached per token).")
+    qk_rope_head_dim: int | None = Field(
+        None, ge=1, description="MLA rope key length (cached per token beside the latent)."
+    )
+    qk_nope_head_dim: int | None = Field(None, ge=1)
+    v_head_dim: int | None = Field(None, ge=1)
+    sliding_window: int | None = Field(None, ge=1, description="Tokens a sliding-window layer keeps per sequence.")
     sliding_layers: int | None = Field(
         None, ge=0, description="How many of `layers` attend through the sliding window."
     )
     kda_layers: int | None = Field(None, ge=0, description="Linear (KDA) layers of a kda-mla model: no per-token KV.")
     mla_layers: int | None = Field(None, ge=0, description="MLA layers of a kda-mla model (the others are KDA).")
-    compress_ratios: list[int] | None = Field(
+    compress_ratios: list[Annotated[int, Field(ge=0)]] | None = Field(
         None,
         description="compressed-mla: per layer, tokens folded into one cached entry (0: sliding window only).",
     )
     indexer: Indexer | None = None
     mtp_layers: int | None = Field(None, ge=0, description="Multi-token-prediction layers (num_nextn_predict_layers).")
-    routed_experts: int | None = None
+    routed_experts: int | None = Field(None, ge=1)
     shared_experts: int | None = Field(None, ge=0)
-    experts_per_token: int | None = None
+    experts_per_token: int | None = Field(None, ge=1)
     dense_layers: int | None = Field(None, ge=0, description="Leading layers with a dense MLP (first_k_dense_replace).")
-    vocab_size: int | None = None
+    vocab_size: int | None = Field(None, ge=1)
     tie_word_embeddings: bool | None = None
-    hidden_size: int | None = None
-    intermediate_size: int | None = Field(None, description="Dense MLP width.")
-    moe_intermediate_size: int | None = Field(None, description="Width of one routed or shared expert.")
-    vision_params_b: float | None = Field(None, description="Vision tower parameters, billions (BF16 on the GPU).")
+    hidden_size: int | None = Field(None, ge=1)
+    intermediate_size: int | None = Field(None, ge=1, description="Dense MLP width.")
+    moe_intermediate_size: int | None = Field(None, ge=1, description="Width of one routed or shared expert.")
+    vision_params_b: float | None = Field(
+        None, gt=0, description="Vision tower parameters, billions (BF16 on the GPU)."
+    )
     draft: DraftModel | None = Field(None, description="The draft model of the recipe's speculative decoding.")
-    native_context_tokens: int | None = None
+    native_context_tokens: int | None = Field(None, ge=1)
     vision: bool = False
     sources: list[str] | None = Field(
         None, description="Where the geometry comes from: repo and file, or document and section."
@@ -181,9 +186,9 @@ class Model(Strict):
 
 class Hardware(Strict):
     platform: str = Field(description="A platform id from the catalogue (cookbook/platforms.py).")
-    gpus: int = Field(ge=0, description="Accelerators the recipe uses (0 for cpu).")
+    gpus: int = Field(ge=0, le=MAX_GPUS, description="Accelerators the recipe uses (0 for cpu).")
     min_host_memory_gib: float | None = Field(
-        None, description="Host RAM the recipe needs (the cpu platform's only memory)."
+        None, gt=0, description="Host RAM the recipe needs (the cpu platform's only memory)."
     )
     notes: list[str] = Field(default_factory=list)
 
@@ -249,7 +254,7 @@ class Image(Strict):
 
 class Quant(Strict):
     include: list[str] = Field(default_factory=list, description="Download patterns of this quant.")
-    size_gib: float | None = Field(None, description="On-disk size.")
+    size_gib: float | None = Field(None, gt=0, description="On-disk size.")
     min_gpus: int = Field(1, ge=0, description="Fewest accelerators this quant serves on.")
     min_gpus_why: str | None = Field(None, description="Why fewer GPUs are refused.")
     default: bool = False
@@ -401,6 +406,12 @@ def _build_json_schema() -> dict:
             {"type": "object", "not": {"required": ["value"]}},
         ],
     }
+    # serve.args: vLLM's flags typed (cookbook.recipe.flags); other keys stay open (a fork's flags).
+    from cookbook.recipe import flags
+
+    args = schema["$defs"]["Serve"]["properties"]["args"]
+    schema["$defs"]["FlagSetting"] = {k: v for k, v in setting.items() if k not in ("description", "title")}
+    args["properties"] = {k: flags.setting_schema(k) for k in flags.catalogue()}
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     schema["$id"] = "https://cookbook.invalid/schema/recipe.schema.json"
     return schema

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import copy
 import difflib
+import functools
+import json
 import math
 import re
 from typing import Any
@@ -12,7 +14,7 @@ from typing import Any
 import yaml
 
 from cookbook.recipe import errors as E
-from cookbook.recipe import expr, shell
+from cookbook.recipe import expr, flags, shell
 from cookbook.recipe.model import ENV_NAME, FLAG_KEY, NAME_FORMS, Recipe, json_schema
 from cookbook.recipe.validation import schema_node
 
@@ -41,18 +43,34 @@ def apply_sets(data: dict, sets: list[str]) -> tuple[dict, list[E.Diagnostic]]:
             key = f"env.{key}" if key.isupper() else f"serve.args.{key}"
         parent, _, leaf = key.rpartition(".")
         container = _raw(data, parent)
-        open_map = parent in OPEN_MAPS and not shorthand
-        if not isinstance(container, dict) or (
-            leaf not in container and not open_map and not _schema_allows(parent, leaf)
-        ):
-            known = sorted(_leaf_keys(data))
-            close = difflib.get_close_matches(key, known, n=3, cutoff=0.6)
+        if _is_setting(container) and parent.count(".") >= 1:
             diags.append(
                 E.Diagnostic(
-                    E.UNKNOWN_SET_KEY,
+                    E.BAD_SET,
                     key,
-                    f"--set {item!r}: the recipe has no key {key!r}",
-                    f"did you mean {', '.join(close)}?" if close else "`cookbook show SLUG` lists every key",
+                    f"--set {item!r}: {parent} is one setting; its parts cannot be set one by one",
+                    f"set its whole value, e.g. --set '{parent}={{...}}' (`cookbook show SLUG` prints the current one)",
+                )
+            )
+            continue
+        open_map = parent in OPEN_MAPS and not shorthand
+        known = parent == "serve.args" and leaf in flags.catalogue()
+        if not isinstance(container, dict) or (
+            leaf not in container
+            and not known
+            and not (open_map and parent == "env")
+            and not _schema_allows(parent, leaf)
+        ):
+            diags.append(_unknown(item, key, data))
+            continue
+        problem = _type_problem(parent, leaf, value, container.get(leaf))
+        if problem:
+            diags.append(
+                E.Diagnostic(
+                    E.BAD_SET,
+                    key,
+                    f"--set {item!r}: {key} {problem}",
+                    "`cookbook show SLUG` prints each setting's value and why; null removes a flag",
                 )
             )
             continue
@@ -64,6 +82,76 @@ def apply_sets(data: dict, sets: list[str]) -> tuple[dict, list[E.Diagnostic]]:
         else:
             container[leaf] = value
     return data, diags
+
+
+def _is_setting(node: Any) -> bool:
+    return isinstance(node, dict) and "value" in node and set(node) <= {"value", "why", "source"}
+
+
+def _unknown(item: str, key: str, data: dict) -> E.Diagnostic:
+    """An unknown key, with the nearest keys of the recipe and of vLLM's flags."""
+    known = set(_leaf_keys(data)) | {f"serve.args.{k}" for k in flags.catalogue()}
+    close = difflib.get_close_matches(key, sorted(known), n=3, cutoff=0.6)
+    if not close and "." not in key:
+        close = [f"serve.args.{k}" for k in difflib.get_close_matches(key, sorted(flags.catalogue()), n=3)]
+    return E.Diagnostic(
+        E.UNKNOWN_SET_KEY,
+        key,
+        f"--set {item!r}: the recipe has no key {key!r}" + (", and vLLM has no such flag" if "args" in key else ""),
+        f"did you mean {', '.join(close)}?" if close else "`cookbook show SLUG` lists every key",
+    )
+
+
+_JSON_KINDS = (
+    (bool, "true or false"),
+    ((int, float), "a number"),
+    (str, "a string"),
+    (dict, "a mapping"),
+    (list, "a list"),
+)
+
+
+def _kind(value: Any) -> str | None:
+    for types, name in _JSON_KINDS:
+        if isinstance(value, types):
+            return name
+    return None
+
+
+def _type_problem(parent: str, leaf: str, value: Any, current: Any) -> str | None:
+    """Why `value` cannot go at parent.leaf, or None. vLLM's flags are typed by the flag catalogue,
+    a fork's flag by the recipe's own value, env by being a scalar, everything else by the
+    generated schema (jsonschema). null is always allowed in serve.args and env: it unsets."""
+    if parent in OPEN_MAPS and value is None:
+        return None
+    if parent == "serve.args":
+        if leaf in flags.catalogue():
+            return flags.problem(leaf, value)
+        was = current.get("value") if _is_setting(current) else current
+        if was is not None and _kind(was) != _kind(value):
+            return f"expected {_kind(was)} like the recipe's {json.dumps(was)[:40]}, got {json.dumps(value)[:40]}"
+        return None
+    if parent == "env":
+        return None if _kind(value) in ("true or false", "a number", "a string") else "expected a string or a number"
+    return _schema_problem(f"{parent}.{leaf}" if parent else leaf, value)
+
+
+def _schema_problem(dotted: str, value: Any) -> str | None:
+    from jsonschema.exceptions import best_match
+
+    validator = _schema_validator(dotted)
+    error = best_match(validator.iter_errors(value)) if validator else None
+    return f"is refused by the recipe schema: {error.message[:200]}" if error else None
+
+
+@functools.lru_cache(maxsize=256)
+def _schema_validator(dotted: str):
+    """jsonschema's validator of the generated schema's node at `dotted` (None where it has none)."""
+    import jsonschema
+
+    schema = json_schema()
+    node = schema_node(tuple(dotted.split(".")), schema)
+    return jsonschema.Draft202012Validator({"$defs": schema["$defs"], **node}) if node else None
 
 
 def parse_set(item: str) -> tuple[str, Any]:

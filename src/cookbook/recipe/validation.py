@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from cookbook.recipe import errors as E
-from cookbook.recipe import shell
+from cookbook.recipe import flags, shell
 from cookbook.recipe.model import NAME_FORMS, Recipe, json_schema
 
 
@@ -30,9 +30,33 @@ def validate(data: dict[str, Any], locate) -> tuple[Recipe | None, list[E.Diagno
             )
         ]
     try:
-        return Recipe.model_validate(data), []
+        recipe = Recipe.model_validate(data)
     except ValidationError as exc:
         return None, validation_diagnostics(exc, locate, data)
+    typed = flag_diagnostics(recipe, locate)
+    return (None, typed) if typed else (recipe, [])
+
+
+def flag_diagnostics(recipe: Recipe, locate) -> list[E.Diagnostic]:
+    """serve.args values of vLLM's flags checked against their types (cookbook.recipe.flags)."""
+    out = []
+    for key, setting in recipe.serve.args.items():
+        problem = flags.problem(key, setting.value)
+        if problem:
+            dotted = f"serve.args.{key}"
+            file, line, col = locate(dotted)
+            out.append(
+                E.Diagnostic(
+                    E.BAD_VALUE,
+                    dotted,
+                    problem,
+                    f"--{key.replace('_', '-')} takes {flags.describe(flags.catalogue()[key])}",
+                    file,
+                    line,
+                    col,
+                )
+            )
+    return out
 
 
 def validation_diagnostics(exc: ValidationError, locate, data: Any = None) -> list[E.Diagnostic]:

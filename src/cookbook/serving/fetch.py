@@ -39,6 +39,7 @@ class Download:
     revision: str | None = None
     commit: str | None = None
     files: list[RemoteFile] = field(default_factory=list)
+    size_gib: float | None = None  # what the recipe says the patterns fetch (the Hub's listing is the truth)
 
     @property
     def size(self) -> int:
@@ -52,14 +53,16 @@ def downloads(resolved: ResolvedRecipe) -> list[Download]:
     src = r.model.source
     quant = r.quants.get(resolved.quant) if resolved.quant else None
     patterns = (quant.include if quant and quant.include else None) or src.include
-    out = [
-        Download(
-            src.repo, list(patterns), "the model" + (f" ({resolved.quant})" if resolved.quant else ""), src.revision
-        )
-    ]
+    size = (quant.size_gib if quant and quant.size_gib else None) or src.size_gib
+    what = "the model" + (f" ({resolved.quant})" if resolved.quant else "")
+    out = [Download(src.repo, list(patterns), what, src.revision, size_gib=size)]
     for name, extra in r.model.extras.items():
         if extra.include:
-            out.append(Download(extra.repo, list(extra.include), name.replace("_", " "), extra.revision))
+            out.append(
+                Download(
+                    extra.repo, list(extra.include), name.replace("_", " "), extra.revision, size_gib=extra.size_gib
+                )
+            )
     for d in out:
         if d.repo.startswith("pypi:"):
             raise CookbookError(
