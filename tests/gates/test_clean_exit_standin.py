@@ -35,25 +35,15 @@ class FailingStreams(_handler("gemma3-270m")):
         super().do_POST()
 
 
-def test_stress_with_a_decode_that_fails_first_leaves_no_traceback_standin(tmp_path):
-    server = ThreadingHTTPServer(("127.0.0.1", 0), FailingStreams)
+def _gates_run_against(handler, out_dir, gate: str) -> subprocess.CompletedProcess:
+    """`cookbook gates run SLUG --only GATE` against the handler, served in this process."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
     try:
-        run = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "cookbook.cli",
-                "gates",
-                "run",
-                SLUG,
-                "--base-url",
-                f"http://127.0.0.1:{server.server_address[1]}",
-                "--only",
-                "stress",
-                "--out",
-                str(tmp_path / "bundle"),
-            ],
+        return subprocess.run(
+            [sys.executable, "-m", "cookbook.cli", "gates", "run", SLUG, "--base-url", url, "--only", gate]
+            + ["--out", str(out_dir)],
             capture_output=True,
             text=True,
             timeout=120,
@@ -61,6 +51,10 @@ def test_stress_with_a_decode_that_fails_first_leaves_no_traceback_standin(tmp_p
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_stress_with_a_decode_that_fails_first_leaves_no_traceback_standin(tmp_path):
+    run = _gates_run_against(FailingStreams, tmp_path / "bundle", "stress")
     out = run.stdout + run.stderr
     assert "stress" in run.stdout and "failed" in run.stdout and "500" in out, out  # the case was reached
     assert "never retrieved" not in out and "CancelledError" not in out and "Traceback" not in out, out
@@ -75,20 +69,7 @@ class Utf16Labels(_handler("gemma3-270m")):
 
 
 def test_a_utf16_content_type_is_read_as_the_utf8_it_is_standin(tmp_path):
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Utf16Labels)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    try:
-        url = f"http://127.0.0.1:{server.server_address[1]}"
-        run = subprocess.run(
-            [sys.executable, "-m", "cookbook.cli", "gates", "run", SLUG, "--base-url", url, "--only", "stress"]
-            + ["--out", str(tmp_path / "bundle")],
-            capture_output=True,
-            text=True,
-            timeout=120,
-        )
-    finally:
-        server.shutdown()
-        server.server_close()
+    run = _gates_run_against(Utf16Labels, tmp_path / "bundle", "stress")
     out = run.stdout + run.stderr
     assert "Traceback" not in out and "UnicodeError" not in out, out
     assert "stress           passed" in run.stdout, out  # /v1/models and /tokenize were read as JSON

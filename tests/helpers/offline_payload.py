@@ -64,3 +64,12 @@ def payload_tar(tmp: Path, entry_points: str = "[console_scripts]\nfakeengine = 
         tar.add(dep, arcname=f"wheels/{dep.name}")
         tar.add(pth_wheel, arcname=f"wheels/{pth_wheel.name}")
     return payload
+
+
+def only(pieces_dir: Path, names: list[str], dest: Path) -> Path:
+    """A transfer that carries pieces.json and just these pieces."""
+    dest.mkdir()
+    (dest / "pieces.json").write_bytes((pieces_dir / "pieces.json").read_bytes())
+    for n in names:
+        (dest / n).write_bytes((pieces_dir / n).read_bytes())
+    return dest

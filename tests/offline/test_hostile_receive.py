@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from offline_payload import RECEIVE, payload_tar
+from offline_payload import RECEIVE, only, payload_tar
 
 from cookbook.offline import pack, receive
 
@@ -120,7 +120,11 @@ JSON = st.recursive(
     max_leaves=20,
 )
 PIECE = st.fixed_dictionaries(
-    {"name": st.text(max_size=20) | st.sampled_from(["../piece-01", "/etc/passwd", "piece-01/"]), "offset": JSON | st.integers(), "size": JSON | st.integers()}
+    {
+        "name": st.text(max_size=20) | st.sampled_from(["../piece-01", "/etc/passwd", "piece-01/"]),
+        "offset": JSON | st.integers(),
+        "size": JSON | st.integers(),
+    }
 )
 
 
@@ -247,7 +251,7 @@ def test_planted_state_and_env_sh_are_not_believed(good, tmp_path):
     into.mkdir(mode=0o700)
     (into / "received.json").write_text(json.dumps({"payload": manifest["sha256"], "done": 3}))
     (into / "env.sh").write_text("echo pwned\n")
-    r = _run(_only(out, [], tmp_path / "t0"), "--into", into)
+    r = _run(only(out, [], tmp_path / "t0"), "--into", into)
     assert r.returncode == 0 and "3 of 3 pieces still to come" in r.stdout
     assert "installed" not in r.stdout
     assert _run("--installed", "--into", into).returncode == 1
@@ -275,12 +279,12 @@ def test_a_tampered_payload_tail_is_rehashed_and_cut(good, tmp_path):
     out, manifest = good
     into = tmp_path / "host"
     names = [p["name"] for p in manifest["pieces"]]
-    assert _run(_only(out, names[:2], tmp_path / "t0"), "--into", into).returncode == 0
+    assert _run(only(out, names[:2], tmp_path / "t0"), "--into", into).returncode == 0
     payload = into / "payload.tar"
     data = bytearray(payload.read_bytes())
     data[manifest["pieces"][1]["offset"] + 3] ^= 0xFF  # the second piece, changed after it was appended
     payload.write_bytes(bytes(data) + b"junk")
-    r = _run(_only(out, names[2:], tmp_path / "t1"), "--into", into)
+    r = _run(only(out, names[2:], tmp_path / "t1"), "--into", into)
     assert "cut off" in r.stdout and "2 of 3 pieces still to come" in r.stdout
     r = _run(out, "--into", into)  # the whole set again: completes from the first good prefix
     assert r.returncode == 0 and "installed fakeengine==9.9" in r.stdout, r.stderr
@@ -290,10 +294,10 @@ def test_a_staged_piece_changed_while_waiting_is_not_appended(good, tmp_path):
     out, manifest = good
     into = tmp_path / "host"
     names = [p["name"] for p in manifest["pieces"]]
-    assert _run(_only(out, [names[1]], tmp_path / "t0"), "--into", into).returncode == 0
+    assert _run(only(out, [names[1]], tmp_path / "t0"), "--into", into).returncode == 0
     staged = into / names[1]
     staged.write_bytes(b"X" * staged.stat().st_size)
-    r = _run(_only(out, [names[0]], tmp_path / "t1"), "--into", into)
+    r = _run(only(out, [names[0]], tmp_path / "t1"), "--into", into)
     assert "changed since it was checked" in r.stdout and "2 of 3 pieces still to come" in r.stdout
     assert not staged.exists()
 
@@ -327,11 +331,3 @@ def test_console_script_names_and_targets_stay_inside_bin(tmp_path):
     assert made == ["fakeengine", "injected"]  # os:system is a plain module:attr; nothing else is code
     assert r.stderr.count("skipped") == 6, r.stderr
     assert "import os" not in (into / "bin" / "fakeengine").read_text()
-
-
-def _only(pieces_dir: Path, names: list[str], dest: Path) -> Path:
-    dest.mkdir()
-    (dest / "pieces.json").write_bytes((pieces_dir / "pieces.json").read_bytes())
-    for n in names:
-        (dest / n).write_bytes((pieces_dir / n).read_bytes())
-    return dest

@@ -12,7 +12,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from offline_payload import RECEIVE, payload_tar
+from offline_payload import RECEIVE, only, payload_tar
 
 from cookbook.errors import CookbookError
 from cookbook.files import repo_root
@@ -33,15 +33,6 @@ def _receive(src: Path, into: Path):
     return subprocess.run([sys.executable, str(RECEIVE), str(src), "--into", str(into)], capture_output=True, text=True)
 
 
-def _only(pieces_dir: Path, names: list[str], dest: Path) -> Path:
-    """A transfer that carries pieces.json and just these pieces."""
-    dest.mkdir()
-    (dest / "pieces.json").write_bytes((pieces_dir / "pieces.json").read_bytes())
-    for n in names:
-        (dest / n).write_bytes((pieces_dir / n).read_bytes())
-    return dest
-
-
 def test_split_covers_the_payload_exactly(pieces, tmp_path):
     out, manifest = pieces
     assert len(manifest["pieces"]) == 3
@@ -60,7 +51,7 @@ def test_pieces_one_per_transfer_any_order_then_install(pieces, tmp_path):
     names = [p["name"] for p in manifest["pieces"]]
     # the third arrives first: it waits; a repeated transfer of the first is not appended twice
     for i, batch in enumerate([[names[2]], [names[0]], [names[0]], [names[1]]]):
-        r = _receive(_only(out, batch, tmp_path / f"t{i}"), into)
+        r = _receive(only(out, batch, tmp_path / f"t{i}"), into)
         assert r.returncode == 0, r.stderr
     assert "installed fakeengine==9.9 and 2 wheels" in r.stdout
     env = (into / "env.sh").read_text()
@@ -77,7 +68,7 @@ def test_pieces_one_per_transfer_any_order_then_install(pieces, tmp_path):
 def test_corrupt_piece_is_refused_and_nothing_appended(pieces, tmp_path):
     out, manifest = pieces
     into = tmp_path / "host"
-    bad = _only(out, [manifest["pieces"][0]["name"]], tmp_path / "bad")
+    bad = only(out, [manifest["pieces"][0]["name"]], tmp_path / "bad")
     p = bad / manifest["pieces"][0]["name"]
     p.write_bytes(b"x" + p.read_bytes()[1:])
     r = _receive(bad, into)
@@ -89,7 +80,7 @@ def test_corrupt_piece_is_refused_and_nothing_appended(pieces, tmp_path):
 def test_pieces_of_another_payload_are_refused(pieces, tmp_path):
     out, manifest = pieces
     into = tmp_path / "host"
-    assert _receive(_only(out, [manifest["pieces"][0]["name"]], tmp_path / "a"), into).returncode == 0
+    assert _receive(only(out, [manifest["pieces"][0]["name"]], tmp_path / "a"), into).returncode == 0
     other = json.loads((out / "pieces.json").read_text())
     other["sha256"] = "0" * 64
     (out / "pieces.json").write_text(json.dumps(other))
