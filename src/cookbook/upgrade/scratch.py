@@ -66,7 +66,9 @@ def release(text: str, option: str, distribution: str = "vllm") -> str:
     shown = printable(str(text)[:60]) + ("..." if len(str(text)) > 60 else "")
     help = f"give {option} as a release version, e.g. 0.31.0"
     if not isinstance(text, str) or not text or len(text) > VERSION_MAX:
-        raise CookbookError(f"{option} {shown}: not a release version (empty, or over {VERSION_MAX} characters)", help=help)
+        raise CookbookError(
+            f"{option} {shown}: not a release version (empty, or over {VERSION_MAX} characters)", help=help
+        )
     try:
         v = Version(text)
         Requirement(f"{distribution}=={v}")
