@@ -124,3 +124,40 @@ def test_a_server_named_by_its_path_is_asked_for_its_name_first():
         assert q.returncode == 0, q.stderr
     assert [req["model"] for req in seen] == ["/models/some-checkpoint"] * 2
     assert p.stdout.strip() == "2, 3 and 5." == q.stdout.strip()
+
+
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+NAMES = st.text(st.characters(blacklist_categories=("Cs", "Cc")), min_size=1, max_size=40).filter(str.isprintable)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(name=NAMES, host=NAMES)
+def test_a_hostile_served_name_or_host_stays_data_in_the_curl_example(name, host):
+    """Whatever the recipe names its model or host, the curl line sends exactly that name to
+    exactly that URL: bash runs it with curl and jq replaced by functions that print their input."""
+    from types import SimpleNamespace
+
+    arg = SimpleNamespace
+    args = {"served_model_name": arg(value=name), "host": arg(value=host), "port": arg(value=8000)}
+    recipe = SimpleNamespace(serve=SimpleNamespace(model="/m", args=args))
+    block = blocks(talk_lines(SimpleNamespace(recipe=recipe)), "bash")[0]
+    fake = "curl() { printf '%s\\n' \"$2\"; printf '%s' \"$6\"; }\njq() { cat; }\n"
+    p = subprocess.run(["bash", "-c", fake + block], capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    url, body = p.stdout.split("\n", 1)
+    assert url == f"http://{host}:8000/v1/chat/completions"
+    assert json.loads(body)["model"] == name
+
+
+def test_a_served_name_or_host_with_a_control_character_is_never_printed():
+    """A newline could end the page's code fence: such a name is asked of the server instead."""
+    from types import SimpleNamespace
+
+    arg = SimpleNamespace
+    args = {"served_model_name": arg(value="m\n```\n<script>"), "host": arg(value="h\nx")}
+    recipe = SimpleNamespace(serve=SimpleNamespace(model="/m", args=args))
+    assert endpoint(recipe) == ("http://localhost:8000", None)
+    text = "\n".join(talk_lines(SimpleNamespace(recipe=recipe)))
+    assert "<script>" not in text and "$MODEL" in text

@@ -5,6 +5,9 @@ reasoning parser, a tool call where it sets a tool parser, and the `content: nul
 from __future__ import annotations
 
 import json
+import shlex
+
+from cookbook.site.markdown import code
 
 # Where the trap is explained at length (the recipes cite it too).
 TRAP_SOURCE = "the SlimServe README, Reasoning output (seed 000)"
@@ -26,17 +29,22 @@ def endpoint(r) -> tuple[str, str | None]:
         name = name[0] if name else None
     if name is None and "$" not in r.serve.model:
         name = r.serve.model
+    # A control character (a newline could end the page's code fence) is never printed: the
+    # example asks the server for its name, and a client on the host reaches it at localhost.
+    name = name if isinstance(name, str) and name.isprintable() else None
+    host = host if isinstance(host, str) and host.isprintable() else "localhost"
     return f"http://{host}:{port}", name
 
 
 def curl_lines(base: str, name: str | None, body: dict) -> list[str]:
     """A chat-completions curl, its JSON body one field a line (the model from $MODEL when the
     server's name is its path), ending in a pipe for the jq line that follows."""
-    model = json.dumps(name) if name else '"\'"$MODEL"\'"'  # closes the quote around the body for $MODEL
+    # The body goes in single quotes: a quote in a value (a served name) is closed, escaped, reopened.
+    model = json.dumps(name).replace("'", "'\\''") if name else '"\'"$MODEL"\'"'  # $MODEL: the quote closes
     fields = [f'    "model": {model}']
-    fields += [f"    {json.dumps(k)}: {json.dumps(v)}" for k, v in body.items()]
+    fields += [f"    {json.dumps(k)}: {json.dumps(v)}".replace("'", "'\\''") for k, v in body.items()]
     return [
-        f"curl -s {base}/v1/chat/completions \\",
+        f"curl -s {shlex.quote(base + '/v1/chat/completions')} \\",
         "  -H 'Content-Type: application/json' \\",
         "  -d '{",
         ",\n".join(fields),
@@ -51,12 +59,16 @@ def talk_lines(resolved) -> list[str]:
     tools = _arg(r, "tool_call_parser") if _arg(r, "enable_auto_tool_choice") else None
     max_tokens = 2048 if reasoning else 256
     lines = ["## Talk to it", ""]
-    lines += [f"The server speaks the OpenAI API at `{base}/v1`" + (f", as model `{name}`." if name else ".")]
+    lines += [
+        f"The server speaks the OpenAI API at {code(base + '/v1')}" + (f", as model {code(name)}." if name else ".")
+    ]
     lines.append("")
     message = {"role": "user", "content": "Name three prime numbers."}
     lines += ["```bash"]
     if not name:
-        lines.append(f"MODEL=$(curl -s {base}/v1/models | jq -r '.data[0].id')   # vLLM names it by its path")
+        lines.append(
+            f"MODEL=$(curl -s {shlex.quote(base + '/v1/models')} | jq -r '.data[0].id')   # vLLM names it by its path"
+        )
     lines += curl_lines(base, name, {"max_tokens": max_tokens, "messages": [message]})
     if reasoning:
         lines.append("  | jq '.choices[0] | {reasoning: .message.reasoning, content: .message.content, finish_reason}'")
@@ -70,7 +82,7 @@ def talk_lines(resolved) -> list[str]:
         "```python",
         "from openai import OpenAI",
         "",
-        f'client = OpenAI(base_url="{base}/v1", api_key="EMPTY")',
+        f'client = OpenAI(base_url={json.dumps(base + "/v1")}, api_key="EMPTY")',
         "reply = client.chat.completions.create(",
         f"    model={py_model},",
         '    messages=[{"role": "user", "content": "Name three prime numbers."}],',
