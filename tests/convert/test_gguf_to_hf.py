@@ -75,10 +75,12 @@ def greedy(model, ids):
     return y[0, len(ids) :].tolist()
 
 
-def test_checkpoint_files_and_metadata(gemma_hf):
-    out, info = gemma_hf
+def test_checkpoint_files_and_metadata(gemma_checkpoint):
+    """The recipe's own conversion (bf16, its chat template), the one the fast tier shares."""
+    out = gemma_checkpoint
     names = sorted(p.name for p in out.iterdir())
     assert names == [
+        "chat_template.jinja",
         "config.json",
         "generation_config.json",
         "model.safetensors",
@@ -93,10 +95,10 @@ def test_checkpoint_files_and_metadata(gemma_hf):
     gen = json.loads((out / "generation_config.json").read_text())
     assert gen == {"bos_token_id": 2, "eos_token_id": 1, "pad_token_id": 0}
     tcfg = json.loads((out / "tokenizer_config.json").read_text())
-    assert tcfg["add_bos_token"] is True and tcfg["add_eos_token"] is False
-    assert info["add_bos_token"] is True and info["bos_token"] == "<bos>"
+    assert tcfg["add_bos_token"] is True and tcfg["add_eos_token"] is False and tcfg["bos_token"] == "<bos>"
 
 
+@pytest.mark.slow_tier("serving")
 def test_tokenizer_carries_bos_that_transformers_alone_drops(gemma_hf, gemma_gguf, prompt_ids):
     from transformers import AutoTokenizer
 
@@ -124,24 +126,6 @@ def test_weights_and_greedy_tokens_equal_transformers_on_gguf(gemma_hf, prompt_i
     for ids, want in zip(prompt_ids, ref_out):
         assert greedy(ours, ids) == want
     assert len(set(map(tuple, ref_out))) == len(PROMPTS)  # not all the same degenerate output
-
-
-def test_refuses_non_empty_output_and_force_replaces(gemma_gguf, tmp_path):
-    out = tmp_path / "o"
-    out.mkdir()
-    (out / "keep.txt").write_text("x")
-    with pytest.raises(GGUFError, match="not empty"):
-        convert_gguf_to_hf(gemma_gguf, out, progress=False)
-    r = subprocess.run([str(TOOLS / "gguf-to-hf"), str(gemma_gguf), str(out)], capture_output=True, text=True)
-    assert r.returncode == 2 and "--force" in r.stderr and "Traceback" not in r.stderr
-    assert (out / "keep.txt").exists()
-    info = convert_gguf_to_hf(gemma_gguf, out, dtype="bfloat16", force=True, progress=False)
-    assert not (out / "keep.txt").exists() and info["dtype"] == "bfloat16"
-    from safetensors import safe_open
-
-    with safe_open(out / "model.safetensors", framework="pt") as f:
-        w = f.get_tensor("model.layers.0.mlp.down_proj.weight")
-        assert w.dtype == torch.bfloat16 and tuple(w.shape) == (640, 2048)
 
 
 def test_refuses_unsupported_architecture(small_gguf, tmp_path):
@@ -245,9 +229,13 @@ def test_cpu_vllm_serves_converted_checkpoint_with_same_greedy_tokens(gemma_hf, 
             proc.kill()
 
 
-def test_chat_template_option_writes_the_recipes_template_into_the_tokenizer_config(gemma_gguf, tmp_path):
-    """Peer tools (`vllm bench serve`, transformers' apply_chat_template) read the template from
-    tokenizer_config.json; the packaged GGUF has none, so the recipe passes its own."""
+def test_force_replaces_a_non_empty_folder_with_the_recipes_conversion(gemma_gguf, gemma_checkpoint, tmp_path):
+    """The fast tier's one conversion of its own: refusals first (an empty template, a non-empty
+    folder without --force), then the recipe's arguments (bf16, its chat template) with --force
+    over a folder holding a stranger's file. Peer tools (`vllm bench serve`, transformers'
+    apply_chat_template) read the template from tokenizer_config.json; the packaged GGUF has none,
+    so the recipe passes its own. The result must equal the recipe's cached conversion."""
+    from safetensors import safe_open
     from transformers import AutoTokenizer
 
     template = (TOOLS.parents[1] / "recipes" / "gemma3-270m-cpu" / "chat_template.jinja").read_text()
@@ -260,16 +248,31 @@ def test_chat_template_option_writes_the_recipes_template_into_the_tokenizer_con
         text=True,
     )
     assert r.returncode == 2 and "is empty" in r.stderr and not out.exists()
+
+    out.mkdir()
+    (out / "keep.txt").write_text("x")
+    with pytest.raises(GGUFError, match="not empty"):
+        convert_gguf_to_hf(gemma_gguf, out, progress=False)
+    r = subprocess.run([str(TOOLS / "gguf-to-hf"), str(gemma_gguf), str(out)], capture_output=True, text=True)
+    assert r.returncode == 2 and "--force" in r.stderr and "Traceback" not in r.stderr
+    assert (out / "keep.txt").exists()
+
     src = tmp_path / "t.jinja"
     src.write_text(template)
     r = subprocess.run(
-        [str(TOOLS / "gguf-to-hf"), str(gemma_gguf), str(out), "--dtype", "bfloat16", "--chat-template", str(src)],
+        [str(TOOLS / "gguf-to-hf"), str(gemma_gguf), str(out), "--dtype", "bfloat16", "--chat-template", str(src), "--force"],
         capture_output=True,
         text=True,
     )
     assert r.returncode == 0, r.stderr
+    assert not (out / "keep.txt").exists()
     assert json.loads((out / "tokenizer_config.json").read_text())["chat_template"] == template
     assert (out / "chat_template.jinja").read_text() == template
+    with safe_open(out / "model.safetensors", framework="pt") as f:
+        w = f.get_tensor("model.layers.0.mlp.down_proj.weight")
+        assert w.dtype == torch.bfloat16 and tuple(w.shape) == (640, 2048)
+    for name in sorted(p.name for p in gemma_checkpoint.iterdir()):
+        assert (out / name).read_bytes() == (gemma_checkpoint / name).read_bytes(), f"{name} differs from the recipe's"
     text = AutoTokenizer.from_pretrained(out).apply_chat_template(
         [{"role": "user", "content": "Hello"}], tokenize=False, add_generation_prompt=True
     )
