@@ -67,3 +67,10 @@ def test_a_bundle_without_what_the_server_reported_is_refused(genuine):
 def test_a_setting_the_server_does_not_report_is_not_detected(genuine):
     """The documented limit: max_num_seqs 16 -> 1024 is not in anything vLLM reports."""
     assert relabel(genuine, lambda a: a.update(max_num_seqs={"value": 1024})) == []
+
+
+def test_a_results_claim_of_the_server_that_its_files_do_not_bear_is_refused(genuine):
+    evidence_bundles.edit_results(genuine, lambda doc: doc.update(server_reported={"max_model_len": 8192}))
+    write_manifest(genuine)
+    reasons = recheck(resolve(evidence_bundles.SLUG), genuine)
+    assert any("server_reported differs" in r for r in reasons), reasons

@@ -37,6 +37,8 @@ def test_gates_run_writes_the_serving_env_into_the_bundle_standin(recipes_dir, t
         server.server_close()
     doc = json.loads((out / "results.json").read_text())
     assert doc["gates"]["greedy"]["status"] == "passed", res.output
+    # the run records what the server reported of its own configuration
+    assert doc["server_reported"]["max_model_len"] == 10240
     variables = doc["serving_env"]["variables"]
     assert variables["VLLM_ATTENTION_BACKEND"] == "FLASHINFER"
     assert variables["HUGGING_FACE_HUB_TOKEN"] == "<set>" and "secret" not in (out / "results.json").read_text()

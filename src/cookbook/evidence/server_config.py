@@ -31,39 +31,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from cookbook.gates.metrics import parse
-from cookbook.gates.recorded import MAX_FILE_BYTES, read_json
-
-MODELS, VERSION, METRICS = "models.json", "version.json", "metrics-before.prom"
-CACHE_INFO = "vllm:cache_config_info"
-PER_POS = "vllm:spec_decode_num_accepted_tokens_per_pos_total"
-# serve.args key -> cache_config_info label
-CACHE_LABELS = {
-    "block_size": "block_size",
-    "kv_cache_dtype": "cache_dtype",
-    "gpu_memory_utilization": "gpu_memory_utilization",
-    "enable_prefix_caching": "enable_prefix_caching",
-    "kv_cache_memory_bytes": "kv_cache_memory_bytes",
-}
-
-
-def reported(root: Path, served: str) -> dict[str, Any]:
-    """What the server reported of itself, from the bundle's files (ValueError when one is unreadable)."""
-    out: dict[str, Any] = {}
-    models = read_json(root / MODELS) if (root / MODELS).is_file() else None
-    if isinstance(models, list):
-        entry = next((m for m in models if isinstance(m, dict) and m.get("id") == served), None)
-        out["max_model_len"] = entry.get("max_model_len") if entry else None
-    version = read_json(root / VERSION) if (root / VERSION).is_file() else None
-    out["version"] = version.get("version") if isinstance(version, dict) else None
-    f = root / METRICS
-    if f.is_file() and f.stat().st_size <= MAX_FILE_BYTES:
-        samples = parse(f.read_text(encoding="utf-8", errors="replace"))
-        info = [labels for name, labels, _ in samples if name == CACHE_INFO]
-        out["cache_config"] = {k: info[0].get(k) for k in CACHE_LABELS.values()} if info else None
-        positions = {labels.get("position") for name, labels, _ in samples if name == PER_POS}
-        out["spec_positions"] = len(positions)
-    return out
+from cookbook.gates.server_reported import CACHE_INFO, CACHE_LABELS, METRICS, MODELS, reported
 
 
 def _same(want: Any, got: str | None) -> bool:
@@ -89,6 +57,9 @@ def check_server(root: Path, doc: dict, resolved, served: str) -> list[str]:
     except (ValueError, UnicodeDecodeError, OSError) as e:
         return [f"what the server reported of itself cannot be read ({e})"]
     serve, out = resolved.recipe.serve, []
+    claimed = doc.get("server_reported")
+    if claimed is not None and claimed != got:
+        out.append("results.json's server_reported differs from what the bundle's files say the server reported")
     want_len = serve.arg("max_model_len")
     if want_len is not None and got.get("max_model_len") != want_len:
         out.append(

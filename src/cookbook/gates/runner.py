@@ -16,6 +16,7 @@ from cookbook.gates.context import Context
 from cookbook.gates.data import DataPaths
 from cookbook.gates.registry import gate_module
 from cookbook.gates.result import GateFailure, GateResult
+from cookbook.gates.server_reported import reported
 from cookbook.recipe.gates_spec import GATE_NAMES, GatesSpec
 
 
@@ -121,6 +122,11 @@ async def _run(cfg: SuiteConfig, declared: list[str], bundle: Bundle, server: Se
         bundle.write_text("metrics-before.prom", await server.get_text("/metrics"))
     except (ServerDown, ServerError, RequestTimeout) as e:
         bundle.doc["metrics_before_error"] = str(e)  # not every OpenAI-compatible server has /metrics
+    # What the server says of its own configuration; `verify` checks it against the recipe.
+    try:
+        bundle.doc["server_reported"] = reported(bundle.root, cfg.model)
+    except (ValueError, UnicodeDecodeError, OSError) as e:
+        bundle.doc["server_reported"] = {"error": str(e)[:300]}
 
     fault = None
     budget_s = cfg.suite_timeout_s or sum(getattr(cfg.spec, n).timeout_s for n in declared) + SUITE_SLACK_S
