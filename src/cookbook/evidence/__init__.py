@@ -6,6 +6,8 @@
     resolved_recipe  recipe.resolved.json: its content hash recomputed, against results.json's and the recipe's
     recompute        every declared gate's figures again from the raw evidence (the gate module's own recompute),
                      judged again by its verdict against the recipe's current thresholds
+    server_config    the server the bundle measured, as it reported itself (max_model_len, cache config,
+                     speculation, version), against the resolved recipe; what it cannot detect
     recheck          all of the above: every reason a bundle cannot verify a recipe
     verify           `cookbook gates verify`: the verified block, written only when the re-check passes
     passed_cache     a passed re-check remembered under .cache/evidence/
