@@ -442,3 +442,22 @@ def test_what_not_to_do_quotes_each_refusal_with_the_recipes_values():
     assert f"use a TP size that divides {gpus}" in text and "{hardware.gpus}" not in text
     assert "{" not in filled("a {no.such.key} and {hardware.gpus}", {"hardware": {"gpus": 8}})
     assert filled("a {no.such.key} and {hardware.gpus}", {"hardware": {"gpus": 8}}) == "a not set and 8"
+
+
+@pytest.mark.parametrize("slug", ["glm52-8", "glm52-mxfp4-8x-gaudi2", "gemma3-270m-h200"])
+def test_will_it_fit_shows_the_planners_own_figures(slug):
+    from cookbook.plan.budget import GIB, make_plan
+    from cookbook.plan.render import as_text
+    from cookbook.recipe.resolve import resolve
+    from cookbook.site.plan_section import plan_lines
+
+    resolved = resolve(slug)
+    p = make_plan(resolved)
+    text = "\n".join(plan_lines(resolved))
+    assert f"| weights | {p.weights_per_gpu_bytes / GIB:,.2f} GiB" in text
+    assert f"| left after weights | {p.left_after_weights_bytes / GIB:,.2f} GiB |" in text
+    assert f"| KV pool | {p.pool_bytes / GIB:,.2f} GiB" in text
+    if p.max_ctx_at_seqs > 0:
+        assert f"| largest context at {p.setup.max_num_seqs} sequences | {p.max_ctx_at_seqs:,} tokens" in text
+    # the whole plan, collapsed, is what `cookbook plan` prints
+    assert all(("    " + ln).rstrip() in text.splitlines() for ln in as_text(p).rstrip().splitlines())

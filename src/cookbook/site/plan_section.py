@@ -27,7 +27,7 @@ def plan_lines(resolved) -> list[str]:
     rows = [
         ("device memory", _gib(s.device_bytes)),
         ("weights", _gib(p.weights_per_gpu_bytes) + f" (from {p.weights.source})"),
-        ("left after weights", _gib(s.device_bytes - p.weights_per_gpu_bytes)),
+        ("left after weights", _gib(p.left_after_weights_bytes)),
         ("KV per token", f"{p.kv.bytes_per_token:,.0f} B" if p.kv.bytes_per_token else "not counted"),
         (
             "KV pool",
