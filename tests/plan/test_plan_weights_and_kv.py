@@ -200,6 +200,8 @@ def test_left_after_weights_is_the_documents_figure():
         ["glm52-2", "--set", "gpu_memory_utilization=0"],
         ["glm52-2", "--set", "model.source.size_gib=0"],
         ["glm52-2", "--device-mib", "1"],  # possible to ask, nothing fits: refused, never "0 fit" and exit 0
+        ["glm52-2", "--set", "serve.args.speculative_config=abc"],  # vLLM takes JSON text; the plan needs it to parse
+        ["gemma3-270m-cpu", "--set", "VLLM_CPU_KVCACHE_SPACE=abc"],  # the CPU pool is this many GiB
     ],
 )
 def test_the_impossible_is_refused_not_planned(args):

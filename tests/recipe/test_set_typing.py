@@ -52,6 +52,12 @@ def one_refusal(r, *, code: int = 2) -> str:
         ("glm52-2", "model.architecture.layers=0", "less than the minimum of 1"),
         ("glm52-2", "model.source.size_gib=0", "less than or equal to the minimum of 0"),
         ("gemma3-270m-cpu", "VLLM_CPU_KVCACHE_SPACE={a: 1}", "expected a string or a number"),
+        (
+            "gemma3-270m-cpu",
+            "VLLM_CPU_KVCACHE_SPACE=abc",
+            'expected a number like the recipe\'s "2"',
+        ),  # the plan reads it
+        ("glm52-mxfp4-8x-gaudi2", "VLLM_GRAPH_RESERVED_MEM=lots", "expected a number like the recipe's 0.2"),
         ("glm52-2", "max_model_len=.nan", "not a finite number"),
     ],
 )
@@ -148,16 +154,24 @@ cases = st.one_of(
         st.sampled_from(["serve.args.speculative_config.method", "serve.args.max_model_len.x", "hardware.gpus.n"]),
         st.sampled_from(["1", "x", "null"]),
     ),
-    # null where the schema wants a number
+    # text where the schema wants a number
     st.tuples(st.sampled_from(["hardware.gpus", "model.source.size_gib"]), st.just("abc")),
+    # an env value the planner computes with, as text or a mapping
+    st.tuples(st.just("VLLM_CPU_KVCACHE_SPACE"), st.sampled_from(["abc", "{a: 1}", "[2]", "two GiB"])),
 )
 
 
 @settings(max_examples=100, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
-@given(case=cases, slug=st.sampled_from(["glm52-2", "gemma3-270m-cpu", "k3-6"]))
-def test_generated_bad_set_values_get_one_message_and_exit_2(case, slug):
+@given(
+    case=cases,
+    slug=st.sampled_from(["glm52-2", "gemma3-270m-cpu", "k3-6"]),
+    command=st.sampled_from(["launch", "plan"]),
+)
+def test_generated_bad_set_values_get_one_message_and_exit_2(case, slug, command):
     key, value = case
-    r = invoke("launch", slug, "--set", f"{key}={value}")
+    if key == "VLLM_CPU_KVCACHE_SPACE":
+        slug = "gemma3-270m-cpu"
+    r = invoke(command, slug, "--set", f"{key}={value}")
     text = one_refusal(r)
     assert "--set" in text and key.split(".")[-1] in text or key in text
 

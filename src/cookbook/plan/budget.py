@@ -104,6 +104,41 @@ def _arg(resolved, key, default=None):
     return resolved.recipe.serve.arg(key, default)
 
 
+def _env_number(env: dict, name: str, default):
+    """An env setting the plan computes with, as a non-negative number; one clear refusal otherwise."""
+    if name not in env or env[name].value is None:
+        return default
+    raw = env[name].value
+    try:
+        value = float(str(raw))
+    except ValueError:
+        value = float("nan")
+    if isinstance(raw, bool) or not (value >= 0 and value != float("inf")):
+        raise CookbookError(
+            f"env.{name} is {raw!r}: the plan needs a number >= 0 there",
+            help=f"set it to a number, e.g. --set {name}=...",
+            exit_code=BAD_INPUT,
+        )
+    return value
+
+
+def _mapping(value, key: str) -> dict | None:
+    """A JSON flag's value as the planner reads it: a mapping, or its JSON text (vLLM takes both)."""
+    if value is None or isinstance(value, dict):
+        return value
+    try:
+        parsed = json.loads(value) if isinstance(value, str) else None
+    except ValueError:
+        parsed = None
+    if not isinstance(parsed, dict):
+        raise CookbookError(
+            f"serve.args.{key} is {str(value)[:60]!r}: the plan needs a mapping (or its JSON text) there",
+            help=f"""write it as a mapping, e.g. --set 'serve.args.{key}={{"method": "ngram"}}', or null""",
+            exit_code=BAD_INPUT,
+        )
+    return parsed
+
+
 def split_gpus(resolved, gpus: int | None = None) -> tuple[int, int]:
     """(TP, DP) of the recipe, or for --gpus N: the same data-parallel replicas where N splits
     into them, else one TP group of N."""
@@ -136,7 +171,7 @@ def setup_for(resolved, *, gpus=None, ctx=None, seqs=None, platform=None, device
     tp, dp = split_gpus(resolved, gpus)
     big = device_bytes >= 70 * GIB
     env = {k: str(v.value) for k, v in r.env.items()}
-    graph_frac = env.get("VLLM_GRAPH_RESERVED_MEM") if plat.id == "gaudi2" else None
+    graph_frac = _env_number(r.env, "VLLM_GRAPH_RESERVED_MEM", None) if plat.id == "gaudi2" else None
     return Setup(
         platform=plat.id,
         device_bytes=device_bytes,
@@ -152,11 +187,11 @@ def setup_for(resolved, *, gpus=None, ctx=None, seqs=None, platform=None, device
         gpu_memory_utilization=float(_arg(resolved, "gpu_memory_utilization", 0.9)),
         kv_cache_dtype=str(_arg(resolved, "kv_cache_dtype", "auto")),
         model_dtype=_arg(resolved, "dtype"),
-        speculative=_arg(resolved, "speculative_config"),
+        speculative=_mapping(_arg(resolved, "speculative_config"), "speculative_config"),
         explicit_kv_bytes=_arg(resolved, "kv_cache_memory_bytes"),
         plan_sets_kv_bytes=bool(r.plan and r.plan.explicit_kv_bytes),
         graph_reserved_fraction=float(graph_frac) if graph_frac else None,
-        indexer_logits_mb=int(env.get("VLLM_SPARSE_INDEXER_MAX_LOGITS_MB", DEFAULT_INDEXER_LOGITS_MB)),
+        indexer_logits_mb=int(_env_number(r.env, "VLLM_SPARSE_INDEXER_MAX_LOGITS_MB", DEFAULT_INDEXER_LOGITS_MB)),
         moe_chunk=int(env["VLLM_MOE_CHUNK"]) if env.get("VLLM_MOE_CHUNK", "").isdigit() else None,
         enforce_eager=bool(_arg(resolved, "enforce_eager", False)),
     )
@@ -307,7 +342,7 @@ def make_plan(resolved, *, gpus=None, ctx=None, seqs=None, checkpoint=None, plat
         if kv.outside_pool_bytes_per_token and kv.bytes_per_token:
             ws += int(_base_pool() / kv.bytes_per_token * kv.outside_pool_bytes_per_token)
         if s.platform == "cpu":
-            space = float(str(r.env["VLLM_CPU_KVCACHE_SPACE"].value)) if "VLLM_CPU_KVCACHE_SPACE" in r.env else 4.0
+            space = _env_number(r.env, "VLLM_CPU_KVCACHE_SPACE", 4.0)
             return int(space * GIB), ws
         if s.explicit_kv_bytes:
             return int(s.explicit_kv_bytes), ws

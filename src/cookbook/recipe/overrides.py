@@ -118,6 +118,18 @@ def _kind(value: Any) -> str | None:
     return None
 
 
+def _numeric(v: Any) -> bool:
+    """A number, or text that is one ("2", "0.2"), as env values often are."""
+    if isinstance(v, bool):
+        return False
+    if isinstance(v, (int, float)):
+        return True
+    try:
+        return isinstance(v, str) and math.isfinite(float(v))
+    except ValueError:
+        return False
+
+
 def _type_problem(parent: str, leaf: str, value: Any, current: Any) -> str | None:
     """Why `value` cannot go at parent.leaf, or None. vLLM's flags are typed by the flag catalogue,
     a fork's flag by the recipe's own value, env by being a scalar, everything else by the
@@ -132,7 +144,12 @@ def _type_problem(parent: str, leaf: str, value: Any, current: Any) -> str | Non
             return f"expected {_kind(was)} like the recipe's {json.dumps(was)[:40]}, got {json.dumps(value)[:40]}"
         return None
     if parent == "env":
-        return None if _kind(value) in ("true or false", "a number", "a string") else "expected a string or a number"
+        if _kind(value) not in ("true or false", "a number", "a string"):
+            return "expected a string or a number"
+        was = current.get("value") if _is_setting(current) else current
+        if _numeric(was) and not _numeric(value):  # the planner reads some as numbers (VLLM_CPU_KVCACHE_SPACE)
+            return f"expected a number like the recipe's {json.dumps(was)}, got {json.dumps(value)[:40]}"
+        return None
     return _schema_problem(f"{parent}.{leaf}" if parent else leaf, value)
 
 
