@@ -12,7 +12,7 @@ w2 with the scatter, the routing weights and the top-k sum. The outputs are comp
     python benchmarks/mxfp4_moe/compare_vllm.py [--triton-kernels DIR]   # DIR holds triton_kernels/
 
 Without --triton-kernels it uses the copy inside the vLLM on the path (vllm/third_party, as the
-offline payload's unpacked engine has it: `source /tmp/cookbook-offline/env.sh` first), found
+offline payload's unpacked engine has it: `source "$(python3 src/cookbook/offline/receive.py --installed)"` first), found
 without importing vLLM.
 """
 
@@ -52,7 +52,7 @@ def main() -> int:
     if not (args.triton_kernels / "triton_kernels" / "matmul_ogs.py").is_file():
         print(
             f"compare_vllm: {args.triton_kernels}/triton_kernels/matmul_ogs.py not found; put the vllm==0.26.0 "
-            "engine on the path (source /tmp/cookbook-offline/env.sh) or pass --triton-kernels DIR",
+            "engine on the path (source the env.sh that `receive.py --installed` prints) or pass --triton-kernels DIR",
             file=sys.stderr,
         )
         return 2

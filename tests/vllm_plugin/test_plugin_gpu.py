@@ -12,7 +12,9 @@ reference (kernels/mxfp4-moe/README.md: measured 2.2-2.4e-3 for ours, 3.7e-3 for
 import pytest
 
 torch = pytest.importorskip("torch")
-vllm = pytest.importorskip("vllm", reason="vLLM is not installed (source /tmp/cookbook-offline/env.sh)")
+vllm = pytest.importorskip(
+    "vllm", reason="vLLM is not installed (source the env.sh that src/cookbook/offline/receive.py --installed prints)"
+)
 if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
     pytest.skip("the plugin runs on an sm_90 GPU (H200)", allow_module_level=True)
 if vllm.__version__.split("+")[0] != "0.26.0":
