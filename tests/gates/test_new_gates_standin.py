@@ -93,6 +93,25 @@ def test_needles_window_builds_long_prompts_beyond_the_prose_standin(tmp_path):
     assert max(i["prompt_tokens"] for i in g["items"]) > 30000
 
 
+AT_DEPTHS = {**NEAR_END, "window_fill_fraction": None, "depths_pct": [10, 50, 90], "codes_per_prompt": 3}
+
+
+def test_needles_codes_at_depths_hides_one_code_at_each_depth_standin(tmp_path):
+    """The Gaudi document's form: 3 codes at 10 / 50 / 90% of one prompt."""
+    g = run_gate(tmp_path, "needles", {**AT_DEPTHS, "codes_at_depths": True})
+    assert g["status"] == "passed" and g["measured"]["codes_hidden"] == 3, g["reason"]
+    assert [i["depth_pct"] for i in g["items"]] == [[10, 50, 90]]
+    prompt = json.loads((tmp_path / "b" / "transcripts" / "needles.jsonl").read_text().splitlines()[-1])
+    text = prompt["request"]["messages"][0]["content"]
+    where = sorted(text.index(f"is {c}.") / len(text) for c in g["items"][0]["codes"])
+    assert where[0] < 0.2 and 0.4 < where[1] < 0.6 and where[2] > 0.8, where
+
+
+def test_needles_codes_at_depths_fails_when_the_last_is_missed_standin(tmp_path):
+    g = run_gate(tmp_path, "needles", {**AT_DEPTHS, "codes_at_depths": True}, breaks=["missing_needle"])
+    assert g["status"] == "failed" and "(2/3 codes)" in g["reason"]
+
+
 def test_vision_answers_from_the_picture_standin(tmp_path):
     g = run_gate(tmp_path, "vision", {"requests": 6})
     assert g["status"] == "passed", g["reason"]

@@ -72,9 +72,23 @@ def needle_positions(n_sentences: int, depth_pct: float, count: int) -> list[int
     return [min(n_sentences, round(n_sentences * (depth_pct + i * step) / 100.0)) for i in range(count)]
 
 
-def build_haystack(sents: list[str], needles: list[str], depth_pct: float) -> str:
+def depth_sets(cfg: NeedlesGate) -> list:
+    """The depth of each prompt at one length: each of depths_pct, or (codes_at_depths) one tuple of them all."""
+    return [tuple(cfg.depths_pct)] if cfg.codes_at_depths else list(cfg.depths_pct)
+
+
+def depth_tag(depth) -> str:
+    return "+".join(f"{d:g}" for d in depth) if isinstance(depth, tuple) else f"{depth}"
+
+
+def build_haystack(sents: list[str], needles: list[str], depth_pct) -> str:
+    """The sentences with the needles inserted: from one depth on, or one at each depth of a tuple."""
     out = list(sents)
-    for pos, needle in sorted(zip(needle_positions(len(sents), depth_pct, len(needles)), needles), reverse=True):
+    if isinstance(depth_pct, tuple):
+        positions = [min(len(sents), round(len(sents) * d / 100.0)) for d in depth_pct]
+    else:
+        positions = needle_positions(len(sents), depth_pct, len(needles))
+    for pos, needle in sorted(zip(positions, needles), reverse=True):
         out.insert(pos, needle)
     return " ".join(out)
 
@@ -187,7 +201,7 @@ def window_tokens(cfg: NeedlesGate, max_model_len: int | None) -> int:
 def verdict(measured: dict, items: list[dict], cfg: NeedlesGate) -> list[tuple[bool, str]]:
     """The gate's checks as a pure function of what was measured (run() and `gates verify` call it)."""
     found, hidden = measured.get("codes_found"), measured.get("codes_hidden")
-    want = len(cfg.fillers) * len(lengths(cfg)) * len(cfg.depths_pct) * cfg.codes_per_prompt
+    want = len(cfg.fillers) * len(lengths(cfg)) * len(depth_sets(cfg)) * cfg.codes_per_prompt
     if not isinstance(found, int) or not isinstance(hidden, int) or hidden <= 0:
         return [(False, f"codes_found {found!r} / codes_hidden {hidden!r} are not counts")]
     frac = found / hidden
@@ -220,7 +234,7 @@ async def run(ctx: Context, cfg: NeedlesGate) -> None:
         # Long prompts (past the text's own length) get further passes over it, never a repeated word.
         sents = gate_data.long_sentences(sents, int(max(sizes.values()) * ratio * 1.6) + 64, cfg.seed)
         for L in lengths(cfg):
-            for depth in cfg.depths_pct:
+            for depth in depth_sets(cfg):
                 keys = rng.sample(KEYS, cfg.codes_per_prompt)
                 codes = [str(rng.randrange(1_000_000, 10_000_000)) for _ in keys]
                 start = rng.randrange(0, max(1, len(sents) - int(sizes[L] * ratio * 1.5) - 1))
@@ -234,13 +248,13 @@ async def run(ctx: Context, cfg: NeedlesGate) -> None:
         if cfg.mode == "completion":
             body["stop"] = [".", "\n"]
         path = "/v1/completions" if cfg.mode == "completion" else "/v1/chat/completions"
-        body = await ctx.server.post(path, body, tag=f"{filler}/{L}/{depth}")
+        body = await ctx.server.post(path, body, tag=f"{filler}/{L}/{depth_tag(depth)}")
         choice = body["choices"][0]
         content = choice.get("text") if cfg.mode == "completion" else (choice.get("message") or {}).get("content")
         item = {
             "filler": filler,
             "length_tokens": L,
-            "depth_pct": depth,
+            "depth_pct": list(depth) if isinstance(depth, tuple) else depth,
             "prompt_tokens": n_tok,
             **score(content, codes, " ".join(window)),
             "content": content,
@@ -263,8 +277,8 @@ def recompute(recorded: RecordedRun, cfg: NeedlesGate) -> tuple[dict, list[dict]
     items = []
     for filler in cfg.fillers:
         for L in lengths(cfg):
-            for depth in cfg.depths_pct:
-                rec = need(recs, f"{filler}/{L}/{depth}")
+            for depth in depth_sets(cfg):
+                rec = need(recs, f"{filler}/{L}/{depth_tag(depth)}")
                 req, body = rec["request"], ok_body(rec)
                 choice = body["choices"][0]
                 if cfg.mode == "completion":

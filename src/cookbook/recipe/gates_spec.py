@@ -93,6 +93,12 @@ class NeedlesGate(GateBase):
         "prose that ships with the cookbook (needs no data path; about 16K Gemma 3 tokens); any other "
         "name is a file under the data path's haystack/ folder, e.g. moby-dick.txt.",
     )
+    codes_at_depths: bool | None = Field(
+        None,
+        description="true: one prompt per filler and length holding one code at each of depths_pct (e.g. 3 codes at "
+        "10/50/90%); needs codes_per_prompt equal to the number of depths. Default: a prompt per depth, its "
+        "first code at the depth and the rest spread after it.",
+    )
     max_tokens: int = Field(48, ge=8, description="Completion budget for the answer (the codes and little else).")
     mode: Literal["chat", "completion"] = Field(
         "chat",
@@ -117,6 +123,15 @@ class NeedlesGate(GateBase):
         description="Pass when found codes / hidden codes over all prompts is at least this (case-insensitive substring "
         "match; a response that echoes 8+ consecutive words of the haystack finds none).",
     )
+
+    @model_validator(mode="after")
+    def _codes_at_depths(self):
+        if self.codes_at_depths and self.codes_per_prompt != len(self.depths_pct):
+            raise ValueError(
+                f"codes_at_depths puts one code at each of {len(self.depths_pct)} depths; "
+                f"set codes_per_prompt: {len(self.depths_pct)}"
+            )
+        return self
 
     @model_validator(mode="after")
     def _completion_one_code(self):
