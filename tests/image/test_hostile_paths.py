@@ -206,3 +206,17 @@ def test_the_printed_build_line_quotes_tag_and_context(checkout, monkeypatch):
     dry = _cli(checkout, "image", SLUG, "--dry-run", "--tag", "registry.example:5000/team/image:1.0")
     line = next(ln for ln in dry.stdout.splitlines() if ln.startswith("docker build"))
     assert shlex.split(line)[3] == "registry.example:5000/team/image:1.0"
+
+
+@pytest.mark.parametrize("name", ["../../outside", "../kernels/../../outside", "/abs"])
+def test_a_kernel_name_that_climbs_out_never_reaches_the_context(checkout, tmp_path, name):
+    """`kernels/<name>/build.sh` is copied into the context: a name with `..` would read a host folder
+    and write outside the context folder."""
+    (tmp_path / "outside").mkdir()
+    (tmp_path / "outside" / "build.sh").write_text(SECRET)
+    _set_image(checkout, kernels=[{"name": name, "variant": "glm"}])
+    lint = _cli(checkout, "lint", str(checkout / "recipes" / SLUG / "recipe.yaml"))
+    assert lint.returncode == 1 and "R016" in lint.stdout and "Traceback" not in lint.stderr
+    dry = _cli(checkout, "image", SLUG, "--dry-run")
+    assert dry.returncode == 2 and "not a path inside the image's context" in dry.stderr, dry.stderr
+    assert SECRET not in dry.stdout and "Traceback" not in dry.stderr

@@ -218,6 +218,8 @@ def _fill(p: Plan, root: Path) -> None:
     p.files["Dockerfile"] = root / p.dockerfile_rel
     rels = ["pyproject.toml", "README.md", "src/cookbook", "fixes", "recipes", "gates", "ports/require-input.sh"]
     rels += ["ports/check-image.sh", p.port.folder]
+    for k in recipe.image.kernels:
+        _context_path(f"kernels/{k.name}")  # a kernel name is a folder under kernels/, nothing else
     rels += [f"kernels/{k.name}/{f}" for k in recipe.image.kernels for f in ("build.sh", "README.md")]
     for rel in rels:
         for f in _tree(root, rel):
@@ -237,6 +239,7 @@ def _fill(p: Plan, root: Path) -> None:
         for w in found:
             p.files[f"wheels/{w.name}"] = w
     for inp in p.port.inputs:
+        _context_path(f"inputs/{inp.name}")
         src = root / ports.INPUTS_DIR / inp.name
         needed = not inp.platforms or recipe.hardware.platform in inp.platforms
         if src.is_dir() and any(src.iterdir()):
@@ -253,13 +256,25 @@ def write(p: Plan, dest: Path) -> Path:
     build inputs (large, never edited) are hard links where they can be."""
     with atomic_dir(dest, force=True) as tmp:
         for rel, src in p.files.items():
-            out = tmp / rel
+            out = tmp / _context_path(rel)
             out.parent.mkdir(parents=True, exist_ok=True)
             if isinstance(src, str):
                 out.write_text(src, encoding="utf-8")
                 continue
             _copy_regular(src, out, link=rel.startswith(("wheels/", "inputs/")))
     return dest
+
+
+def _context_path(rel: str) -> str:
+    """`rel` only if it stays inside the context folder: no absolute path, no `..` (a name from a
+    recipe or port.yaml, a kernel's or a build input's, is never a way out of the context)."""
+    parts = rel.split("/")
+    if rel.startswith("/") or any(part in ("", ".", "..") for part in parts):
+        raise CookbookError(
+            f"{printable(rel[:200])}: not a path inside the image's context; refused",
+            help="a kernel or build input name is a plain folder name (kernels/<name>/, .cache/image-inputs/<name>/)",
+        )
+    return rel
 
 
 def _copy_regular(src: Path, out: Path, link: bool) -> None:
