@@ -57,6 +57,16 @@ def test_reasoning_split_passes_when_content_is_split_standin(tmp_path):
     assert g["status"] == "passed" and g["measured"]["content_fraction"] == 1.0, g["reason"]
 
 
+def test_reasoning_split_reads_either_reasoning_field():
+    from cookbook.gates.reasoning_split import item_of
+
+    cfg = GatesSpec.model_validate({"reasoning_split": {"calibrated_on": "t"}}).reasoning_split
+    old = item_of({"content": "4", "reasoning_content": "2+2"}, "stop", cfg)
+    assert old["has_content"] and old["has_reasoning"]
+    none = item_of({"content": None, "reasoning": "all of it"}, "length", cfg)
+    assert none["content_null"] and not none["has_content"]
+
+
 def test_reasoning_split_fails_on_null_content_standin(tmp_path):
     g = run_gate(tmp_path, "reasoning_split", {"requests": 3}, breaks=["null_content"])
     assert g["status"] == "failed" and "content null" in g["reason"] and g["measured"]["null_content"] == 3

@@ -25,7 +25,11 @@ PROMPTS = gatedata.TASKS
 
 
 def item_of(message: dict, finish_reason, cfg: ReasoningSplitGate) -> dict:
-    content, reasoning = message.get("content"), message.get(cfg.reasoning_field)
+    content = message.get("content")
+    # the configured field, else either name vLLM has used (>= 0.11: reasoning; before: reasoning_content)
+    reasoning = next(
+        (message[k] for k in (cfg.reasoning_field, "reasoning", "reasoning_content") if message.get(k)), None
+    )
     return {
         "content_null": content is None,
         "has_content": isinstance(content, str) and bool(content.strip()),
