@@ -45,7 +45,8 @@ def image_lines(resolved) -> list[str]:
         "",
     ]
     if p.base:
-        lines += [f"- **base**: `{p.base}`. {cell(p.base_def.why)}"]
+        why = cell(p.base_def.why) if p.base == p.base_def.image else "The recipe's own `image.base`."
+        lines += [f"- **base**: `{p.base}`. {why}"]
     else:
         lines += [
             f"- **base**: none published, a build input: {cell(p.base_def.why)} "
