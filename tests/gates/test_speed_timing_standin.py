@@ -96,3 +96,41 @@ def test_sweep_latencies_are_the_servers_not_the_clients_standin(timed_server, t
     assert len(recs) == 24 and all(len(r["chunks"]) == TOKENS for r in recs)
     ends = sorted(r["time"] for r in recs)
     assert ends[0] < ends[-1]
+
+
+class ErrorMidStream(Timed):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("Content-Length", 0)))
+        self.send_response(200)
+        self.send_header("Content-Type", "text/event-stream")
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        chunk = {"choices": [{"text": " x", "finish_reason": None}], "usage": {"completion_tokens": 1}}
+        self._chunk(f"data: {json.dumps(chunk)}\n\n".encode())
+        self._chunk(b'data: {"object": "error", "error": {"message": "engine died", "code": 500}}\n\n')
+        self._chunk(b"")
+
+
+def test_an_error_event_mid_stream_still_fails_a_timed_level_standin(tmp_path):
+    from cookbook.gates.client import ServerError
+
+    srv = Listener(("127.0.0.1", 0), ErrorMidStream)
+    threading.Thread(target=srv.serve_forever, daemon=True).start()
+
+    async def go():
+        server = Server(f"http://127.0.0.1:{srv.server_address[1]}", "m", 30)
+        server.transcript = Transcript(tmp_path / "speed.jsonl")
+        ctx = Context(server=server, data=DataPaths(), out_dir=tmp_path, result=GateResult(name="speed"))
+        try:
+            return await speed.measure_level(ctx, ["a", "b"], 2, 4)
+        finally:
+            server.transcript.close()
+            await server.aclose()
+
+    try:
+        with pytest.raises(ServerError, match="engine died"):
+            asyncio.run(go())
+    finally:
+        srv.shutdown()
+        srv.server_close()
+    assert (tmp_path / "speed.jsonl").read_text().count("engine died") >= 1  # the evidence is kept

@@ -305,16 +305,17 @@ class Server:
         data = line[5:].strip()
         if data == "[DONE]":
             return True
-        if raw and not data.startswith('{"error"'):
+        if raw and '"error"' not in data:  # a cheap test; one that may be an error event is parsed now
             out.raw.append((t, data))
             return False
-        out.parse()
-        out.chunks.append((t, json.loads(data)))
-        if "error" in out.chunks[-1]:  # vLLM reports mid-stream failures as an SSE event
+        chunk = json.loads(data)
+        out.parse().chunks.append((t, chunk))
+        # vLLM reports mid-stream failures as an SSE event (the chunk, not the (time, chunk) pair)
+        if isinstance(chunk, dict) and "error" in chunk:
             self.transcript.write(
                 {"tag": tag, "path": path, "request": payload, "status": 200, "chunks": [c for _, c in out.chunks]}
             )
-            raise ServerError(path, 200, json.dumps(out.chunks[-1]["error"]))
+            raise ServerError(path, 200, json.dumps(chunk["error"]))
         if on_chunk:
             on_chunk(*out.chunks[-1])
         return False
