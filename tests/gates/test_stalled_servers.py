@@ -65,6 +65,10 @@ def test_every_server_facing_command_gives_up_on_a_stalled_server_within_60_s(st
         results = {name: f.result() for name, f in done.items()}
     for name, (took, r) in results.items():
         assert took < 60, f"{name} took {took:.0f} s"
-        assert r.returncode != 0 and "Traceback" not in r.stderr, f"{name}: {r.stderr}"
+        assert "Traceback" not in r.stderr, f"{name}: {r.stderr}"
+        if name == "fetch --dry-run":  # without the Hub it prints what the recipe knows, and says why
+            assert "no answer within" in r.stdout + r.stderr, r.stdout + r.stderr
+            continue
+        assert r.returncode != 0, f"{name}: {r.stdout}"
         if name != "gates run":  # the suite records the fault per gate in its bundle and table
             assert r.stderr.count("error:") == 1, f"{name}: {r.stderr}"
