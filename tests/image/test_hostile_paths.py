@@ -220,3 +220,18 @@ def test_a_kernel_name_that_climbs_out_never_reaches_the_context(checkout, tmp_p
     dry = _cli(checkout, "image", SLUG, "--dry-run")
     assert dry.returncode == 2 and "not a path inside the image's context" in dry.stderr, dry.stderr
     assert SECRET not in dry.stdout and "Traceback" not in dry.stderr
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    st.text(max_size=300)
+    | st.lists(st.sampled_from(["..", ".", "ports", "cpu", "Dockerfile", "", "/", "a" * 300]), max_size=8).map("/".join)
+)
+def test_any_dockerfile_or_port_text_is_judged_without_crashing_and_kept_inside(text):
+    from cookbook.recipe.checks_paths import dockerfile_problem, port_problem
+
+    for problem, base in ((dockerfile_problem, ROOT), (port_problem, ROOT / "ports")):
+        why = problem(ROOT, text)
+        assert why is None or isinstance(why, str)
+        if why is None:
+            assert (base / text).resolve().is_relative_to(ROOT.resolve())
