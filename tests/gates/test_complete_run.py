@@ -5,7 +5,6 @@ import json
 import re
 import shutil
 
-import pytest
 import yaml
 from click.testing import CliRunner
 from test_verify import make_bundle

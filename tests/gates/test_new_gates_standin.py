@@ -197,10 +197,8 @@ def test_stress_fails_on_a_missing_needle_standin(tmp_path):
     assert g["status"] == "failed" and "needles missed in the long prompts: prefill 0: 4/5" in g["reason"]
 
 
-def test_gsm8k_sends_the_reasoning_effort_and_verify_checks_it_standin(tmp_path):
-    from conftest import write_small_gsm8k
-
-    write_small_gsm8k(tmp_path / "data" / "gsm8k")
+def test_gsm8k_sends_the_reasoning_effort_and_verify_checks_it_standin(tmp_path, data_dir):
+    assert data_dir == tmp_path / "data"  # small GSM8K-shaped files (tests/gates/conftest.py)
     cfg = {"n": 3, "shots": 1, "min_correct_fraction": 0.0, "reasoning_effort": "low"}
     run_gate(tmp_path, "gsm8k", cfg)
     recs = [json.loads(x) for x in (tmp_path / "b" / "transcripts" / "gsm8k.jsonl").read_text().splitlines()]
