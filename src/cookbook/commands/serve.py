@@ -144,7 +144,12 @@ def serve_cmd(
             else:
                 local.step(
                     f"recipe status: {status}"
-                    + ("" if status == "verified" else f"  (to record it: cookbook gates verify {slug} {bundle})")
+                    # a benchmark-only recipe is never verified: no verify to suggest
+                    + (
+                        ""
+                        if status in ("verified", "benchmark")
+                        else f"  (to record it: cookbook gates verify {slug} {bundle})"
+                    )
                 )
         if keep_running and use_image and server is not None:
             local.step(
