@@ -146,3 +146,11 @@ def test_a_real_fetch_without_a_network_is_refused(monkeypatch, tmp_path):
     r = CliRunner().invoke(main, ["fetch", "glm52-2"])
     assert r.exit_code == 1 and "cannot list QuixiAI/GLM-5.2-Vision-GGUF" in r.stderr
     assert not Path(tmp_path / ".cache").exists()
+
+
+@pytest.mark.parametrize("argv", [["fetch", "glm52-2", "--json"], ["image", "glm52-2", "--json"]])
+def test_json_without_dry_run_is_refused_before_anything_runs(argv, monkeypatch, tmp_path):
+    monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
+    monkeypatch.chdir(tmp_path)
+    r = CliRunner().invoke(main, argv)
+    assert r.exit_code == 2 and "--json goes with --dry-run" in r.stderr and r.stdout == ""
