@@ -77,9 +77,7 @@ def image_cmd(slug, quant, dry_run, base, tag, as_json):
     context_dir = repo_root() / ".cache" / "image" / (slug + (f"-{quant}" if quant else "")) / "context"
     if dry_run:
         rel = context_dir.relative_to(repo_root()).as_posix()
-        click.echo(
-            json.dumps(dry_run_json(p, rel), indent=2) if as_json else dry_run_text(p, rel, quant), nl=as_json
-        )
+        click.echo(json.dumps(dry_run_json(p, rel), indent=2) if as_json else dry_run_text(p, rel, quant), nl=as_json)
         return
     if p.missing_wheels is not None:
         raise p.missing_wheels
