@@ -260,7 +260,16 @@ def test_force_replaces_a_non_empty_folder_with_the_recipes_conversion(gemma_ggu
     src = tmp_path / "t.jinja"
     src.write_text(template)
     r = subprocess.run(
-        [str(TOOLS / "gguf-to-hf"), str(gemma_gguf), str(out), "--dtype", "bfloat16", "--chat-template", str(src), "--force"],
+        [
+            str(TOOLS / "gguf-to-hf"),
+            str(gemma_gguf),
+            str(out),
+            "--dtype",
+            "bfloat16",
+            "--chat-template",
+            str(src),
+            "--force",
+        ],
         capture_output=True,
         text=True,
     )
