@@ -143,7 +143,7 @@ def test_the_cli_refuses_in_one_line_and_writes_nothing(tmp_path):
     assert res.exit_code == 2 and "is not a folder" in res.output and "Traceback" not in res.output
     res = CliRunner().invoke(main, ["engine-check", "write", SLUG, str(tmp_path), "--explain", "bogus"])
     assert res.exit_code == 2 and "--explain 'bogus'" in res.output
-    res = CliRunner().invoke(main, ["engine-check", "status", SLUG])
+    res = CliRunner().invoke(main, ["engine-check", "status", "gemma3-270m-h200"])
     assert res.exit_code == 1 and "not engine-checked (no bundle)" in res.output
 
 

@@ -1,0 +1,60 @@
+"""The engine-check runs made on the H200 (2026-12-05, vLLM 0.26.0): the committed bundles re-check
+as engine-checked from their own files, and the deliberately broken copy run there (the GLM-5.2
+block plus a flag vLLM does not have) does not earn the status. Real device output, no stand-in."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from cookbook.cli import main
+from cookbook.commands.engine_status import tools
+from cookbook.evidence import engine_check as E
+from cookbook.recipe.resolve import resolve
+
+ROOT = Path(__file__).resolve().parents[2]
+CHECKED = ("dsv4-flash-8x-h200", "dsv4-flash-4x-h200", "glm52-fp8-8x-h200")
+BROKEN = ROOT / "recipes" / "glm52-fp8-8x-h200" / "engine-check" / "broken-run"
+
+
+@pytest.mark.parametrize("slug", CHECKED)
+def test_the_h200_bundle_re_checks_as_engine_checked(slug):
+    r = resolve(ROOT / "recipes" / slug / "recipe.yaml")
+    word, reasons = E.status(r, *tools(r))
+    assert (word, reasons) == (E.ENGINE_CHECKED, [])
+    record = json.loads((E.bundles(r)[-1] / E.RECORD).read_text())
+    assert record["rc"].startswith("ready") and record["answered_choices"] >= 1
+    assert set(record["comparison"]) == {"kv_bytes_per_token", "pool_gib", "pool_tokens"}
+    # a figure more than 5% off the plan carries its explanation; one within 5% needs none
+    for key, c in record["comparison"].items():
+        assert c["off"] <= E.TOLERANCE or record["explanations"].get(key), key
+    # vLLM parsed the recipe's own values (tensor_parallel_size 1 is its default, so it is not listed)
+    args = record["vllm"]["args"]
+    for key in ("max_num_seqs", "max_model_len", "kv_cache_dtype", "gpu_memory_utilization"):
+        assert args[key] == r.recipe.serve.args[key].value, key
+    assert "tensor_parallel_size" not in args and args["load_format"] == "dummy"
+    assert any("backend" in b.lower() for b in record["vllm"]["backends"])
+
+
+def test_the_broken_copy_run_on_the_h200_does_not_earn_it(tmp_path):
+    log = (BROKEN / "server.log").read_text()
+    assert "unrecognized arguments: --cookbook-not-a-vllm-flag 1" in log  # vLLM itself refused it
+    d = tmp_path / "recipes" / "glm52-fp8-8x-h200"
+    d.mkdir(parents=True)
+    shutil.copy(ROOT / "recipes" / "glm52-fp8-8x-h200" / "recipe.yaml", d / "recipe.yaml")
+    r = resolve(d / "recipe.yaml")
+    with pytest.raises(ValueError) as e:
+        E.write(BROKEN, r, *tools(r), {})
+    assert "never answered (refused 2)" in str(e.value) and "--cookbook-not-a-vllm-flag 1" in str(e.value)
+    assert not (d / E.FOLDER).exists()  # nothing written
+
+
+def test_the_cli_refuses_the_broken_h200_run_in_one_message():
+    before = sorted((ROOT / "recipes" / "glm52-fp8-8x-h200" / E.FOLDER).iterdir())
+    res = CliRunner().invoke(main, ["engine-check", "write", "glm52-fp8-8x-h200", str(BROKEN)])
+    assert res.exit_code == 1 and "does not earn engine-checked" in res.output and "Traceback" not in res.output
+    assert sorted((ROOT / "recipes" / "glm52-fp8-8x-h200" / E.FOLDER).iterdir()) == before
