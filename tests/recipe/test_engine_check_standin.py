@@ -207,6 +207,10 @@ def test_the_device_script_serves_the_scaled_block_and_records_a_refusal_standin
     func = script[script.index("one_case() {") : script.index("\n}\n", script.index("one_case() {")) + 3]
     cfg = f"recipes/{SLUG}/engine-check/config.json"
     env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", PYTHONPATH=str(ROOT / "src"), keep=str(keep))
+    # another server on the recipe's port (the shared CPU server here) must not pass for this one
+    busy = (
+        subprocess.run(["curl", "-sf", "-m", "5", "http://127.0.0.1:8000/health"], capture_output=True).returncode == 0
+    )
     r = subprocess.run(
         ["bash", "-c", f'{func}\nENGINE_CHECK_READY_S=30 one_case 1 {SLUG} {cfg} ""'],
         cwd=ROOT,
@@ -217,10 +221,15 @@ def test_the_device_script_serves_the_scaled_block_and_records_a_refusal_standin
     )
     run = keep / f"{SLUG}-broken"
     assert r.returncode == 0, r.stderr
-    assert (run / "rc").read_text().strip() == "refused 2"
-    assert "unrecognized arguments: --cookbook-not-a-vllm-flag" in (run / "server.log").read_text()
     launch = (run / "launch.sh").read_text()
     assert "--tensor-parallel-size 1 \\" in launch and launch.rstrip().endswith("--cookbook-not-a-vllm-flag 1")
     resolved = resolve(SLUG)
+    if busy:
+        assert (run / "rc").read_text().strip() == "port 8000 busy before launch"
+        with pytest.raises(ValueError, match=r"never answered \(port 8000 busy before launch\)"):
+            E.write(run, resolved, *tools(resolved), {})
+        return
+    assert (run / "rc").read_text().strip() == "refused 2"
+    assert "unrecognized arguments: --cookbook-not-a-vllm-flag" in (run / "server.log").read_text()
     with pytest.raises(ValueError, match=r"never answered \(refused 2\)"):
         E.write(run, resolved, *tools(resolved), {})
