@@ -6,7 +6,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 SLUG = "gemma3-270m-cpu"
-RUN = "20261201T133336Z"
+RUN = "20261205T074539Z"
 
 
 def edit_results(bundle: Path, fn) -> None:
