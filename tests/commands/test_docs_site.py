@@ -7,6 +7,7 @@ test_docs_are_up_to_date holds to the generator), built with the repository's mk
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
@@ -328,7 +329,13 @@ def test_the_make_image_line_on_every_page_is_what_the_cli_builds(site):
     from cookbook.cli import main
 
     make = subprocess.run(
-        ["make", "-n", "image", "RECIPE=gemma3-270m-cpu"], capture_output=True, text=True, cwd=ROOT
+        # as a user types it: not inside `make test`'s own make (whose MAKEFLAGS/MAKELEVEL would
+        # add "Entering directory" lines)
+        ["make", "--no-print-directory", "-n", "image", "RECIPE=gemma3-270m-cpu"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={k: v for k, v in os.environ.items() if k not in ("MAKEFLAGS", "MAKELEVEL", "MFLAGS")},
     ).stdout.splitlines()
     assert make and make[-1].split()[-2:] == ["image", "gemma3-270m-cpu"] and "cookbook" in make[-1]
     checked = 0
