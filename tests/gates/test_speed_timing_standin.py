@@ -31,12 +31,16 @@ class Timed(BaseHTTPRequestHandler):
     def log_message(self, *args):
         pass
 
-    def do_POST(self):
+    def _begin_stream(self):
+        """Read the request, then answer 200 with a chunked event stream."""
         self.rfile.read(int(self.headers.get("Content-Length", 0)))
         self.send_response(200)
         self.send_header("Content-Type", "text/event-stream")
         self.send_header("Transfer-Encoding", "chunked")
         self.end_headers()
+
+    def do_POST(self):
+        self._begin_stream()
         time.sleep(TTFT_S)
         for n in range(1, TOKENS + 1):
             if n > 1:
@@ -100,11 +104,7 @@ def test_sweep_latencies_are_the_servers_not_the_clients_standin(timed_server, t
 
 class ErrorMidStream(Timed):
     def do_POST(self):
-        self.rfile.read(int(self.headers.get("Content-Length", 0)))
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Transfer-Encoding", "chunked")
-        self.end_headers()
+        self._begin_stream()
         chunk = {"choices": [{"text": " x", "finish_reason": None}], "usage": {"completion_tokens": 1}}
         self._chunk(f"data: {json.dumps(chunk)}\n\n".encode())
         self._chunk(b'data: {"object": "error", "error": {"message": "engine died", "code": 500}}\n\n')
