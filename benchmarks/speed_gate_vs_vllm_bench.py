@@ -143,7 +143,15 @@ def main() -> None:
     ap.add_argument("--concurrencies", type=int, nargs="+", help="default: the speed gate's sweep_concurrencies")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--vllm-python", help="the python of the environment holding vllm (default: see above)")
+    ap.add_argument(
+        "--rounds",
+        type=int,
+        default=1,
+        help="passes over the levels; each pass flips which tool goes first (default 1)",
+    )
     args = ap.parse_args()
+    if args.rounds < 1:
+        sys.exit(f"error: --rounds {args.rounds}: give 1 or more")
     vllm = vllm_command(args.vllm_python)
     resolved = resolve(args.recipe)
     cfg = resolved.recipe.gates.speed
@@ -165,28 +173,30 @@ def main() -> None:
     server = local.launch(resolved, env, out)
     try:
         local.wait_ready(server, 900)
-        for k, c in enumerate(levels):
+        for r, (k, c) in ((r, kc) for r in range(args.rounds) for kc in enumerate(levels)):
             loads.append(Path("/proc/loadavg").read_text().split()[:3])
-            order = ("gate", "bench") if k % 2 == 0 else ("bench", "gate")
+            order = ("gate", "bench") if (k + r) % 2 == 0 else ("bench", "gate")
             got = {}
+            where = out / f"round-{r + 1}"  # each round's vllm bench JSON and gate transcripts kept apart
+            where.mkdir(exist_ok=True)
             for tool in order:
                 reset_prefix_cache(server.base_url)
-                local.step(f"concurrency {c}: {tool}")
+                local.step(f"round {r + 1}, concurrency {c}: {tool}")
                 if tool == "gate":
                     got["gate"] = asyncio.run(
-                        gate_level(server.base_url, model, prompts[c], c, cfg.sweep_max_tokens, out)
+                        gate_level(server.base_url, model, prompts[c], c, cfg.sweep_max_tokens, where)
                     )
                 else:
                     got["bench"] = run_vllm_bench(
-                        server.base_url, model, tokenizer, prompts[c], c, cfg.sweep_max_tokens, out, vllm
+                        server.base_url, model, tokenizer, prompts[c], c, cfg.sweep_max_tokens, where, vllm
                     )
-            rows.append({"concurrency": c, "order": list(order), **got})
+            rows.append({"round": r + 1, "concurrency": c, "order": list(order), **got})
     finally:
         server.stop()
 
     lines = [
-        "| concurrency | figure | gate | vllm bench | gate / bench | within 10% |",
-        "|---|---|---|---|---|---|",
+        "| round | concurrency | first | figure | gate | vllm bench | gate / bench | within 10% |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     worst = 0.0
     for row in rows:
@@ -197,7 +207,7 @@ def main() -> None:
             if ratio is not None:
                 worst = max(worst, abs(ratio - 1))
             lines.append(
-                f"| {row['concurrency']} | {f} | {a} | {round(b, 2) if isinstance(b, float) else b} | "
+                f"| {row['round']} | {row['concurrency']} | {row['order'][0]} | {f} | {a} | {round(b, 2) if isinstance(b, float) else b} | "
                 f"{round(ratio, 3) if ratio else None} | {'yes' if ok else 'NO'} |"
             )
     summary = {
