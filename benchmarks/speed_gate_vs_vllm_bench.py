@@ -143,6 +143,7 @@ def main() -> None:
     ap.add_argument("--concurrencies", type=int, nargs="+", help="default: the speed gate's sweep_concurrencies")
     ap.add_argument("--out", type=Path)
     ap.add_argument("--vllm-python", help="the python of the environment holding vllm (default: see above)")
+    ap.add_argument("--requests", type=int, help="requests a level (default: the speed gate's sweep_requests)")
     ap.add_argument(
         "--rounds",
         type=int,
@@ -158,7 +159,9 @@ def main() -> None:
     if cfg is None:
         sys.exit(f"error: {args.recipe} declares no speed gate")
     levels = args.concurrencies or list(cfg.sweep_concurrencies)
-    cfg = cfg.model_copy(update={"sweep_concurrencies": levels})
+    if args.requests is not None and args.requests < max(levels):
+        sys.exit(f"error: --requests {args.requests}: give at least the largest concurrency ({max(levels)})")
+    cfg = cfg.model_copy(update={"sweep_concurrencies": levels, "sweep_requests": args.requests or cfg.sweep_requests})
     out = (
         args.out
         or repo_root() / ".cache" / "bench" / f"speed-vs-vllm-bench-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
