@@ -23,6 +23,7 @@ TOLERANCE = {
     # A level's duration is recomputed from the records' end times (1 ms) and elapsed (0.1 ms).
     "sweep": (0.5, 0.02),
     "output_throughput": (0.5, 0.02),
+    "chat": (0.5, 0.02),  # the speed gate's chat workload: levels as the sweep's
     "ttft_s": (1e-3, 0.0),
 }
 

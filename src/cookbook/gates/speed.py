@@ -9,6 +9,14 @@ reaches steady decode. The figures carry vllm bench's names and formulas
 (vllm/benchmarks/serve.py calculate_metrics): output_throughput, and median / p99 of TTFT,
 TPOT, ITL and E2EL in ms. benchmarks/speed_gate_vs_vllm_bench.py runs both on one server.
 
+With `chat` set, a second workload follows the sweep at the same concurrencies and request count:
+natural questions (the built-in writing requests, or GSM8K's test questions from the data path)
+through /v1/chat/completions, sampled at the recipe's default temperature and top_p, max_tokens
+long with ignore_eos; its figures, under the same names, go to measured.chat. The greedy prose
+flatters n-gram speculation (a small base model repeats itself under greedy decoding); the chat
+workload is what a chat user sends. It is off unless the recipe asks, so bundles recorded before it
+stay valid.
+
 Token counts come from server usage, never from chunk counts. Prompts for TTFT start with a
 random prefix, so the prefix cache cannot serve them; the prefix-cache hit delta from
 /metrics is recorded as proof.
@@ -29,7 +37,7 @@ from cookbook.gates import gatedata, metrics
 from cookbook.gates.client import Stream, bounded_gather
 from cookbook.gates.context import Context
 from cookbook.gates.recorded import RecordedRun, end_time, need, sent_time, stream_of
-from cookbook.recipe.gates_spec import SpeedGate
+from cookbook.recipe.gates_spec import SpeedChat, SpeedGate
 
 FORMULAS = {
     "output_throughput": "sum of usage.completion_tokens over the level's requests / level duration "
@@ -42,6 +50,8 @@ FORMULAS = {
     "ttft_s": "client time from sending an uncached long prompt to its first token, after one untimed prompt of that length",
     "ttft_cold_s": "the same for the untimed prompt: the first prefill of that length (may include kernel compilation)",
     "prefix_cache_hits_during_ttft": "Δ vllm:prefix_cache_hits over the TTFT requests (should be ~0)",
+    "chat": "the chat workload (when the gate sets chat): the same figures and formulas per level, "
+    "from chat completions at the recipe's sampling",
 }
 PROMPTS = gatedata.HAYSTACK
 LATENCIES = ("ttft", "tpot", "itl", "e2el")
@@ -66,6 +76,43 @@ def workload_prompts(cfg: SpeedGate, nonce: str) -> dict[int, list[str]]:
             out[c].append(f"{passage}\n\n(Reader's note {nonce}-{c}-{i}.) The story goes on:")
             n += 1
     return out
+
+
+CHAT_PATH = "/v1/chat/completions"
+
+
+def chat_questions(chat: SpeedChat, data: gate_data.DataPaths | None, n: int) -> list[str]:
+    """The chat workload's question set (all of it for a built-in set, the first `n` of GSM8K's test split)."""
+    if chat.prompts == "gsm8k":
+        return [row["question"] for row in gate_data.gsm8k(data or gate_data.DataPaths(), "test", n)]
+    return gate_data.builtin_prompts(chat.prompts, len(gatedata.tasks(chat.prompts)))
+
+
+def chat_prompts(cfg: SpeedGate, data: gate_data.DataPaths | None = None) -> dict[int, list[str]]:
+    """Per sweep concurrency, `sweep_requests` questions of the chat workload: the set in a seeded
+    order, continued from level to level, so a set smaller than the sweep recurs (each request
+    samples its own answer; prompts of a few dozen tokens give the prefix cache little to save)."""
+    assert cfg.chat is not None
+    total = cfg.sweep_requests * len(cfg.sweep_concurrencies)
+    questions = chat_questions(cfg.chat, data, total)
+    order = list(range(len(questions)))
+    random.Random(cfg.seed).shuffle(order)
+    out, n = {}, 0
+    for c in cfg.sweep_concurrencies:
+        out[c] = [questions[order[(n + i) % len(order)]] for i in range(cfg.sweep_requests)]
+        n += cfg.sweep_requests
+    return out
+
+
+def chat_body(chat: SpeedChat, question: str) -> dict:
+    """One chat request of the workload: the question as the one user message, the recipe's sampling."""
+    return {
+        "messages": [{"role": "user", "content": question}],
+        "max_tokens": chat.max_tokens,
+        "temperature": chat.temperature,
+        "top_p": chat.top_p,
+        "ignore_eos": True,
+    }
 
 
 def _pct(xs: list[float], q: float) -> float | None:
@@ -104,28 +151,34 @@ def by_concurrency(rows: list[dict]) -> dict[str, float | None]:
     return {str(row["concurrency"]): row["output_throughput"] for row in rows}
 
 
-async def measure_level(ctx: Context, prompts: list[str], c: int, max_tokens: int) -> tuple[dict, list[Stream]]:
-    """One level: every prompt streamed, at most `c` in flight; (vllm bench's figures, the streams)."""
+async def _timed_level(ctx: Context, path: str, bodies: list[dict], c: int, tag: str) -> tuple[dict, list[Stream]]:
+    """Every body streamed to `path`, at most `c` in flight; (vllm bench's figures, the streams)."""
 
     # The client only times while the level runs: parsing and transcript records wait until the
     # level is over (Server.stream's `deferred`), as `vllm bench serve` keeps its work per chunk small.
     deferred: list = []
 
-    async def one(i: int, prompt: str) -> Stream:
-        return await ctx.server.stream(
-            "/v1/completions",
-            {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0.0, "ignore_eos": True},
-            tag=f"sweep{c}/{i}",
-            deferred=deferred,
-        )
+    async def one(i: int, body: dict) -> Stream:
+        return await ctx.server.stream(path, body, tag=f"{tag}{c}/{i}", deferred=deferred)
 
     t0 = time.perf_counter()
     try:
-        streams = await bounded_gather(c, [one(i, p) for i, p in enumerate(prompts)])
+        streams = await bounded_gather(c, [one(i, b) for i, b in enumerate(bodies)])
         duration = time.perf_counter() - t0
     finally:
         ctx.server.write_deferred(deferred)
     return {"concurrency": c, **level_metrics([s.parse() for s in streams], duration)}, streams
+
+
+async def measure_level(ctx: Context, prompts: list[str], c: int, max_tokens: int) -> tuple[dict, list[Stream]]:
+    """One level of the greedy prose workload: raw completions, tagged sweep<c>/<i>."""
+    bodies = [{"prompt": p, "max_tokens": max_tokens, "temperature": 0.0, "ignore_eos": True} for p in prompts]
+    return await _timed_level(ctx, "/v1/completions", bodies, c, "sweep")
+
+
+async def measure_chat_level(ctx: Context, questions: list[str], c: int, chat: SpeedChat) -> tuple[dict, list[Stream]]:
+    """One level of the chat workload: chat completions at the recipe's sampling, tagged chat<c>/<i>."""
+    return await _timed_level(ctx, CHAT_PATH, [chat_body(chat, q) for q in questions], c, "chat")
 
 
 PLOTS_HELP = "install the plots extra: .venv/bin/pip install -e '.[plots]'"
@@ -200,6 +253,8 @@ def verdict(measured: dict, items: list[dict], cfg: SpeedGate) -> list[tuple[boo
                 f"output_throughput at {c} streams {v} < {limit} (min_output_throughput_by_concurrency)",
             )
         )
+    if cfg.chat is not None:
+        checks += chat_verdict(measured.get("chat") or {}, cfg)
     ttft = measured.get("ttft_s") or {}
     checks.append(
         (
@@ -214,6 +269,53 @@ def verdict(measured: dict, items: list[dict], cfg: SpeedGate) -> list[tuple[boo
             v = ttft.get(str(n))
             checks.append((_num(v) and v <= limit, f"ttft {n} tokens {v} s > {limit} s"))
     return checks
+
+
+def chat_verdict(chat_m: dict, cfg: SpeedGate) -> list[tuple[bool, str]]:
+    """The chat workload's checks: every level measured, every request its max_tokens, the bars."""
+    chat = cfg.chat
+    assert chat is not None
+    rows = chat_m.get("sweep") or []
+    levels = [row.get("concurrency") for row in rows]
+    checks = [
+        (levels == list(cfg.sweep_concurrencies), f"chat measured at {levels}, the gate asks {cfg.sweep_concurrencies}")
+    ]
+    want = cfg.sweep_requests
+    for row in rows:
+        checks.append(
+            (
+                row.get("requests") == want and row.get("total_tokens") == want * chat.max_tokens,
+                f"chat at {row.get('concurrency')}: {row.get('total_tokens')} tokens from {row.get('requests')} "
+                f"requests, expected {want * chat.max_tokens} from {want} (ignore_eos)",
+            )
+        )
+    sampling = chat_m.get("sampling") or {}
+    checks.append(
+        (
+            sampling == chat_sampling(chat),
+            f"chat requests sampled at {sampling}, the gate asks {chat_sampling(chat)}",
+        )
+    )
+    tput = chat_m.get("output_throughput") or {}
+    for c, limit in sorted(dict(chat.min_output_throughput_by_concurrency or []).items()):
+        v = tput.get(str(c))
+        checks.append((_num(v) and v >= limit, f"chat output_throughput at {c} streams {v} < {limit}"))
+    return checks
+
+
+def chat_sampling(chat: SpeedChat) -> dict:
+    return {"temperature": chat.temperature, "top_p": chat.top_p, "max_tokens": chat.max_tokens}
+
+
+def chat_measured(chat: SpeedChat, rows: list[dict], questions: list) -> dict:
+    """measured.chat: the workload's figures under the sweep's names, with what it sent."""
+    return {
+        "prompts": chat.prompts,
+        "sampling": chat_sampling(chat),
+        "distinct_prompts": len({q for q in questions if isinstance(q, str)}),
+        "sweep": rows,
+        "output_throughput": by_concurrency(rows),
+    }
 
 
 async def run(ctx: Context, cfg: SpeedGate) -> None:
@@ -231,6 +333,17 @@ async def run(ctx: Context, cfg: SpeedGate) -> None:
             "max_ttft_2k_s": cfg.max_ttft_2k_s,
             "max_ttft_8k_s": cfg.max_ttft_8k_s,
             "sweep_max_tokens": cfg.sweep_max_tokens,
+            "chat": (
+                {
+                    **chat_sampling(cfg.chat),
+                    "min_output_throughput_by_concurrency": {
+                        str(k): v for k, v in (cfg.chat.min_output_throughput_by_concurrency or [])
+                    }
+                    or None,
+                }
+                if cfg.chat
+                else None
+            ),
         }.items()
         if v is not None
     }
@@ -248,6 +361,17 @@ async def run(ctx: Context, cfg: SpeedGate) -> None:
         r.items.append({"sweep": row})
     m["sweep"] = rows
     m["output_throughput"] = by_concurrency(rows)
+
+    # The chat workload (when the recipe asks for it): questions through the chat endpoint, sampled.
+    if cfg.chat is not None:
+        questions = chat_prompts(cfg, ctx.data)
+        chat_rows = []
+        for c in cfg.sweep_concurrencies:
+            ctx.check_fits(0, cfg.chat.max_tokens, f"chat at {c}")
+            row, _ = await measure_chat_level(ctx, questions[c], c, cfg.chat)
+            chat_rows.append(row)
+            r.items.append({"chat": row})
+        m["chat"] = chat_measured(cfg.chat, chat_rows, [q for qs in questions.values() for q in qs])
 
     # TTFT of uncached prompts, one at a time.
     rng = random.Random(cfg.seed)
@@ -324,7 +448,32 @@ def recompute(recorded: RecordedRun, cfg: SpeedGate) -> tuple[dict, None]:
         v = stream_of(rec).ttft_s
         ttft[str(n)] = round(v, 4) if v is not None else None
     m["ttft_s"] = ttft
+    if cfg.chat is not None:
+        m["chat"] = recompute_chat(recs, cfg)
     m["prefix_cache_hits_during_ttft"] = metrics.delta(
         recorded.metrics(METRICS_BEFORE), recorded.metrics(METRICS_AFTER), PREFIX_HITS
     )
     return m, None
+
+
+def recompute_chat(recs: dict, cfg: SpeedGate) -> dict:
+    """measured.chat again from the chat<c>/<i> records: each must be a chat request at the gate's
+    sampling and length; the levels' figures from their chunks, as the sweep's."""
+    chat = cfg.chat
+    assert chat is not None
+    rows, questions = [], []
+    for c in cfg.sweep_concurrencies:
+        level = [rec for tag, rec in recs.items() if tag.startswith(f"chat{c}/")]
+        for rec in level:
+            req = rec["request"]
+            msgs = req.get("messages")
+            if rec.get("path") != CHAT_PATH or not isinstance(msgs, list) or len(msgs) != 1:
+                raise ValueError(f"request {rec['tag']!r} is not one user message to {CHAT_PATH}")
+            got = {k: req.get(k) for k in ("temperature", "top_p", "max_tokens")}
+            if got != chat_sampling(chat):
+                raise ValueError(f"request {rec['tag']!r} was sent with {got}, the gate asks {chat_sampling(chat)}")
+            questions.append((msgs[0] or {}).get("content") if isinstance(msgs[0], dict) else None)
+        streams = [stream_of(rec) for rec in level]
+        duration = max(end_time(rec) for rec in level) - min(sent_time(rec) for rec in level) if level else 0.0
+        rows.append({"concurrency": c, **level_metrics(streams, duration)})
+    return chat_measured(chat, rows, questions)

@@ -306,6 +306,47 @@ class GreedyGate(GateBase):
     repeats: int = Field(2, ge=2, description="Runs per prompt that must agree.")
 
 
+CHAT_PROMPT_SETS = ("gsm8k",)  # chat workload question sets read from the data path (besides BUILTIN_PROMPTS)
+
+
+class SpeedChat(BaseModel):
+    """The speed gate's second workload: natural questions through /v1/chat/completions, sampled at
+    the recipe's own default sampling, at the sweep's concurrencies and request count. The greedy
+    prose workload flatters n-gram speculation (a small base model repeats itself under greedy
+    decoding, and the drafts come from that repetition); this one measures a chat user's load."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    prompts: str = Field(
+        "builtin:cookbook-tasks",
+        description="The questions: builtin:cookbook-tasks (the 24 built-in writing requests, shipped with the "
+        "cookbook) or gsm8k (GSM8K's test questions from the data path, zero-shot, no few-shot examples). "
+        "Each request is one user message; a set smaller than the sweep recurs in a seeded order.",
+    )
+    temperature: float = Field(
+        0.8, ge=0.0, le=2.0, description="The recipe's default sampling temperature, sent with every request."
+    )
+    top_p: float = Field(0.95, gt=0.0, le=1.0, description="The recipe's default top_p, sent with every request.")
+    max_tokens: int = Field(
+        128, ge=8, description="Completion tokens per request (ignore_eos, so every server does the same work)."
+    )
+    min_output_throughput_by_concurrency: list[tuple[int, float]] | None = Field(
+        None,
+        description="[concurrency, minimum output_throughput tok/s] pairs for the chat workload, each "
+        "concurrency one of the gate's sweep_concurrencies.",
+    )
+
+    @model_validator(mode="after")
+    def _known_prompts(self):
+        if self.prompts not in BUILTIN_PROMPTS and self.prompts not in CHAT_PROMPT_SETS:
+            raise ValueError(
+                f"chat prompts {self.prompts!r}: one of {sorted(BUILTIN_PROMPTS) + list(CHAT_PROMPT_SETS)}"
+            )
+        if any(v <= 0 for _, v in self.min_output_throughput_by_concurrency or []):
+            raise ValueError("chat min_output_throughput_by_concurrency values must be above 0")
+        return self
+
+
 class SpeedGate(GateBase):
     """A serving benchmark in `vllm bench serve`'s terms: at each sweep concurrency, sweep_requests
     streamed completions of natural, varied prompts (passages of the built-in prose, each with a
@@ -354,6 +395,12 @@ class SpeedGate(GateBase):
     passage_sentences: int = Field(
         8, ge=1, description="Sentences of the built-in prose in each prompt's passage (before its unique suffix)."
     )
+    chat: SpeedChat | None = Field(
+        None,
+        description="The chat workload, measured after the greedy sweep at the same concurrencies and request "
+        "count, its figures under measured.chat with the sweep's names. Off unless set: a recipe verified "
+        "before it existed stays valid.",
+    )
 
     @model_validator(mode="after")
     def _ttft_lengths(self):
@@ -370,6 +417,15 @@ class SpeedGate(GateBase):
             raise ValueError(f"min_output_throughput_by_concurrency names {extra}, not in sweep_concurrencies")
         if any(v <= 0 for v in bars.values()):
             raise ValueError("min_output_throughput_by_concurrency values must be above 0")
+        chat_extra = (
+            sorted(set(dict(self.chat.min_output_throughput_by_concurrency or [])) - set(self.sweep_concurrencies))
+            if self.chat
+            else []
+        )
+        if chat_extra:
+            raise ValueError(
+                f"chat.min_output_throughput_by_concurrency names {chat_extra}, not in sweep_concurrencies"
+            )
         return self
 
 
