@@ -49,7 +49,10 @@ def test_gemma_kv_geometry_comes_from_the_gguf_header(gemma_gguf):
     # 5 of every 6 layers slide (google/gemma-3-270m layer_types); BF16 K and V, one head of 256.
     assert parts["attention (sliding window)"]["layers"] == 15 and parts["attention (sliding window)"]["window"] == 512
     assert parts["attention (full)"]["layers"] == 3
-    assert out["kv"]["bytes_per_token"] == layers * 2 * kv_heads * head_dim * 2 == 18432
+    # every token adds the 3 full layers' K/V; the 15 sliding layers are charged once a sequence
+    per_layer = 2 * kv_heads * head_dim * 2
+    assert out["kv"]["bytes_per_token"] == 3 * per_layer == 3072
+    assert parts["attention (sliding window)"]["bytes_per_token"] == 15 * per_layer
 
 
 def test_h200_kv_pool_prediction_for_the_lead(gemma_gguf):
@@ -72,7 +75,7 @@ def test_h200_kv_pool_prediction_for_the_lead(gemma_gguf):
         m["vllm_pool_bytes"] == m["requested_bytes"] - m["weights_bytes"] - m["activation_bytes"] - m["non_torch_bytes"]
     )
     assert 120 * 2**30 < m["vllm_pool_bytes"] < 0.9 * H200_MIB * 2**20
-    assert m["pool_tokens"] == int(m["pool_bytes"] // 18432)
+    assert m["pool_tokens"] == int(m["pool_bytes"] // out["kv"]["vllm_bytes_per_token"])
 
 
 def test_mla_latent_is_the_same_on_every_tp_rank_and_gqa_shards():
@@ -297,6 +300,22 @@ def test_the_h200_plan_from_the_packaged_gguf_is_within_10pct_of_vllms_pool(gemm
     """The H200 recipe carries no geometry of its own (its verified hash predates the plan), so the
     plan reads it from the GGUF it serves; the pool it predicts is what vLLM reported on the H200."""
     r, out = plan_json("gemma3-270m-h200", "--checkpoint", str(gemma_gguf))
-    assert out["kv"]["bytes_per_token"] == 18432
+    assert out["kv"]["bytes_per_token"] == 3072  # the 3 full layers; the 15 sliding ones once a sequence
     pool_gib = out["memory"]["pool_bytes"] / 2**30
     assert abs(pool_gib - VLLM_H200_KV_GIB) / VLLM_H200_KV_GIB < 0.10
+
+
+# The same start's "GPU KV cache size: 8,148,422 tokens" (vllm:cache_config_info kv_cache_max_concurrency
+# 795.74 at max_model_len 10,240). vLLM 0.26.0 reserves each sliding layer's 512-token window plus the
+# 8,192 tokens in flight (ngram speculation turns async scheduling off) in 16-token blocks, + 1 block:
+# 3 x 10,240 x 1,024 + 15 x 545 x 16 x 1,024 bytes a sequence = 16,152 B a token as its log counts.
+VLLM_H200_KV_TOKENS = 8_148_422
+
+
+def test_the_h200_plan_charges_sliding_windows_per_sequence_as_vllm_does(gemma_gguf):
+    r, out = plan_json("gemma3-270m-h200", "--checkpoint", str(gemma_gguf))
+    assert out["kv"]["vllm_bytes_per_token"] == (3 * 10240 * 1024 + 15 * 545 * 16 * 1024) / 10240 == 16152
+    assert out["memory"]["pool_tokens"] == int(out["memory"]["pool_bytes"] // 16152)
+    # vLLM's own token count from its own pool: exact; the plan's pool is 1.5% over vLLM's
+    assert int(VLLM_H200_KV_GIB * 2**30 / 16152) == pytest.approx(VLLM_H200_KV_TOKENS, rel=1e-4)
+    assert abs(out["memory"]["pool_tokens"] - VLLM_H200_KV_TOKENS) / VLLM_H200_KV_TOKENS < 0.05

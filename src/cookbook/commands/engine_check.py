@@ -11,14 +11,16 @@ from cookbook.commands.engine_status import tools
 from cookbook.commands.recipes import resolve_or_refuse
 from cookbook.errors import BAD_INPUT, FAILED, CookbookError
 
+EXPLAINABLE = ("kv_bytes_per_token", "pool_gib", "pool_tokens", "max_concurrency")
+
 
 def _explanations(pairs: tuple[str, ...]) -> dict[str, str]:
     out = {}
     for p in pairs:
         key, sep, text = p.partition("=")
-        if not sep or key not in ("kv_bytes_per_token", "pool_gib", "pool_tokens") or not text.strip():
+        if not sep or key not in EXPLAINABLE or not text.strip():
             raise CookbookError(
-                f"--explain {p!r}: expected KEY=TEXT with KEY one of kv_bytes_per_token, pool_gib, pool_tokens",
+                f"--explain {p!r}: expected KEY=TEXT with KEY one of {', '.join(EXPLAINABLE)}",
                 help="e.g. --explain pool_gib='vLLM reserves ...'",
                 exit_code=BAD_INPUT,
             )
@@ -38,7 +40,9 @@ def engine_check():
 @click.option("--explain", multiple=True, help="KEY=TEXT: why a figure is more than 5% off the plan's.")
 def write_cmd(slug, run_dir, explain):
     """Write recipes/SLUG/evidence/engine-check/<stamp>/ from a run folder of
-    scripts/offline-gpu/engine-check; refused (exit 1, nothing written) when the run does not earn it."""
+    scripts/offline-gpu/engine-check; refused (exit 1, nothing written) when the run does not earn it.
+    RUN_DIR may be an existing bundle: its run files are planned again (vLLM's figures as that run
+    measured them, the plan's recomputed), and the new bundle records which one it came from."""
     from cookbook.evidence.engine_check import write
 
     resolved = resolve_or_refuse(slug, None, (), f"cannot engine-check {slug}")

@@ -4,7 +4,8 @@ What it proves: the pinned engine accepts the recipe's exact launch block (only 
 scaled to one GPU), builds the model's architecture from an architecture-faithful checkpoint (the
 model's own widths, expert counts, attention type and quant format; fewer layers; random weights),
 answers requests, and allocates a KV pool that `cookbook plan` predicts within 5% (KV bytes per
-token and the pool) for that geometry, or the bundle explains the difference. What it does not
+token as vLLM logs them, the pool, its token count, and vLLM's "Maximum concurrency" where the log
+gives it) for that geometry, or the bundle explains the difference. What it does not
 prove: output quality (the weights are random), full-depth speed, multi-GPU communication (one GPU).
 
 The run (scripts/offline-gpu/engine-check, on the device) leaves a folder per recipe: launch.sh
@@ -12,6 +13,9 @@ The run (scripts/offline-gpu/engine-check, on the device) leaves a folder per re
 responses.json and rc. `cookbook engine-check write SLUG RUN_DIR` copies them into
 recipes/<slug>/evidence/engine-check/<stamp>/ with engine-check.json (the figures, the plan's
 figures, the recipe's content hash) and manifest.json, only when check() finds nothing wrong.
+`write` also takes an existing bundle in place of a run folder: its run files are planned again
+(vLLM's figures unchanged, the plan's recomputed) and the new record says so (`rederived_from`);
+the launch block must still be the recipe's, so a recipe whose block changed stays stale.
 
 The status is re-derived from the newest such bundle every time (no block in recipe.yaml):
     engine-checked           the bundle's recipe hash is the recipe's, and check() passes
@@ -63,6 +67,7 @@ def _read(path: Path, limit: int = MAX_LOG_BYTES) -> str:
 def parse_server_log(text: str) -> dict:
     """What vLLM said it did: its parsed non-default args, the backends it chose, the KV pool."""
     out: dict = {"args": None, "backends": [], "available_kv_gib": None, "kv_tokens": None, "model_load_gib": None}
+    concurrency = None
     for raw in text.splitlines():
         line = _PREFIX.sub("", raw.strip())
         if "non-default args:" in line and out["args"] is None:
@@ -79,8 +84,12 @@ def parse_server_log(text: str) -> dict:
             out["kv_tokens"] = int(m.group(1).replace(",", ""))
         if m := re.search(r"Model loading took ([\d.]+) GiB", line):
             out["model_load_gib"] = float(m.group(1))
+        if m := re.search(r"Maximum concurrency for [\d,]+ tokens per request: ([\d.]+)x", line):
+            concurrency = float(m.group(1))
     if out["available_kv_gib"] and out["kv_tokens"]:
         out["kv_bytes_per_token"] = round(out["available_kv_gib"] * 2**30 / out["kv_tokens"], 1)
+    if concurrency is not None:  # vLLM 0.26 logs it; a log without it keeps the record as it was
+        out["max_concurrency"] = concurrency
     return out
 
 
@@ -189,20 +198,26 @@ def figures(
         return {}, [*reasons, f"config.json's geometry cannot be read ({e})"]
     plan = plan_fn([*sets, *geometry, f"model.source.size_gib={log.get('model_load_gib') or 0}"])
     planned = {
-        "kv_bytes_per_token": plan.kv.bytes_per_token,
+        # KV bytes per token as vLLM's log gives them: its pool over its token count at max_model_len
+        "kv_bytes_per_token": round(plan.vllm_kv_bytes_per_token, 1),
         "pool_gib": round(plan.vllm_pool_bytes / 2**30, 2),
         "pool_tokens": plan.pool_tokens,
+        # full max_model_len sequences the pool holds, by the formula of vLLM's "Maximum concurrency"
+        "max_concurrency": round(plan.logged_seqs_at_ctx, 2),
     }
     engine = {k: log.get(k) for k in ("kv_bytes_per_token", "available_kv_gib", "kv_tokens")}
+    if "max_concurrency" in log:
+        engine["max_concurrency"] = log["max_concurrency"]
     pairs = (
         ("kv_bytes_per_token", "kv_bytes_per_token"),
         ("pool_gib", "available_kv_gib"),
         ("pool_tokens", "kv_tokens"),
+        ("max_concurrency", "max_concurrency"),
     )
     comparison = {}
     for mine, theirs in pairs:
         if engine.get(theirs) is None:
-            if rc.startswith("ready"):
+            if rc.startswith("ready") and theirs != "max_concurrency":
                 reasons.append(f"server.log does not say vLLM's {theirs}")
             continue
         off = round(_off(planned[mine], engine[theirs]), 4)
@@ -224,6 +239,7 @@ def figures(
         "vllm": {"args": log["args"], "backends": log["backends"], "model_load_gib": log["model_load_gib"], **engine},
         "cache_config_info": parse_metrics(metrics),
         "comparison": comparison,
+        "sequences": _sequences(plan, parse_metrics(metrics)),
         "explanations": dict(sorted(explanations.items())),
         "proves": "the engine accepts the flags, builds the architecture and fits the plan on this GPU kind",
         "does_not_prove": "quality, full-depth speed, multi-GPU communication",
@@ -231,18 +247,60 @@ def figures(
     return record, reasons
 
 
+def _sequences(plan, cache_info: dict) -> dict:
+    """Full max_model_len sequences the pool holds, each figure beside its source (informational: the
+    tolerance applies to `comparison`)."""
+    out = {
+        "plan_full_length_seqs": plan.max_seqs_at_ctx,
+        "plan_seq_gib": round(plan.seq_bytes_at_ctx / 2**30, 4),
+    }
+    try:
+        out["vllm_scheduler_max_concurrency"] = round(float(cache_info["kv_cache_max_concurrency"]), 2)
+    except (KeyError, ValueError):
+        pass
+    return out
+
+
 def bundles(resolved) -> list[Path]:
     folder = resolved.path.parent / FOLDER
     return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")) if folder.is_dir() else []
 
 
+def is_bundle(folder: Path) -> bool:
+    """A folder `write` made (its record and manifest beside the run files), not a raw run folder."""
+    return (folder / RECORD).is_file() and (folder / MANIFEST).is_file()
+
+
 def write(
     run: Path, resolved, plan_fn: Plan, block_fn: Block, explanations: dict[str, str], stamp: str | None = None
 ) -> Path:
-    """The bundle, written only when figures() finds nothing wrong; raises ValueError with every reason."""
+    """The bundle, written only when figures() finds nothing wrong; raises ValueError with every reason.
+
+    `run` may be an existing bundle: its run files (untouched, by its manifest) are planned again, so
+    vLLM's figures stay what that run measured and only the plan's side is recomputed; the new
+    record says which bundle and run it came from (`rederived_from`)."""
+    rederived = None
+    if is_bundle(run):
+        problems = check_manifest(run)
+        try:
+            old = json.loads(_read(run / RECORD, 1 << 20))
+        except (ValueError, OSError) as e:
+            problems.append(f"{RECORD} cannot be read ({e})")
+            old = {}
+        if problems:
+            raise ValueError("the bundle's files are not the ones it recorded: " + "; ".join(problems))
+        rederived = {
+            "bundle": run.name,
+            "run_date": old.get("date"),
+            "recipe_hash_then": old.get("recipe_hash"),
+            "note": "vLLM's figures are the ones that run measured (its server.log and metrics.prom, copied "
+            "unchanged); only the plan's side was computed again, by the cookbook of this bundle's date",
+        }
     record, reasons = figures(run, resolved, plan_fn, block_fn, explanations)
     if reasons:
         raise ValueError("; ".join(reasons))
+    if rederived:
+        record["rederived_from"] = rederived
     dest = resolved.path.parent / FOLDER / (stamp or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
     with atomic_dir(dest) as tmp:
         for f in RUN_FILES:
@@ -272,7 +330,7 @@ def status(resolved, plan_fn: Plan, block_fn: Block) -> tuple[str | None, list[s
     if reasons:
         return REFUSED, reasons
     again, reasons = figures(bundle, resolved, plan_fn, block_fn, record.get("explanations") or {})
-    for key in ("vllm", "comparison", "rc", "answered_choices", "checkpoint"):
+    for key in ("vllm", "comparison", "sequences", "rc", "answered_choices", "checkpoint"):
         if again.get(key) != record.get(key):
             reasons.append(f"{RECORD}'s {key} is not what the bundle's files give")
     return (REFUSED, reasons) if reasons else (ENGINE_CHECKED, [])

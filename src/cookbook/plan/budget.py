@@ -21,7 +21,38 @@ MIB = 2**20
 # 160 MiB of cuBLAS workspace; rounded up for the other libraries a server loads.
 NON_TORCH_BYTES = 256 * MIB
 NCCL_BYTES = 768 * MIB  # NCCL and custom all-reduce buffers when TP > 1
-CUDA_GRAPH_BYTES = 1 * GIB  # graphs are captured after the pool is allocated: out of the headroom
+# CUDA graphs. vLLM 0.21+ captures them in a profiling pass and takes its estimate out of the
+# budget before sizing the pool ("CUDA graph memory profiling is enabled (default since v0.21.0)",
+# v1/worker/gpu_model_runner.py profile_cudagraph_memory and gpu_worker.py in 0.26.0; off with
+# VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0); older engines and forks capture them after the pool,
+# out of the headroom. The figure is not modelled: vLLM 0.26.0 estimated 0.74-0.75 GiB for
+# DeepSeek-V4-Flash at 8 layers and 4.39 GiB for GLM-5.2 at 8 layers with MTP drafting 5 tokens on
+# this project's H200 (recipes/*/evidence/engine-check/, server.log "Estimated CUDA graph memory").
+CUDA_GRAPH_BYTES = 1 * GIB
+GRAPHS_BEFORE_POOL_SINCE = (0, 21)
+# Stock vLLM releases whose source the KV model below was checked against: DeepSeek-V4's grouped
+# layout (plan/dsv4_layout.py) and fp8_ds_mla for sparse MLA on Hopper (vLLM 0.26.0,
+# model_executor/layers/attention/mla_attention.py `_canonicalize_sparse_mla_kv_cache_dtype`:
+# FLASHMLA_SPARSE turns any quantized KV dtype into fp8_ds_mla).
+VLLM_LAYOUT_SINCE = (0, 26)
+# Async scheduling keeps two batches in flight (config/vllm.py max_concurrent_batches, 0.26.0); it is
+# on by default unless speculative decoding uses a method outside these (VllmConfig.__post_init__).
+ASYNC_SPEC_METHODS = (
+    "eagle",
+    "eagle3",
+    "extract_hidden_states",
+    "mtp",
+    "deepseek_mtp",
+    "glm4_moe_mtp",
+    "ernie_mtp",
+    "qwen3_next_mtp",
+    "mimo_mtp",
+    "longcat_flash_mtp",
+    "pangu_ultra_moe_mtp",
+    "dflash",
+    "ngram_gpu",
+    "dspark",
+)
 EXPLICIT_MARGIN = 0.02  # of device memory, left free when the plan sets --kv-cache-memory-bytes
 SAMPLER_COPIES = 3  # fp32 logits, their softmax, and a sort buffer in the dummy sampler run
 DEFAULT_INDEXER_LOGITS_MB = 512  # VLLM_SPARSE_INDEXER_MAX_LOGITS_MB's default
@@ -52,6 +83,20 @@ class Setup:
     indexer_logits_mb: int
     moe_chunk: int | None  # VLLM_MOE_CHUNK: tokens per MoE call (vllm-gaudi)
     enforce_eager: bool
+    engine: str = "vllm"  # image.engine.package
+    engine_version: tuple[int, ...] | None = None  # image.engine.version, when pinned
+    block_size: int | None = None  # serve.args.block_size
+    async_scheduling: bool = False  # two batches in flight (the sliding windows' reserve doubles)
+    graphs_before_pool: bool = False  # vLLM 0.21+: the CUDA-graph estimate is taken before the pool
+
+    @property
+    def stock_vllm_layout(self) -> bool:
+        """Stock vLLM at or after the release the KV layout model was checked against."""
+        return self.engine == "vllm" and self.engine_version is not None and self.engine_version >= VLLM_LAYOUT_SINCE
+
+    @property
+    def in_flight_tokens(self) -> int:
+        return self.max_num_batched_tokens * (2 if self.async_scheduling else 1)
 
 
 @dataclass
@@ -72,12 +117,18 @@ class Plan:
     vllm_pool_bytes: int  # what vLLM's own sizing gives
     pool_bytes: int  # the pool the plan counts on (explicit, or vLLM's less what it does not see)
     pool_tokens: int  # the token count vLLM logs for the pool (every layer counted per token)
-    seq_bytes_at_ctx: float
+    seq_bytes_at_ctx: float  # what one full-length sequence holds in the pool
     max_seqs_at_ctx: int
     max_ctx_at_seqs: int
     refusals: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     assumptions: list[str] = field(default_factory=list)
+    logged_seqs_at_ctx: float = 0.0  # vLLM's "Maximum concurrency" log figure for the pool
+
+    @property
+    def vllm_kv_bytes_per_token(self) -> float:
+        """KV bytes per token as vLLM's log gives them: its pool over "GPU KV cache size"."""
+        return self.kv.vllm_bytes_per_token(self.setup.max_model_len)
 
     @property
     def fits(self) -> bool:
@@ -149,6 +200,25 @@ def split_gpus(resolved, gpus: int | None = None) -> tuple[int, int]:
     return tp, dp
 
 
+def _version(text) -> tuple[int, ...] | None:
+    parts = []
+    for piece in str(text or "").split("."):
+        digits = "".join(c for c in piece if c.isdigit()) if piece[:1].isdigit() else ""
+        if not digits:
+            break
+        parts.append(int(digits))
+    return tuple(parts) or None
+
+
+def _async_scheduling(resolved, spec: dict | None) -> bool:
+    """vLLM's default: on, unless speculative decoding uses a method it cannot overlap."""
+    explicit = _arg(resolved, "async_scheduling")
+    if isinstance(explicit, bool):
+        return explicit
+    method = (spec or {}).get("method")
+    return method is None or method in ASYNC_SPEC_METHODS
+
+
 def setup_for(resolved, *, gpus=None, ctx=None, seqs=None, platform=None, device_mib=None) -> Setup:
     r = resolved.recipe
     plat_id = platform or r.hardware.platform
@@ -172,6 +242,19 @@ def setup_for(resolved, *, gpus=None, ctx=None, seqs=None, platform=None, device
     big = device_bytes >= 70 * GIB
     env = {k: str(v.value) for k, v in r.env.items()}
     graph_frac = _env_number(r.env, "VLLM_GRAPH_RESERVED_MEM", None) if plat.id == "gaudi2" else None
+    spec = _mapping(_arg(resolved, "speculative_config"), "speculative_config")
+    engine = r.image.engine.package if r.image and r.image.engine else "vllm"
+    version = _version(r.image.engine.version) if r.image and r.image.engine else None
+    eager = bool(_arg(resolved, "enforce_eager", False))
+    graphs_first = (
+        engine == "vllm"
+        and version is not None
+        and version >= GRAPHS_BEFORE_POOL_SINCE
+        and plat.id not in ("cpu", "gaudi2")
+        and not eager
+        and env.get("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", "1") != "0"
+    )
+    block = _arg(resolved, "block_size")
     return Setup(
         platform=plat.id,
         device_bytes=device_bytes,
@@ -187,13 +270,18 @@ def setup_for(resolved, *, gpus=None, ctx=None, seqs=None, platform=None, device
         gpu_memory_utilization=float(_arg(resolved, "gpu_memory_utilization", 0.9)),
         kv_cache_dtype=str(_arg(resolved, "kv_cache_dtype", "auto")),
         model_dtype=_arg(resolved, "dtype"),
-        speculative=_mapping(_arg(resolved, "speculative_config"), "speculative_config"),
+        speculative=spec,
         explicit_kv_bytes=_arg(resolved, "kv_cache_memory_bytes"),
         plan_sets_kv_bytes=bool(r.plan and r.plan.explicit_kv_bytes),
         graph_reserved_fraction=float(graph_frac) if graph_frac else None,
         indexer_logits_mb=int(_env_number(r.env, "VLLM_SPARSE_INDEXER_MAX_LOGITS_MB", DEFAULT_INDEXER_LOGITS_MB)),
         moe_chunk=int(env["VLLM_MOE_CHUNK"]) if env.get("VLLM_MOE_CHUNK", "").isdigit() else None,
-        enforce_eager=bool(_arg(resolved, "enforce_eager", False)),
+        enforce_eager=eager,
+        engine=engine,
+        engine_version=version,
+        block_size=int(block) if isinstance(block, int) and not isinstance(block, bool) else None,
+        async_scheduling=_async_scheduling(resolved, spec),
+        graphs_before_pool=graphs_first,
     )
 
 
@@ -313,6 +401,10 @@ def make_plan(resolved, *, gpus=None, ctx=None, seqs=None, checkpoint=None, plat
             spec=s.speculative,
             # vllm-gaudi allocates the DSA indexer-key buffers after its memory profiling (seed 002)
             indexer_in_pool=s.platform != "gaudi2",
+            sparse_fp8_ds_mla=s.stock_vllm_layout and platforms.CATALOGUE[s.platform].arch == "sm90",
+            vllm_dsv4_layout=s.stock_vllm_layout,
+            block_size=s.block_size,
+            in_flight_tokens=s.in_flight_tokens,
         )
     except ValueError as e:
         raise CookbookError(
@@ -331,7 +423,7 @@ def make_plan(resolved, *, gpus=None, ctx=None, seqs=None, checkpoint=None, plat
     refusals, warnings, assumptions = [], [], []
 
     def _base_pool() -> int:
-        base = requested - weights_bytes - act - non_torch
+        base = requested - weights_bytes - act - non_torch - (graphs if s.graphs_before_pool else 0)
         if s.graph_reserved_fraction is not None:
             base = int(base * (1 - s.graph_reserved_fraction))
         return base
@@ -369,11 +461,13 @@ def make_plan(resolved, *, gpus=None, ctx=None, seqs=None, checkpoint=None, plat
             f"one sequence of {s.max_model_len:,} tokens needs {_g(need_one)} of KV per GPU; the pool is {_g(pool)}"
         )
     headroom = s.device_bytes - requested
-    if not s.explicit_kv_bytes and not s.plan_sets_kv_bytes and s.platform != "cpu" and ws + graphs > headroom:
+    late_graphs = 0 if s.graphs_before_pool else graphs
+    if not s.explicit_kv_bytes and not s.plan_sets_kv_bytes and s.platform != "cpu" and ws + late_graphs > headroom:
         warnings.append(
-            f"the workspaces that grow with max_model_len ({_g(ws)}) and CUDA graphs ({_g(graphs)}) are allocated "
-            f"after vLLM sizes the pool; the headroom left by gpu_memory_utilization {s.gpu_memory_utilization:g} "
-            f"is {_g(headroom)}: expect an out-of-memory error mid-run"
+            f"the workspaces that grow with max_model_len ({_g(ws)})"
+            + (f" and CUDA graphs ({_g(graphs)})" if late_graphs else "")
+            + " are allocated after vLLM sizes the pool; the headroom left by gpu_memory_utilization "
+            f"{s.gpu_memory_utilization:g} is {_g(headroom)}: expect an out-of-memory error mid-run"
         )
     if s.explicit_kv_bytes and s.platform != "cpu":
         total = weights_bytes + act + non_torch + ws + graphs + int(s.explicit_kv_bytes)
@@ -382,9 +476,11 @@ def make_plan(resolved, *, gpus=None, ctx=None, seqs=None, checkpoint=None, plat
                 f"--kv-cache-memory-bytes {int(s.explicit_kv_bytes):,} with the weights, reserves and workspaces "
                 f"needs {_g(total)} per GPU; the device has {_g(s.device_bytes)}"
             )
-    per_token = kv.bytes_per_token
+    per_token = kv.vllm_bytes_per_token(s.max_model_len)
     pool_tokens = int(pool // per_token) if per_token else 0
     max_seqs = int(pool // need_one) if need_one else 0
+    logged_one = kv.logged_bytes_for_sequence(s.max_model_len)
+    logged_seqs = pool / logged_one if logged_one else 0.0
     max_ctx = _largest_ctx(kv, pool_at, s.max_num_seqs, geom.arch.native_context_tokens or s.max_model_len)
     if not refusals and kv.parts and max_seqs < 1:  # nothing fits: never a plan that exits 0
         refusals.append(f"not one sequence of {s.max_model_len:,} tokens fits the KV pool of {_g(pool)}")
@@ -394,8 +490,28 @@ def make_plan(resolved, *, gpus=None, ctx=None, seqs=None, checkpoint=None, plat
         f"plus the dummy sampler run over min(max_num_seqs, batched tokens) rows of fp32 logits x{SAMPLER_COPIES}",
         f"non-torch memory {_g(non_torch)}" + (" (NCCL buffers included)" if s.tp > 1 else ""),
     ]
-    if graphs:
+    if graphs and s.graphs_before_pool:
+        assumptions.append(
+            f"CUDA graphs {_g(graphs)}, vLLM's estimate taken before the pool (vLLM 0.21+; not modelled: "
+            "vLLM 0.26.0 estimated 0.75 GiB for DeepSeek-V4-Flash at 8 layers, 4.39 GiB for GLM-5.2 with MTP)"
+        )
+    elif graphs:
         assumptions.append(f"CUDA graphs {_g(graphs)}, captured after the pool: out of the headroom")
+    if kv.layout is not None:
+        lay = kv.layout
+        assumptions.append(
+            f"DeepSeek-V4 in vLLM 0.26's layout (plan/dsv4_layout.py): {len(lay.groups)} KV-cache groups padded to "
+            f"{lay.num_layer_tuples} layer tuples of {lay.layer_tuple_bytes:,} B, blocks of {lay.block_bytes:,} B; a "
+            "sequence is charged vLLM's worst case (_max_memory_usage_bytes_from_groups: whole blocks, the sliding "
+            "groups' pages for the tokens in flight), more than its 'Maximum concurrency' log line charges"
+        )
+    if any(p.window for p in kv.parts):
+        assumptions.append(
+            f"sliding windows reserved per sequence with {s.in_flight_tokens:,} tokens in flight "
+            f"(max_num_batched_tokens x {2 if s.async_scheduling else 1}"
+            + (", async scheduling" if s.async_scheduling else "")
+            + ")"
+        )
     if s.graph_reserved_fraction is not None:
         assumptions.append(
             f"Gaudi: VLLM_GRAPH_RESERVED_MEM={s.graph_reserved_fraction:g} of the memory left after the weights "
@@ -423,6 +539,7 @@ def make_plan(resolved, *, gpus=None, ctx=None, seqs=None, checkpoint=None, plat
         seq_bytes_at_ctx=need_one,
         max_seqs_at_ctx=max_seqs,
         max_ctx_at_seqs=max_ctx,
+        logged_seqs_at_ctx=logged_seqs,
         refusals=refusals,
         warnings=warnings + weights.notes + kv.notes,
         assumptions=assumptions,

@@ -113,6 +113,7 @@ def as_json(p: Plan) -> dict:
         },
         "kv": {
             "bytes_per_token": p.kv.bytes_per_token,
+            "vllm_bytes_per_token": p.vllm_kv_bytes_per_token,
             "per_sequence_fixed_bytes": p.kv.per_seq_fixed_bytes,
             "parts": [
                 {
@@ -143,6 +144,7 @@ def as_json(p: Plan) -> dict:
             "seq_bytes_at_ctx": p.seq_bytes_at_ctx,
             "max_seqs_at_ctx": p.max_seqs_at_ctx,
             "max_ctx_at_seqs": p.max_ctx_at_seqs,
+            "vllm_logged_seqs_at_ctx": round(p.logged_seqs_at_ctx, 2),
         },
         "refusals": p.refusals,
         "warnings": p.warnings,
@@ -179,10 +181,16 @@ def as_text(p: Plan) -> str:
     lines.append("KV per token per GPU:")
     for k in p.kv.parts:
         said = [k.note] if k.note else []
-        said += [f"at most {k.window:,} tokens per sequence"] if k.window else []
+        said += [f"a {k.window:,}-token window + the tokens in flight, once a sequence"] if k.window else []
         note = f" ({', '.join(said)})" if said else ""
         lines.append(f"  {k.name:<28}{k.bytes_per_token:>12,.0f} B  {k.layers} layers{note}")
-    lines += [f"  {'total':<28}{p.kv.bytes_per_token:>12,.0f} B", ""]
+    lines.append(f"  {'total, every token':<28}{p.kv.bytes_per_token:>12,.0f} B")
+    if p.kv.parts and abs(p.vllm_kv_bytes_per_token - p.kv.bytes_per_token) >= 0.5:
+        lines.append(
+            f"  {'as vLLM logs it':<28}{p.vllm_kv_bytes_per_token:>12,.1f} B  (its pool over its token count at "
+            f"max_model_len {s.max_model_len:,}: windows charged once a sequence)"
+        )
+    lines.append("")
     how = (
         "explicit"
         if s.explicit_kv_bytes or s.plan_sets_kv_bytes
@@ -199,7 +207,8 @@ def as_text(p: Plan) -> str:
         f"  activation peak (profiled)   {_g(p.activation_bytes)}",
         f"  non-torch memory             {_g(p.non_torch_bytes)}",
         f"  workspaces at max_model_len  {_g(p.workspace_bytes)}  (not seen by vLLM's profile run)",
-        f"  CUDA graphs                  {_g(p.graph_bytes)}",
+        f"  CUDA graphs                  {_g(p.graph_bytes)}"
+        + ("  (taken before the pool)" if p.graph_bytes and s.graphs_before_pool else ""),
         f"  {'KV pool (' + how + ')':<29}{_g(p.pool_bytes)}  = {p.pool_tokens:,} tokens as vLLM counts them",
         *(
             [f"  (gpu_memory_utilization alone {_g(p.vllm_pool_bytes)})"]
@@ -212,7 +221,13 @@ def as_text(p: Plan) -> str:
     if p.kv.parts:
         lines += [
             f"one sequence of {s.max_model_len:,} tokens: {p.seq_bytes_at_ctx / GIB:,.2f} GiB of KV; "
-            f"{p.max_seqs_at_ctx} fit at once",
+            f"{p.max_seqs_at_ctx} fit at once"
+            + (
+                f" (vLLM's log will say {p.logged_seqs_at_ctx:,.1f}: it charges each group's pages at their own "
+                "bytes, not in whole blocks)"
+                if p.kv.layout is not None
+                else ""
+            ),
             f"largest max_model_len with {s.max_num_seqs} full-length sequences: {p.max_ctx_at_seqs:,} tokens",
         ]
     else:  # no attention geometry: how many fit is unknown, never "0"
