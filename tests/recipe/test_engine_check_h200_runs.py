@@ -1,6 +1,10 @@
 """The engine-check runs made on the H200 (2026-12-05, vLLM 0.26.0): the committed bundles re-check
 as engine-checked from their own files, and the deliberately broken copy run there (the GLM-5.2
-block plus a flag vLLM does not have) does not earn the status. Real device output, no stand-in."""
+block plus a flag vLLM does not have) does not earn the status. Real device output, no stand-in.
+
+The DeepSeek-V4-Flash recipes' max_num_seqs fell (30 -> 9, 24 -> 7) when the plan learned vLLM's
+DeepSeek-V4 layout: their runs served the old blocks, so their bundles are stale until the H200 runs
+the new ones, and re-planning the old runs is refused (the block is no longer the recipe's)."""
 
 from __future__ import annotations
 
@@ -17,7 +21,8 @@ from cookbook.evidence import engine_check as E
 from cookbook.recipe.resolve import resolve
 
 ROOT = Path(__file__).resolve().parents[2]
-CHECKED = ("dsv4-flash-8x-h200", "dsv4-flash-4x-h200", "glm52-fp8-8x-h200")
+CHECKED = ("glm52-fp8-8x-h200",)
+AWAITING_RERUN = ("dsv4-flash-8x-h200", "dsv4-flash-4x-h200")
 BROKEN = ROOT / "recipes" / "glm52-fp8-8x-h200" / "engine-check" / "broken-run"
 
 
@@ -28,7 +33,8 @@ def test_the_h200_bundle_re_checks_as_engine_checked(slug):
     assert (word, reasons) == (E.ENGINE_CHECKED, [])
     record = json.loads((E.bundles(r)[-1] / E.RECORD).read_text())
     assert record["rc"].startswith("ready") and record["answered_choices"] >= 1
-    assert set(record["comparison"]) == {"kv_bytes_per_token", "pool_gib", "pool_tokens"}
+    assert set(record["comparison"]) == {"kv_bytes_per_token", "pool_gib", "pool_tokens", "max_concurrency"}
+    assert record["comparison"]["kv_bytes_per_token"]["off"] <= E.TOLERANCE
     # a figure more than 5% off the plan carries its explanation; one within 5% needs none
     for key, c in record["comparison"].items():
         assert c["off"] <= E.TOLERANCE or record["explanations"].get(key), key
@@ -38,6 +44,35 @@ def test_the_h200_bundle_re_checks_as_engine_checked(slug):
         assert args[key] == r.recipe.serve.args[key].value, key
     assert "tensor_parallel_size" not in args and args["load_format"] == "dummy"
     assert any("backend" in b.lower() for b in record["vllm"]["backends"])
+
+
+def test_the_glm_bundle_was_re_planned_from_the_runs_own_files():
+    r = resolve(ROOT / "recipes" / "glm52-fp8-8x-h200" / "recipe.yaml")
+    record = json.loads((E.bundles(r)[-1] / E.RECORD).read_text())
+    assert (
+        record["rederived_from"]["run_date"] == "2026-12-05"
+        and "only the plan's side" in record["rederived_from"]["note"]
+    )
+    # vLLM's side is what that run measured
+    assert (record["vllm"]["available_kv_gib"], record["vllm"]["kv_tokens"]) == (51.07, 8353920)
+    assert record["vllm"]["max_concurrency"] == 63.74
+
+
+@pytest.mark.parametrize("slug", AWAITING_RERUN)
+def test_a_recipe_whose_block_changed_stays_stale_until_re_run(slug, tmp_path):
+    r = resolve(ROOT / "recipes" / slug / "recipe.yaml")
+    word, reasons = E.status(r, *tools(r))
+    assert word == E.STALE and reasons == [f"the recipe changed after the run ({E.bundles(r)[-1].name})"]
+    record = json.loads((E.bundles(r)[-1] / E.RECORD).read_text())
+    assert record["vllm"]["args"]["max_num_seqs"] != r.recipe.serve.args["max_num_seqs"].value
+    # the old run cannot be re-planned into a new bundle: its launch block is not the recipe's any more
+    d = tmp_path / "recipes" / slug
+    d.mkdir(parents=True)
+    shutil.copy(ROOT / "recipes" / slug / "recipe.yaml", d / "recipe.yaml")
+    copy = resolve(d / "recipe.yaml")
+    with pytest.raises(ValueError, match="is not the recipe's launch block"):
+        E.write(E.bundles(r)[-1], copy, *tools(copy), {})
+    assert not (d / E.FOLDER).exists()
 
 
 def test_the_broken_copy_run_on_the_h200_does_not_earn_it(tmp_path):
