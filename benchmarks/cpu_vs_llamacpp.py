@@ -1,82 +1,289 @@
 #!/usr/bin/env python3
 """The CPU recipe against llama.cpp's own llama-server and against vLLM at default flags.
 
-Three servers, started one at a time on this machine, each measured by the same client
-(`vllm bench serve`, the pinned engine's own benchmark; benchmarks/speed_gate_vs_vllm_bench.py
-shows that the speed gate agrees with it) on the same prompts: the speed gate's workload
-(passages of the built-in prose with unique suffixes, greedy, --ignore-eos, 128 tokens),
-at concurrency 1, 4, 8 and 16:
+Servers, started one at a time on this machine, each measured by the same client (`vllm bench
+serve`, the pinned engine's own benchmark, run in this process), on the same prompts:
 
-  recipe     the recipe's launch block, as `cookbook launch` prints it (the bf16 HF
-             checkpoint converted from the GGUF);
-  defaults   `vllm serve $CHECKPOINT_DIR` with only served name, host, port and max model
-             length, and the same env;
-  llama.cpp  llama-server (scripts/build-llama-server) on the same Q4_K_M GGUF, with the
-             flags that suit this load: one slot per stream (-np 16, continuous batching),
-             threads = cores for decode and batch, a context of 1024 tokens per slot.
+  recipe           the recipe's launch block, as `cookbook launch` prints it (the bf16 HF
+                   checkpoint converted from the GGUF);
+  defaults         `vllm serve $CHECKPOINT_DIR` with only served name, host, port and max model
+                   length; of the recipe's env only paths and the KV cache size (vLLM's own
+                   binding and reserved core, not the recipe's);
+  llama.cpp        llama-server (scripts/build-llama-server) on the same Q4_K_M GGUF, started
+                   again for each concurrency with the flags for it: one slot per stream
+                   (-np C), a context of 1024 tokens a slot, threads and batch threads = cores,
+                   flash attention, the recipe's chat template (--jinja);
+  llama.cpp+ngram  the same with llama.cpp's own draft-free n-gram speculation
+                   (--spec-type ngram-simple, a 3-token lookup drafting 3 tokens: the peer of the
+                   recipe's n-gram speculation);
+  and any --variant of the recipe (tuning experiments).
 
-Prints output tok/s, median TTFT and median TPOT per server and level, and the ratios
-recipe/llama.cpp and recipe/defaults (TTFT and TPOT: other/recipe, so > 1 means the recipe
-is faster). Writes vllm bench's JSON per server and level, the table and the load average
-to --out (default .cache/bench/cpu-vs-llamacpp-<time>/).
+Two workloads, the speed gate's (cookbook.gates.speed): `prose`, passages of the built-in prose
+with unique suffixes, raw completions, greedy; `chat`, the speed gate's chat workload (the
+recipe's speed.chat, else its defaults: the built-in writing requests through
+/v1/chat/completions at temperature 0.8, top_p 0.95). 128 tokens each with ignore_eos. Each
+workload is measured `quiet` and `loaded`: under a competing CPU load the benchmark makes itself,
+one busy process (a Python spin loop) at the benchmark's own nice, started a second before the
+measurement and killed after it. The load average is recorded before every measurement.
 
-    .venv/bin/python benchmarks/cpu_vs_llamacpp.py [--servers recipe defaults llama.cpp] [--concurrencies 1 4 8 16]
-        [--set KEY=VALUE ...]   (a variant of the recipe's server, e.g. --set env.VLLM_CPU_OMP_THREADS_BIND=0-1)
+Rounds alternate the servers' order (round 2 runs them in reverse), and quiet/loaded order too.
+Every measurement gets its own prompts (the same for every server), and vLLM's prefix cache is
+reset before each. The client sends `Connection: close` with every request: llama-server ends
+every streamed response by closing its connection without saying so (cpp-httplib reads the
+stream provider's final `false` as a failed write), so a client that keeps connections alive
+sometimes sends its next request into a socket being closed (aiohttp's ServerDisconnectedError).
+Failed requests are counted beside the throughput, which counts completed requests' tokens.
+
+Prints, per workload, load and concurrency: each server's output tok/s over the rounds (lowest
+to highest), failed requests, and recipe / llama.cpp (the better of the two llama.cpp servers in
+the same round) and recipe / defaults, each a per-round ratio; first, llama-bench's raw decode
+(tg128) at the same threads, the 1-stream ceiling of llama.cpp. Writes vllm bench's JSON per
+measurement, the table and summary.json to --out (default .cache/bench/cpu-vs-llamacpp-<time>/).
+
+    .venv/bin/python benchmarks/cpu_vs_llamacpp.py [--servers recipe defaults llama.cpp llama.cpp+ngram]
+        [--concurrencies 1 4 16] [--requests 8 16 16] [--rounds 2] [--workloads prose chat] [--loads quiet loaded]
+        [--set KEY=VALUE ...]  [--variant NAME:KEY=VALUE;KEY=VALUE ...]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
+import shlex
 import subprocess
 import sys
 import time
 import uuid
 from pathlib import Path
 
-from speed_gate_vs_vllm_bench import run_vllm_bench
+import httpx
 
 from cookbook.gates import speed
+from cookbook.recipe import shell
+from cookbook.recipe.gates_spec import SpeedChat
 from cookbook.recipe.model import Setting
 from cookbook.recipe.paths import repo_root
 from cookbook.recipe.resolve import resolve
 from cookbook.serving import local
 
 KEEP_FOR_DEFAULTS = ("served_model_name", "host", "port", "max_model_len")
-SERVERS = ("recipe", "defaults", "llama.cpp")
-FIGURES = ("output_throughput", "median_ttft_ms", "median_tpot_ms")
+# The recipe's env a defaults server keeps: where things are and how much memory the KV cache may
+# take (vLLM-CPU's own default sizes it from the host's memory), not how the engine runs.
+KEEP_ENV_FOR_DEFAULTS = ("COOKBOOK", "CHECKPOINT_DIR", "VLLM_CPU_KVCACHE_SPACE")
+LLAMA, LLAMA_SPEC = "llama.cpp", "llama.cpp+ngram"
+SERVERS = ("recipe", "defaults", LLAMA, LLAMA_SPEC)
+WORKLOADS = ("prose", "chat")
+LOADS = ("quiet", "loaded")
+FIGURES = ("output_throughput", "median_ttft_ms", "median_tpot_ms", "completed", "failed")
+CTX_PER_SLOT = 1024
+LLAMA_SPEC_FLAGS = "--spec-type ngram-simple --spec-ngram-simple-size-n 3 --spec-ngram-simple-size-m 3"
+BUSY = "while True: pass"
 
 
-def llama_server(gguf: Path, model: str, port: int, slots: int, workdir: Path) -> local.Server:
-    binary = subprocess.run(
+def llama_binaries() -> tuple[str, str]:
+    """(llama-server, llama-bench), built once by scripts/build-llama-server."""
+    server = subprocess.run(
         [str(repo_root() / "scripts" / "build-llama-server")], check=True, capture_output=True, text=True
     ).stdout.strip()
-    threads = str(os.cpu_count() or 1)
+    return server, str(Path(server).with_name("llama-bench"))
+
+
+def llama_argv(
+    binary: str, gguf: Path, model: str, port: int, slots: int, threads: int, template: str | None, spec: str = ""
+) -> list[str]:
+    """llama-server for `slots` streams: a slot each, CTX_PER_SLOT tokens a slot, every core for
+    decode and batch, flash attention, the recipe's chat template; `spec` adds speculation flags."""
     argv = [binary, "-m", str(gguf), "--alias", model, "--host", "127.0.0.1", "--port", str(port)]
-    argv += ["-np", str(slots), "-cb", "-c", str(1024 * slots), "-t", threads, "-tb", threads, "--no-webui"]
-    log = workdir / "llama-server.log"
+    argv += ["-np", str(slots), "-cb", "-c", str(CTX_PER_SLOT * slots), "-t", str(threads), "-tb", str(threads)]
+    argv += ["-fa", "on", "--no-webui"]
+    if template:
+        argv += ["--jinja", "--chat-template-file", template]
+    return argv + shlex.split(spec)
+
+
+def start_llama(argv: list[str], port: int, workdir: Path, tag: str) -> local.Server:
+    log = workdir / f"llama-server-{tag}.log"
     local.step(f"launch: {local.quote_cmd(argv)}  (log: {log})")
     proc = subprocess.Popen(argv, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True)
     return local.Server(proc, log, f"http://127.0.0.1:{port}")
 
 
-def identical(x: dict, y: dict) -> int:
-    """Requests whose generated text is the same in two vllm bench runs of the same prompts (in order)."""
-    return sum(a == b for a, b in zip(x.get("generated_texts") or [], y.get("generated_texts") or []))
+def llama_bench(binary: str, gguf: Path, threads: int, out: Path) -> dict:
+    """llama-bench's raw decode of 128 tokens (tg128) at `threads`, flash attention off and on:
+    llama.cpp's own ceiling for one stream, no server in the way."""
+    argv = [binary, "-m", str(gguf), "-t", str(threads), "-p", "0", "-n", "128", "-r", "3", "-fa", "0,1", "-o", "json"]
+    local.step(f"llama-bench: {local.quote_cmd(argv)}")
+    load = loadavg()
+    p = subprocess.run(argv, capture_output=True, text=True)
+    (out / "llama-bench.json").write_text(p.stdout)
+    (out / "llama-bench.log").write_text(p.stderr)
+    if p.returncode != 0:
+        return {"error": f"exit {p.returncode}", "loadavg_before": load}
+    rows = json.loads(p.stdout)
+    return {
+        "argv": argv,
+        "loadavg_before": load,
+        "tg128_tok_s": {f"fa{int(bool(r.get('flash_attn')))}": round(r["avg_ts"], 1) for r in rows},
+        "tg128_stddev": {f"fa{int(bool(r.get('flash_attn')))}": round(r["stddev_ts"], 1) for r in rows},
+    }
 
 
-def ratio(a, b):
-    return round(a / b, 2) if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b else None
+def loadavg() -> list[float]:
+    return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
+
+
+@contextlib.contextmanager
+def competing_load(on: bool):
+    """One busy process at this process's nice for the block (none when `on` is false)."""
+    if not on:
+        yield None
+        return
+    busy = subprocess.Popen([sys.executable, "-c", BUSY])
+    try:
+        time.sleep(1.0)
+        yield busy.pid
+    finally:
+        busy.kill()
+        busy.wait()
+
+
+def bench_argv(
+    base_url: str,
+    model: str,
+    tokenizer: str,
+    data: Path,
+    n: int,
+    c: int,
+    max_tokens: int,
+    chat: SpeedChat | None,
+    result_dir: Path,
+    result_name: str,
+) -> list[str]:
+    """`vllm bench serve`'s arguments for one measurement: raw completions, greedy (prose), or chat
+    completions at the chat workload's sampling (`chat`); ignore_eos; Connection: close."""
+    argv = ["--base-url", base_url, "--model", model, "--tokenizer", tokenizer]
+    if chat is None:
+        argv += ["--backend", "openai", "--endpoint", "/v1/completions", "--temperature", "0"]
+    else:
+        argv += ["--backend", "openai-chat", "--endpoint", "/v1/chat/completions"]
+        argv += ["--temperature", str(chat.temperature), "--top-p", str(chat.top_p)]
+    argv += ["--dataset-name", "custom", "--dataset-path", str(data), "--custom-output-len", str(max_tokens)]
+    argv += ["--skip-chat-template", "--disable-shuffle", "--num-prompts", str(n), "--max-concurrency", str(c)]
+    argv += ["--ignore-eos", "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,99"]
+    argv += ["--header", "Connection=close"]
+    argv += ["--save-result", "--save-detailed", "--result-dir", str(result_dir), "--result-filename", result_name]
+    return argv
+
+
+def run_bench(argv: list[str], log: Path) -> dict:
+    """vllm bench serve in this process (vLLM is imported once, not per measurement); its output to `log`.
+    A run that fails as a whole (its first test request failed) is returned as all requests failed."""
+    from vllm.benchmarks import serve as vllm_bench
+    from vllm.utils.argparse_utils import FlexibleArgumentParser
+
+    parser = FlexibleArgumentParser()
+    vllm_bench.add_cli_args(parser)
+    args = parser.parse_args(argv)
+    with open(log, "w") as fh, contextlib.redirect_stdout(fh), contextlib.redirect_stderr(fh):
+        try:
+            return vllm_bench.main(args)
+        except Exception as e:  # noqa: BLE001 - the run's failure is a figure, reported beside the others
+            print(f"vllm bench serve failed: {type(e).__name__}: {e}")
+            return {"completed": 0, "failed": args.num_prompts, "output_throughput": 0.0, "errors": [str(e)]}
+
+
+def reset_prefix_cache(base_url: str) -> None:
+    with contextlib.suppress(httpx.HTTPError):
+        httpx.post(base_url + "/reset_prefix_cache", timeout=60)
+
+
+def requests_per_level(requests: list[int], levels: list[int]) -> dict[int, int]:
+    if len(requests) not in (1, len(levels)):
+        sys.exit(f"error: --requests: give one number, or one per concurrency ({len(levels)})")
+    per = dict(zip(levels, requests * len(levels) if len(requests) == 1 else requests))
+    low = [c for c, n in per.items() if n < c]
+    if low:
+        sys.exit(f"error: --requests: fewer requests than streams at {low}")
+    return per
+
+
+def span(xs: list) -> str:
+    xs = [x for x in xs if isinstance(x, (int, float))]
+    if not xs:
+        return "-"
+    lo, hi = min(xs), max(xs)
+    return f"{lo:.1f}" if abs(hi - lo) < 0.05 else f"{lo:.1f}-{hi:.1f}"
+
+
+def ratio_span(xs: list) -> str:
+    xs = [x for x in xs if isinstance(x, (int, float))]
+    if not xs:
+        return "-"
+    lo, hi = min(xs), max(xs)
+    return f"{lo:.2f}x" if abs(hi - lo) < 0.005 else f"{lo:.2f}-{hi:.2f}x"
+
+
+def tables(results: list[dict], servers: list[str], levels: list[int], workloads, loads) -> list[str]:
+    """Markdown: per workload and load, a row per concurrency: each server's tok/s over the rounds
+    and its failed requests, then the per-round ratios."""
+    lines = []
+    llamas = [s for s in (LLAMA, LLAMA_SPEC) if s in servers]
+    for w in workloads:
+        for ld in loads:
+            lines += [f"\n### {w}, {ld}\n"]
+            head = ["streams"] + [f"{s} tok/s (failed)" for s in servers]
+            if "recipe" in servers and llamas:
+                head.append("recipe / llama.cpp")
+            if "recipe" in servers and "defaults" in servers:
+                head.append("recipe / defaults")
+            head.append("median TPOT ms: " + " / ".join(servers))
+            lines += ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+            for c in levels:
+                cell = {
+                    s: [r for r in results if (r["server"], r["workload"], r["load"], r["c"]) == (s, w, ld, c)]
+                    for s in servers
+                }
+                row = [str(c)]
+                for s in servers:
+                    failed = sum(r.get("failed") or 0 for r in cell[s])
+                    row.append(f"{span([r.get('output_throughput') for r in cell[s]])} ({failed})")
+                rounds = sorted({r["round"] for rs in cell.values() for r in rs})
+
+                def per_round(s, rnd, key="output_throughput"):
+                    return next((r.get(key) for r in cell[s] if r["round"] == rnd), None)
+
+                if "recipe" in servers and llamas:
+                    vs = []
+                    for rnd in rounds:
+                        best = max((per_round(s, rnd) or 0 for s in llamas), default=0)
+                        rec = per_round("recipe", rnd)
+                        vs.append(rec / best if rec is not None and best else None)
+                    row.append(ratio_span(vs))
+                if "recipe" in servers and "defaults" in servers:
+                    vs = []
+                    for rnd in rounds:
+                        rec, dfl = per_round("recipe", rnd), per_round("defaults", rnd)
+                        vs.append(rec / dfl if rec is not None and dfl else None)
+                    row.append(ratio_span(vs))
+                row.append(" / ".join(span([r.get("median_tpot_ms") for r in cell[s]]) for s in servers))
+                lines.append("| " + " | ".join(row) + " |")
+    return lines
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("recipe", nargs="?", default="gemma3-270m-cpu")
     ap.add_argument("--servers", nargs="+", choices=SERVERS, default=list(SERVERS))
-    ap.add_argument("--concurrencies", type=int, nargs="+", default=[1, 4, 8, 16])
-    ap.add_argument("--requests", type=int, default=32, help="requests per level (at least the concurrency)")
+    ap.add_argument("--concurrencies", type=int, nargs="+", default=[1, 4, 16])
+    ap.add_argument(
+        "--requests", type=int, nargs="+", default=[16], help="requests a level: one number, or one per concurrency"
+    )
+    ap.add_argument("--rounds", type=int, default=2, help="passes over the servers, each in the other order")
+    ap.add_argument("--workloads", nargs="+", choices=WORKLOADS, default=list(WORKLOADS))
+    ap.add_argument("--loads", nargs="+", choices=LOADS, default=list(LOADS))
     ap.add_argument("--set", dest="sets", action="append", default=[], help="KEY=VALUE for the recipe's server")
     ap.add_argument(
         "--variant",
@@ -85,91 +292,194 @@ def main() -> None:
         metavar="NAME:KEY=VALUE;KEY=VALUE",
         help="also measure the recipe with these sets, as server NAME (tuning experiments)",
     )
+    ap.add_argument("--llama-threads", type=int, default=os.cpu_count() or 1, help="-t and -tb of llama-server")
+    ap.add_argument("--llama-spec-flags", default=LLAMA_SPEC_FLAGS, help="llama.cpp+ngram's speculation flags")
+    ap.add_argument("--no-llama-bench", action="store_true", help="skip llama-bench's tg128")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
+    if args.rounds < 1:
+        sys.exit("error: --rounds: give 1 or more")
+    levels = args.concurrencies
+    per_level = requests_per_level(args.requests, levels)
     recipe = resolve(args.recipe, sets=args.sets)
     cfg = recipe.recipe.gates.speed
     if cfg is None:
-        sys.exit(f"error: {args.recipe} declares no speed gate, whose workload this benchmark uses")
-    cfg = cfg.model_copy(update={"sweep_concurrencies": args.concurrencies, "sweep_requests": args.requests})
+        sys.exit(f"error: {args.recipe} declares no speed gate, whose workloads this benchmark uses")
+    chat = cfg.chat or SpeedChat()
+    cfg = cfg.model_copy(
+        update={"sweep_concurrencies": levels, "sweep_requests": max(per_level.values()), "chat": chat}
+    )
+    max_tokens = cfg.sweep_max_tokens
+    if max_tokens != chat.max_tokens:
+        sys.exit(f"error: the prose workload asks {max_tokens} tokens and the chat one {chat.max_tokens}")
     defaults = resolve(args.recipe)
     defaults.recipe.serve.args = {k: v for k, v in recipe.recipe.serve.args.items() if k in KEEP_FOR_DEFAULTS}
     defaults.recipe.serve.args.setdefault("max_model_len", Setting(value=10240))
-    variants = {}
+    defaults.recipe.env = {k: v for k, v in defaults.recipe.env.items() if k in KEEP_ENV_FOR_DEFAULTS}
+    vllm_servers = {"recipe": recipe, "defaults": defaults}
     for v in args.variant:
         name, _, sets = v.partition(":")
-        variants[name] = resolve(args.recipe, sets=args.sets + [x for x in sets.split(";") if x])
-    servers = args.servers + list(variants)
+        vllm_servers[name] = resolve(args.recipe, sets=args.sets + [x for x in sets.split(";") if x])
+    servers = args.servers + [v.partition(":")[0] for v in args.variant]
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     out = args.out or repo_root() / ".cache" / "bench" / f"cpu-vs-llamacpp-{stamp}"
     out.mkdir(parents=True, exist_ok=True)
     model = str(recipe.recipe.serve.arg("served_model_name"))
     env = local.prepare(recipe, out)
+    env["VLLM_SERVER_DEV_MODE"] = "1"  # POST /reset_prefix_cache before each measurement
     exported = local.exported_env(recipe, env)
     tokenizer, gguf = exported["CHECKPOINT_DIR"], Path(env["SOURCE_FILE"])
+    template = recipe.recipe.serve.arg("chat_template")  # llama-server gets the recipe's own template
+    template = str(Path(shell.expand(str(template), exported)).resolve()) if template else None
     port = int(recipe.recipe.serve.arg("port", 8000))
-    prompts = speed.workload_prompts(cfg, uuid.uuid4().hex[:12])  # the same prompts for every server
-    results: dict[str, dict[int, dict]] = {}
-    loads: dict[str, list[str]] = {}
-    for name in servers:
-        work = out / name.replace(".", "")
-        work.mkdir(exist_ok=True)
-        if name == "llama.cpp":
-            server = llama_server(gguf, model, port, max(args.concurrencies), work)
-        else:
-            server = local.launch(variants.get(name) or (recipe if name == "recipe" else defaults), env, work)
-        try:
-            local.wait_ready(server, 900)
-            local.step(f"{name}: warm-up")
-            run_vllm_bench(server.base_url, model, tokenizer, prompts[args.concurrencies[0]][:2], 1, 16, work)
-            loads[name] = Path("/proc/loadavg").read_text().split()[:3]
-            results[name] = {}
-            for c in args.concurrencies:
-                local.step(f"{name}: concurrency {c} ({len(prompts[c])} requests)")
-                results[name][c] = run_vllm_bench(
-                    server.base_url, model, tokenizer, prompts[c], c, cfg.sweep_max_tokens, work
-                )
-        finally:
-            server.stop()
+    llama_server = llama_bench_bin = None
+    if LLAMA in servers or LLAMA_SPEC in servers or not args.no_llama_bench:
+        llama_server, llama_bench_bin = llama_binaries()
 
-    head = ["concurrency"] + [f"{s} {f}" for s in servers for f in ("tok/s", "TTFT ms", "TPOT ms")]
-    ratios = [("recipe", "llama.cpp"), ("recipe", "defaults")]
-    ratios = [(a, b) for a, b in ratios if a in results and b in results]
-    head += [f"{a}/{b} tok/s" for a, b in ratios] + [f"{b}/{a} TPOT" for a, b in ratios]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for c in args.concurrencies:
-        row = [str(c)]
-        for s in servers:
-            row += [f"{results[s][c].get(f, 0):.1f}" for f in FIGURES]
-        row += [str(ratio(results[a][c]["output_throughput"], results[b][c]["output_throughput"])) for a, b in ratios]
-        row += [str(ratio(results[b][c]["median_tpot_ms"], results[a][c]["median_tpot_ms"])) for a, b in ratios]
-        lines.append("| " + " | ".join(row) + " |")
-    # Speculation is lossless when greedy outputs match vLLM without it, prompt by prompt; the
-    # remaining differences come from bf16 numerics under different batch shapes.
-    same = {}
-    for a, b in [("recipe", "defaults")] + [(v, "defaults") for v in variants]:
-        if a in results and b in results:
-            same[f"{a} vs {b}"] = {str(c): identical(results[a][c], results[b][c]) for c in args.concurrencies}
-    for k, v in same.items():
-        lines.append(
-            f"\nidentical greedy outputs, {k}: " + ", ".join(f"{n}/{len(prompts[int(c)])} at {c}" for c, n in v.items())
-        )
-    summary = {
-        "identical_greedy_outputs": same,
+    summary: dict = {
+        "command": " ".join(shlex.quote(a) for a in sys.argv),
         "recipe": recipe.slug,
         "recipe_sets": args.sets,
         "variants": args.variant,
-        "date": time.strftime("%Y-%m-%d", time.gmtime()),
-        "machine": f"{platform.machine()}, {os.cpu_count()} cores",
-        "loadavg_before_each_server": loads,
-        "requests_per_level": args.requests,
-        "max_tokens": cfg.sweep_max_tokens,
-        "figures": {s: {str(c): {f: r.get(f) for f in FIGURES} for c, r in v.items()} for s, v in results.items()},
+        "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
+        "machine": f"{platform.machine()}, {os.cpu_count()} cores, {platform.processor() or ''}".strip(", "),
+        "nice": os.nice(0),
+        "requests_per_level": per_level,
+        "max_tokens": max_tokens,
+        "chat": chat.model_dump(),
+        "defaults_env": sorted(defaults.recipe.env),
+        "loadavg_at_start": loadavg(),
     }
-    (out / "summary.json").write_text(json.dumps(summary, indent=1) + "\n")
-    (out / "table.md").write_text("\n".join(lines) + "\n")
-    print("\n".join(lines))
-    print(f"\nload average before each server: {loads}\nwritten to {out}")
+    if not args.no_llama_bench:
+        summary["llama_bench"] = llama_bench(llama_bench_bin, gguf, args.llama_threads, out)
+        local.step(f"llama-bench: {summary['llama_bench']}")
+
+    # Prompts per (round, load, concurrency), the same for every server: prose passages from a seed
+    # of their own (so no passage recurs from one measurement to the next), the chat questions in
+    # a seeded order.
+    prompts: dict = {}
+    for rnd in range(1, args.rounds + 1):
+        for k, ld in enumerate(LOADS):
+            sub = cfg.model_copy(update={"seed": cfg.seed + 100 * rnd + k})
+            prose = speed.workload_prompts(sub, uuid.uuid4().hex[:12])
+            chats = speed.chat_prompts(sub)
+            for c in levels:
+                prompts[(rnd, ld, "prose", c)] = prose[c][: per_level[c]]
+                prompts[(rnd, ld, "chat", c)] = chats[c][: per_level[c]]
+
+    warm = cfg.model_copy(update={"seed": cfg.seed + 99})
+    warm_prompts = {
+        "prose": speed.workload_prompts(warm, "warm-up")[levels[0]][:2],
+        "chat": speed.chat_prompts(warm)[levels[0]][:2],
+    }
+
+    results: list[dict] = []
+    t_start = time.monotonic()
+
+    def measure(base_url: str, name: str, rnd: int, c: int, vllm_server: bool, where: Path) -> None:
+        loads_order = args.loads if rnd % 2 else list(reversed(args.loads))
+        for w in args.workloads:
+            for ld in loads_order:
+                ps = prompts[(rnd, ld, w, c)]
+                tag = f"{w}-{ld}-c{c}"
+                data = where / f"prompts-{tag}.jsonl"
+                data.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in ps))
+                if vllm_server:
+                    reset_prefix_cache(base_url)
+                before = loadavg()
+                local.step(f"round {rnd}, {name}: {w}, {ld}, {c} streams ({len(ps)} requests), load {before}")
+                argv = bench_argv(
+                    base_url,
+                    model,
+                    tokenizer,
+                    data,
+                    len(ps),
+                    c,
+                    max_tokens,
+                    chat if w == "chat" else None,
+                    where,
+                    f"bench-{tag}.json",
+                )
+                with competing_load(ld == "loaded"):
+                    res = run_bench(argv, where / f"bench-{tag}.log")
+                row = {"round": rnd, "server": name, "workload": w, "load": ld, "c": c, "loadavg_before": before}
+                row.update({f: res.get(f) for f in FIGURES})
+                row["errors"] = sorted({str(e).strip().splitlines()[-1][:200] for e in res.get("errors") or [] if e})
+                row["generated_texts"] = res.get("generated_texts") if w == "prose" and ld == "quiet" else None
+                results.append(row)
+                local.note(
+                    f"{name} {w} {ld} c={c}: {row['output_throughput'] or 0:.1f} tok/s, "
+                    f"TPOT {row['median_tpot_ms'] or 0:.1f} ms, failed {row['failed']}"
+                )
+
+    try:
+        for rnd in range(1, args.rounds + 1):
+            order = servers if rnd % 2 else list(reversed(servers))
+            for name in order:
+                where = out / f"round-{rnd}" / name.replace(".", "").replace("+", "-")
+                where.mkdir(parents=True, exist_ok=True)
+                if name in (LLAMA, LLAMA_SPEC):
+                    for c in levels:
+                        spec = args.llama_spec_flags if name == LLAMA_SPEC else ""
+                        argv = llama_argv(llama_server, gguf, model, port, c, args.llama_threads, template, spec)
+                        server = start_llama(argv, port, where, f"c{c}")
+                        try:
+                            local.wait_ready(server, 300)
+                            warm_up(server.base_url, model, tokenizer, warm_prompts, chat, where)
+                            measure(server.base_url, name, rnd, c, False, where)
+                        finally:
+                            server.stop()
+                else:
+                    server = local.launch(vllm_servers[name], env, where)
+                    try:
+                        local.wait_ready(server, 900)
+                        warm_up(server.base_url, model, tokenizer, warm_prompts, chat, where)
+                        for c in levels:
+                            measure(server.base_url, name, rnd, c, True, where)
+                    finally:
+                        server.stop()
+    finally:
+        summary["wall_s"] = round(time.monotonic() - t_start)
+        summary["loadavg_at_end"] = loadavg()
+        summary["results"] = [{k: v for k, v in r.items() if k != "generated_texts"} for r in results]
+        summary["identical_greedy_outputs"] = identical_outputs(results, servers)
+        lines = [f"command: {summary['command']}", f"date: {summary['date']}, {summary['machine']}"]
+        if "llama_bench" in summary:
+            lb = summary["llama_bench"]
+            lines.append(f"llama-bench tg128 at {args.llama_threads} threads: {lb.get('tg128_tok_s')} tok/s")
+        lines += tables(results, servers, levels, args.workloads, args.loads)
+        lines.append(f"\nidentical greedy outputs (prose, quiet): {summary['identical_greedy_outputs']}")
+        (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
+        (out / "table.md").write_text("\n".join(lines) + "\n")
+        print("\n".join(lines))
+        print(f"\n{summary['wall_s']} s; written to {out}")
+
+
+def warm_up(base_url: str, model: str, tokenizer: str, prompts: dict, chat: SpeedChat, where: Path) -> None:
+    """Two short requests of each workload, untimed, on prompts of their own: a fresh server's first
+    requests compile or fault in pages."""
+    for w, ch in (("prose", None), ("chat", chat)):
+        data = where / f"warm-up-{w}.jsonl"
+        data.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in prompts[w]))
+        argv = bench_argv(base_url, model, tokenizer, data, len(prompts[w]), 1, 16, ch, where, f"warm-up-{w}.json")
+        run_bench(argv, where / f"warm-up-{w}.log")
+
+
+def identical_outputs(results: list[dict], servers: list[str]) -> dict:
+    """Greedy prose outputs of each vLLM server that match the defaults', prompt by prompt, per concurrency
+    (round 1, quiet): speculation is lossless up to bf16 numerics under other batch shapes."""
+    out = {}
+    base = {r["c"]: r for r in results if r["server"] == "defaults" and r["round"] == 1 and r.get("generated_texts")}
+    for s in servers:
+        if s in ("defaults", LLAMA, LLAMA_SPEC):
+            continue
+        mine = {r["c"]: r for r in results if r["server"] == s and r["round"] == 1 and r.get("generated_texts")}
+        out[f"{s} vs defaults"] = {
+            str(c): f"{sum(a == b for a, b in zip(mine[c]['generated_texts'], base[c]['generated_texts']))}/"
+            f"{len(base[c]['generated_texts'])}"
+            for c in sorted(set(mine) & set(base))
+        }
+    return out
 
 
 if __name__ == "__main__":

@@ -1,0 +1,74 @@
+"""benchmarks/cpu_vs_llamacpp.py (`make bench`), its parts that need no server: what the client is
+told to send for each workload, llama-server's flags per concurrency, and a table that reports
+failed requests beside the throughput and ratios per round."""
+
+from pathlib import Path
+
+import benchmark_scripts
+import pytest
+
+from cookbook.recipe.gates_spec import SpeedChat
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return benchmark_scripts.load("cpu_vs_llamacpp")
+
+
+def _opt(argv, name):
+    return argv[argv.index(name) + 1]
+
+
+def test_chat_goes_to_the_chat_endpoint_at_the_workloads_sampling(bench, tmp_path):
+    chat = SpeedChat(temperature=0.7, top_p=0.9)
+    argv = bench.bench_argv("http://h:1", "m", "/tok", tmp_path / "p.jsonl", 16, 4, 128, chat, tmp_path, "r.json")
+    assert _opt(argv, "--backend") == "openai-chat" and _opt(argv, "--endpoint") == "/v1/chat/completions"
+    assert (_opt(argv, "--temperature"), _opt(argv, "--top-p")) == ("0.7", "0.9")
+    assert "--skip-chat-template" in argv  # the question is the user message; the server applies its template
+    assert "--ignore-eos" in argv and _opt(argv, "--custom-output-len") == "128"
+    assert _opt(argv, "--header") == "Connection=close"  # no kept-alive connection for llama-server to drop
+    prose = bench.bench_argv("http://h:1", "m", "/tok", tmp_path / "p.jsonl", 16, 4, 128, None, tmp_path, "r.json")
+    assert _opt(prose, "--endpoint") == "/v1/completions" and _opt(prose, "--temperature") == "0"
+    assert "--top-p" not in prose
+
+
+def test_llama_server_gets_a_slot_per_stream_and_its_spec_flags(bench):
+    argv = bench.llama_argv("/b/llama-server", Path("/m.gguf"), "m", 8000, 16, 2, "/t.jinja", bench.LLAMA_SPEC_FLAGS)
+    assert (_opt(argv, "-np"), _opt(argv, "-c"), _opt(argv, "-t"), _opt(argv, "-tb")) == ("16", "16384", "2", "2")
+    assert _opt(argv, "-fa") == "on" and _opt(argv, "--chat-template-file") == "/t.jinja" and "--jinja" in argv
+    assert _opt(argv, "--spec-type") == "ngram-simple"
+    plain = bench.llama_argv("/b/llama-server", Path("/m.gguf"), "m", 8000, 1, 2, None, "")
+    assert _opt(plain, "-np") == "1" and "--spec-type" not in plain and "--jinja" not in plain
+
+
+def test_requests_per_level(bench):
+    assert bench.requests_per_level([16], [1, 4, 16]) == {1: 16, 4: 16, 16: 16}
+    assert bench.requests_per_level([8, 16, 16], [1, 4, 16]) == {1: 8, 4: 16, 16: 16}
+    with pytest.raises(SystemExit, match="fewer requests than streams"):
+        bench.requests_per_level([8], [1, 16])
+
+
+def test_table_reports_failures_beside_throughput_and_ratios_per_round(bench):
+    def row(server, rnd, tput, failed=0):
+        return {
+            "round": rnd,
+            "server": server,
+            "workload": "prose",
+            "load": "quiet",
+            "c": 16,
+            "output_throughput": tput,
+            "median_tpot_ms": 50.0,
+            "failed": failed,
+        }
+
+    results = [row("recipe", 1, 200.0), row("recipe", 2, 180.0), row("defaults", 1, 100.0), row("defaults", 2, 200.0)]
+    results += [row("llama.cpp", 1, 100.0, failed=1), row("llama.cpp", 2, 90.0)]
+    results += [row("llama.cpp+ngram", 1, 160.0), row("llama.cpp+ngram", 2, 60.0)]
+    servers = ["recipe", "defaults", "llama.cpp", "llama.cpp+ngram"]
+    lines = bench.tables(results, servers, [16], ["prose"], ["quiet"])
+    line = next(x for x in lines if x.startswith("| 16 |"))
+    cells = [c.strip() for c in line.strip("|").split("|")]
+    assert cells[1:5] == ["180.0-200.0 (0)", "100.0-200.0 (0)", "90.0-100.0 (1)", "60.0-160.0 (0)"]
+    # round 1: 200 / max(100, 160); round 2: 180 / max(90, 60) -> 1.25 and 2.00
+    assert cells[5] == "1.25-2.00x"
+    assert cells[6] == "0.90-2.00x"  # 180/200 and 200/100
