@@ -41,7 +41,7 @@ the same round) and recipe / defaults, each a per-round ratio; first, llama-benc
 measurement, the table and summary.json to --out (default .cache/bench/cpu-vs-llamacpp-<time>/).
 
     .venv/bin/python benchmarks/cpu_vs_llamacpp.py [--servers recipe defaults llama.cpp llama.cpp+ngram]
-        [--concurrencies 1 4 16] [--requests 8 16 16] [--rounds 2] [--workloads prose chat] [--loads quiet loaded]
+        [--concurrencies 1 4 16] [--requests 4 8 16] [--rounds 2] [--workloads prose chat] [--loads quiet loaded]
         [--set KEY=VALUE ...]  [--variant NAME:KEY=VALUE;KEY=VALUE ...]
 """
 
@@ -279,7 +279,12 @@ def main() -> None:
     ap.add_argument("--servers", nargs="+", choices=SERVERS, default=list(SERVERS))
     ap.add_argument("--concurrencies", type=int, nargs="+", default=[1, 4, 16])
     ap.add_argument(
-        "--requests", type=int, nargs="+", default=[16], help="requests a level: one number, or one per concurrency"
+        "--requests",
+        type=int,
+        nargs="+",
+        default=[4, 8, 16],
+        help="requests a level: one number, or one per concurrency (default 4 8 16: two rounds of everything "
+        "take about 40 minutes on 2 cores)",
     )
     ap.add_argument("--rounds", type=int, default=2, help="passes over the servers, each in the other order")
     ap.add_argument("--workloads", nargs="+", choices=WORKLOADS, default=list(WORKLOADS))
