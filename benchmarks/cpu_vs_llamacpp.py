@@ -12,7 +12,8 @@ serve`, the pinned engine's own benchmark, run in this process), on the same pro
   llama.cpp        llama-server (scripts/build-llama-server) on the same Q4_K_M GGUF, started
                    again for each concurrency with the flags for it: one slot per stream
                    (-np C), a context of 1024 tokens a slot, threads and batch threads = cores,
-                   flash attention, the recipe's chat template (--jinja);
+                   flash attention, the recipe's chat template (--jinja), no weight repacking
+                   (-nr: its AMX path crashes llama-server on this CPU, see llama_argv);
   llama.cpp+ngram  the same with llama.cpp's own draft-free n-gram speculation
                    (--spec-type ngram-simple, a 3-token lookup drafting 3 tokens: the peer of the
                    recipe's n-gram speculation);
@@ -37,7 +38,8 @@ Failed requests are counted beside the throughput, which counts completed reques
 Prints, per workload, load and concurrency: each server's output tok/s over the rounds (lowest
 to highest), failed requests, and recipe / llama.cpp (the better of the two llama.cpp servers in
 the same round) and recipe / defaults, each a per-round ratio; first, llama-bench's raw decode
-(tg128) at the same threads, the 1-stream ceiling of llama.cpp. Writes vllm bench's JSON per
+(tg128) at the same threads, with and without flash attention and repacking, the 1-stream
+ceiling of llama.cpp. Writes vllm bench's JSON per
 measurement, the table and summary.json to --out (default .cache/bench/cpu-vs-llamacpp-<time>/).
 
     .venv/bin/python benchmarks/cpu_vs_llamacpp.py [--servers recipe defaults llama.cpp llama.cpp+ngram]
@@ -98,7 +100,11 @@ def llama_argv(
     decode and batch, flash attention, the recipe's chat template; `spec` adds speculation flags."""
     argv = [binary, "-m", str(gguf), "--alias", model, "--host", "127.0.0.1", "--port", str(port)]
     argv += ["-np", str(slots), "-cb", "-c", str(CTX_PER_SLOT * slots), "-t", str(threads), "-tb", str(threads)]
-    argv += ["-fa", "on", "--no-webui"]
+    # -nr: no weight repacking. On a CPU with AMX, llama.cpp repacks Q4_K weights for its AMX kernels,
+    # and llama-server (llama-cpp-python 0.3.36's sources) then dies with SIGSEGV in
+    # ggml_backend_amx_mul_mat at its first batched decode; llama-bench's 1-token decode runs
+    # either way, and prints both (--repack 0,1).
+    argv += ["-fa", "on", "-nr", "--no-webui"]
     if template:
         argv += ["--jinja", "--chat-template-file", template]
     return argv + shlex.split(spec)
@@ -114,7 +120,8 @@ def start_llama(argv: list[str], port: int, workdir: Path, tag: str) -> local.Se
 def llama_bench(binary: str, gguf: Path, threads: int, out: Path) -> dict:
     """llama-bench's raw decode of 128 tokens (tg128) at `threads`, flash attention off and on:
     llama.cpp's own ceiling for one stream, no server in the way."""
-    argv = [binary, "-m", str(gguf), "-t", str(threads), "-p", "0", "-n", "128", "-r", "3", "-fa", "0,1", "-o", "json"]
+    argv = [binary, "-m", str(gguf), "-t", str(threads), "-p", "0", "-n", "128", "-r", "3", "-fa", "0,1"]
+    argv += ["--repack", "0,1", "-o", "json"]
     local.step(f"llama-bench: {local.quote_cmd(argv)}")
     load = loadavg()
     p = subprocess.run(argv, capture_output=True, text=True)
@@ -126,9 +133,13 @@ def llama_bench(binary: str, gguf: Path, threads: int, out: Path) -> dict:
     return {
         "argv": argv,
         "loadavg_before": load,
-        "tg128_tok_s": {f"fa{int(bool(r.get('flash_attn')))}": round(r["avg_ts"], 1) for r in rows},
-        "tg128_stddev": {f"fa{int(bool(r.get('flash_attn')))}": round(r["stddev_ts"], 1) for r in rows},
+        "tg128_tok_s": {_bench_key(r): round(r["avg_ts"], 1) for r in rows},
+        "tg128_stddev": {_bench_key(r): round(r["stddev_ts"], 1) for r in rows},
     }
+
+
+def _bench_key(row: dict) -> str:
+    return f"fa{int(bool(row.get('flash_attn')))}-repack{int(bool(row.get('repack')))}"
 
 
 def loadavg() -> list[float]:
