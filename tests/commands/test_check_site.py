@@ -123,3 +123,64 @@ def test_the_probe_measures_a_clipped_column_in_chromium(tmp_path):
     assert wide["clipped"] and wide["clipped"][0]["cut"] == ["H200"]
     assert fits["clipped"] == [] and fits["ids"] == ["a"]
     assert mod.PLACEHOLDER.findall(fits["text"]) == ["{serve.args.x}"]
+
+
+def test_search_verdict_wants_a_named_recipe_and_nothing_for_nonsense():
+    m = load()
+    url = "http://127.0.0.1:9"
+    item = {"href": f"{url}/recipes/dsv4-2.html#launch", "title": "dsv4-2"}
+    found = {"meta": "2 matching documents", "items": [item], "answered": True, "seconds": 1.0}
+    assert m.search_verdict("DeepSeek", found, url, ["dsv4-2", "dsv4-4"]) == []
+    other = {**found, "items": [{"href": f"{url}/index.html#deepseek", "title": "x"}]}
+    assert "lists no page of dsv4-2" in m.search_verdict("DeepSeek", other, url, ["dsv4-2"])[0]
+    none = {"meta": "No matching documents", "items": [], "answered": True, "seconds": 1.0}
+    assert m.search_verdict("qzx", none, url, []) == []
+    assert "should find nothing, but lists recipes/dsv4-2.html" in m.search_verdict("qzx", found, url, [])[0]
+    silent = {"meta": "Initializing search", "items": [], "answered": False, "seconds": 60.0}
+    assert "no answer in 60.0 s" in m.search_verdict("DeepSeek", silent, url, ["dsv4-2"])[0]
+    assert "no search box" in m.search_verdict("x", {**silent, "clicked": False}, url, [])[0]
+
+
+# A stand-in for the theme's search: the box's keyup asks a Web Worker, which answers after
+# 300 ms of real time (as the theme's worker answers once its index is built); only then does the
+# overlay show results. Under --dump-dom's virtual time this page never showed an answer.
+FAKE_SEARCH = """<!doctype html><html><body>
+<script id="__config" type="application/json">{"translations": {"search.result.none": "No matching documents",
+ "search.result.placeholder": "Type to start searching"}}</script>
+<input data-md-component="search-query" style="width:300px;height:30px">
+<div class="md-search-result__meta">Initializing search</div><ol></ol>
+<script>
+var w = new Worker("worker.js"), box = document.querySelector("input");
+box.addEventListener("keyup", function () { w.postMessage(box.value); });
+w.onmessage = function (e) {
+  var hits = e.data, ol = document.querySelector("ol");
+  document.querySelector(".md-search-result__meta").textContent =
+    hits.length ? hits.length + " matching documents" : "No matching documents";
+  ol.innerHTML = hits.map(function (h) {
+    return '<li class="md-search-result__item"><a href="' + h + '"><h1>' + h + '</h1></a></li>';
+  }).join("");
+};
+</script></body></html>"""
+FAKE_WORKER = """onmessage = function (e) {
+  var q = e.data;
+  setTimeout(function () { postMessage(q === "DeepSeek" ? ["recipes/dsv4-2.html", "index.html#deepseek"] : []); }, 300);
+};"""
+
+
+@pytest.mark.skipif(load().browser() is None, reason="Chromium is not installed (apt-get install chromium)")
+def test_search_types_into_the_box_and_waits_for_the_workers_answer(tmp_path):
+    mod = load()
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "index.html").write_text(FAKE_SEARCH, encoding="utf-8")
+    (site / "worker.js").write_text(FAKE_WORKER, encoding="utf-8")
+    with mod.serve(site) as url, mod.DevTools(mod.browser(), str(tmp_path / "profile"), 800, 600) as dt:
+        found = mod.search(dt, url, "DeepSeek", timeout=20, settle=0.5)
+        dt.screenshot(tmp_path / "shot.png")
+        nothing = mod.search(dt, url, "qzxvkjwq", timeout=20, settle=0.5)
+    assert found["answered"] and found["value"] == "DeepSeek" and found["focused"], found
+    assert [i["href"] for i in found["items"]] == [f"{url}/recipes/dsv4-2.html", f"{url}/index.html#deepseek"]
+    assert mod.search_verdict("DeepSeek", found, url, ["dsv4-2"]) == []
+    assert nothing["answered"] and nothing["items"] == [] and nothing["meta"] == "No matching documents"
+    assert mod.search_verdict("qzxvkjwq", nothing, url, []) == []
+    assert (tmp_path / "shot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
