@@ -21,7 +21,9 @@ from cookbook.evidence import engine_check as E
 from cookbook.recipe.resolve import resolve
 
 ROOT = Path(__file__).resolve().parents[2]
-CHECKED = ("glm52-fp8-8x-h200",)
+CHECKED = ("glm52-fp8-8x-h200", "gemma3-270m-h200", "dsv3-perf-h200")
+# recipes that leave their attention geometry to the checkpoint: planned with the run's config.json
+GEOMETRY_FROM_CONFIG = ("gemma3-270m-h200", "dsv3-perf-h200")
 AWAITING_RERUN = ("dsv4-flash-8x-h200", "dsv4-flash-4x-h200")
 BROKEN = ROOT / "recipes" / "glm52-fp8-8x-h200" / "engine-check" / "broken-run"
 
@@ -41,9 +43,23 @@ def test_the_h200_bundle_re_checks_as_engine_checked(slug):
     # vLLM parsed the recipe's own values (tensor_parallel_size 1 is its default, so it is not listed)
     args = record["vllm"]["args"]
     for key in ("max_num_seqs", "max_model_len", "kv_cache_dtype", "gpu_memory_utilization"):
-        assert args[key] == r.recipe.serve.args[key].value, key
+        if key in r.recipe.serve.args and r.recipe.serve.args[key].value is not None:
+            assert args[key] == r.recipe.serve.args[key].value, key
     assert "tensor_parallel_size" not in args and args["load_format"] == "dummy"
     assert any("backend" in b.lower() for b in record["vllm"]["backends"])
+
+
+@pytest.mark.parametrize("slug", CHECKED)
+def test_the_plan_reads_the_geometry_where_the_recipe_gives_none(slug):
+    r = resolve(ROOT / "recipes" / slug / "recipe.yaml")
+    record = json.loads((E.bundles(r)[-1] / E.RECORD).read_text())
+    if slug in GEOMETRY_FROM_CONFIG:
+        assert record["geometry_from"] == "recipe, then the checkpoint's config.json"
+        # without the config the plan has no KV bytes to compare: 100% off, never engine-checked
+        assert r.recipe.model.architecture.kv_lora_rank in (None, 0) or slug == "dsv3-perf-h200"
+    else:
+        assert record.get("geometry_from", "recipe") == "recipe"
+    assert record["comparison"]["kv_bytes_per_token"]["plan"] > 0
 
 
 def test_the_glm_bundle_was_re_planned_from_the_runs_own_files():

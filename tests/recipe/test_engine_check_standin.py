@@ -143,7 +143,7 @@ def test_the_cli_refuses_in_one_line_and_writes_nothing(tmp_path):
     assert res.exit_code == 2 and "is not a folder" in res.output and "Traceback" not in res.output
     res = CliRunner().invoke(main, ["engine-check", "write", SLUG, str(tmp_path), "--explain", "bogus"])
     assert res.exit_code == 2 and "--explain 'bogus'" in res.output
-    res = CliRunner().invoke(main, ["engine-check", "status", "gemma3-270m-h200"])
+    res = CliRunner().invoke(main, ["engine-check", "status", "glm52-2"])
     assert res.exit_code == 1 and "not engine-checked (no bundle)" in res.output
 
 
@@ -233,3 +233,26 @@ def test_the_device_script_serves_the_scaled_block_and_records_a_refusal_standin
     assert "unrecognized arguments: --cookbook-not-a-vllm-flag" in (run / "server.log").read_text()
     with pytest.raises(ValueError, match=r"never answered \(refused 2\)"):
         E.write(run, resolved, *tools(resolved), {})
+
+
+def test_only_vllms_default_parallel_size_may_follow_the_block():
+    block = "vllm serve /ckpt \\\n  --max-num-seqs 4"
+    ran = block + " \\\n  --tensor-parallel-size 1 \\\n  --load-format dummy\n"
+    assert E.block_differences(ran, block) == []
+    two = block + " \\\n  --tensor-parallel-size 2 \\\n  --load-format dummy\n"
+    assert E.block_differences(two, block) == [
+        "launch.sh adds --tensor-parallel-size 2, which is not a checkpoint substitution"
+    ]
+
+
+def test_vllms_args_with_an_enum_are_read_as_a_dict():
+    line = (
+        "(APIServer pid=9) INFO 12-05 17:13:20 [utils.py:1] non-default args: {'max_num_seqs': 256, "
+        "'compilation_config': {'cudagraph_mode': <CUDAGraphMode.FULL_AND_PIECEWISE: (2, 1)>, 'mode': None}}"
+    )
+    args = E.parse_server_log(line)["args"]
+    assert args == {
+        "max_num_seqs": 256,
+        "compilation_config": {"cudagraph_mode": "CUDAGraphMode.FULL_AND_PIECEWISE", "mode": None},
+    }
+    assert E.parse_server_log(line.replace("256,", "256 <x"))["args"].startswith("{")  # not a literal: kept as text

@@ -3,6 +3,8 @@ evidence wing's engine check is given (it sits below cookbook.plan in the layeri
 
 from __future__ import annotations
 
+import json
+
 from cookbook.errors import CookbookError
 
 
@@ -14,15 +16,17 @@ def tools(resolved):
     from cookbook.recipe.resolve import resolve
 
     def cached(kind, make):
-        def fn(sets):
-            key = (kind, resolved.content_hash, tuple(sets))  # the same recipe text and --set: the same answer
+        def fn(sets, *more):
+            # the same recipe text, --set and config: the same answer
+            key = (kind, resolved.content_hash, tuple(sets), json.dumps(more, sort_keys=True))
             if key not in _CACHE:
-                _CACHE[key] = make(resolve(resolved.path, sets=list(sets), check=False))
+                _CACHE[key] = make(resolve(resolved.path, sets=list(sets), check=False), *more)
             return _CACHE[key]
 
         return fn
 
-    return cached("plan", lambda r: make_plan(r, gpus=1)), cached("block", launch_block)
+    plan = cached("plan", lambda r, config=None: make_plan(r, gpus=1, config=config))
+    return plan, cached("block", launch_block)
 
 
 _CACHE: dict = {}

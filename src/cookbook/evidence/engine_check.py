@@ -47,13 +47,23 @@ RUN_FILES = ("launch.sh", "config.json", "server.log", "metrics.prom", "response
 TOLERANCE = 0.05
 MAX_LOG_BYTES = 64 << 20
 # Flags a run may add after the block: the checkpoint's weights are random and its tokenizer is not
-# the model's (dummy-checkpoint carries a GGUF's), and nothing else.
-ADDED_FLAGS = {"--load-format": {"dummy"}, "--tokenizer-mode": {"hf", "auto", "slow"}}
+# the model's (dummy-checkpoint carries a GGUF's); and the one-GPU size, which the run script sets
+# on every recipe and which lands after the block, as vLLM's default 1, when the recipe sets none.
+ADDED_FLAGS = {
+    "--load-format": {"dummy"},
+    "--tokenizer-mode": {"hf", "auto", "slow"},
+    "--tensor-parallel-size": {"1"},
+}
 # A line of vLLM's log without its prefix ("(EngineCore pid=12) INFO 12-05 06:00:00 [file.py:12] ").
 _PREFIX = re.compile(r"^(?:\(\w+ pid=\d+\)\s+)?(?:\w+\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+\[[^\]]*\]\s+)?")
 # Passed in by the commands (this wing sits below cookbook.plan in the layering):
-Plan = Callable[[list[str]], object]  # sets -> cookbook.plan.budget.Plan of the recipe with those --set, on one GPU
+# (sets[, config]) -> cookbook.plan.budget.Plan of the recipe with those --set, on one GPU (config: a
+# checkpoint's config.json, filling the geometry where the recipe is silent)
+Plan = Callable[..., object]
 Block = Callable[[list[str]], str]  # sets -> the launch block `cookbook launch SLUG --set ...` prints
+
+
+_ENUM_REPR = re.compile(r"<(\w+\.\w+): [^<>]{0,200}>")
 
 
 def _read(path: Path, limit: int = MAX_LOG_BYTES) -> str:
@@ -72,6 +82,8 @@ def parse_server_log(text: str) -> dict:
         line = _PREFIX.sub("", raw.strip())
         if "non-default args:" in line and out["args"] is None:
             body = line.split("non-default args:", 1)[1].strip()
+            # an enum prints as <CUDAGraphMode.FULL_AND_PIECEWISE: (2, 1)>, which is no literal: its name
+            body = _ENUM_REPR.sub(lambda m: repr(m.group(1)), body)
             try:
                 out["args"] = ast.literal_eval(body)
             except (ValueError, SyntaxError, MemoryError, RecursionError):
@@ -196,7 +208,13 @@ def figures(
         geometry = geometry_sets(config)
     except (ValueError, TypeError, OverflowError) as e:
         return {}, [*reasons, f"config.json's geometry cannot be read ({e})"]
-    plan = plan_fn([*sets, *geometry, f"model.source.size_gib={log.get('model_load_gib') or 0}"])
+    plan_sets = [*sets, *geometry, f"model.source.size_gib={log.get('model_load_gib') or 0}"]
+    plan = plan_fn(plan_sets)
+    geometry_from = "recipe"
+    if not plan.vllm_kv_bytes_per_token:
+        # a recipe that leaves its attention geometry to the checkpoint (as `cookbook plan --checkpoint`
+        # does): the served checkpoint's config.json fills it
+        plan, geometry_from = plan_fn(plan_sets, config), "recipe, then the checkpoint's config.json"
     planned = {
         # KV bytes per token as vLLM's log gives them: its pool over its token count at max_model_len
         "kv_bytes_per_token": round(plan.vllm_kv_bytes_per_token, 1),
@@ -234,6 +252,7 @@ def figures(
         "checkpoint": checkpoint,
         "scaled_sets": sets,
         "geometry_sets": geometry,
+        "geometry_from": geometry_from,
         "rc": rc,
         "answered_choices": n,
         "vllm": {"args": log["args"], "backends": log["backends"], "model_load_gib": log["model_load_gib"], **engine},

@@ -379,7 +379,12 @@ def _workspace(geom: G.Geometry, s: Setup, ctx: int) -> int:
     return int(gather + index_keys + logits + topk)
 
 
-def make_plan(resolved, *, gpus=None, ctx=None, seqs=None, checkpoint=None, platform=None, device_mib=None) -> Plan:
+def make_plan(
+    resolved, *, gpus=None, ctx=None, seqs=None, checkpoint=None, config=None, platform=None, device_mib=None
+) -> Plan:
+    """`checkpoint`: a file or folder whose tensors are counted and whose header fills the geometry
+    where the recipe is silent; `config`: a checkpoint's config.json (as read) that only fills the
+    geometry, the weights staying the recipe's size."""
     r = resolved.recipe
     s = setup_for(resolved, gpus=gpus, ctx=ctx, seqs=seqs, platform=platform, device_mib=device_mib)
     arch = r.model.architecture
@@ -387,7 +392,7 @@ def make_plan(resolved, *, gpus=None, ctx=None, seqs=None, checkpoint=None, plat
         weights, meta = load_checkpoint(Path(checkpoint), arch)
         geom = G.from_recipe(arch, meta)
     else:
-        geom = G.from_recipe(arch)
+        geom = G.from_recipe(arch, G.safetensors_config_meta(config) if config else None)
         quant = r.quants.get(resolved.quant) if resolved.quant else None
         size = (quant.size_gib if quant else None) or r.model.source.size_gib
         weights = W.from_recipe(geom, size, r.model.format)
