@@ -285,8 +285,23 @@ def test_a_tampered_payload_tail_is_rehashed_and_cut(good, tmp_path):
     data[manifest["pieces"][1]["offset"] + 3] ^= 0xFF  # the second piece, changed after it was appended
     payload.write_bytes(bytes(data) + b"junk")
     r = _run(only(out, names[2:], tmp_path / "t1"), "--into", into)
-    assert "cut off" in r.stdout and "2 of 3 pieces still to come" in r.stdout
+    assert (
+        "cut off" in r.stdout
+        and f"1 of 3 pieces still to come; holding {names[2]} until {names[1]} arrives" in r.stdout
+    )
     r = _run(out, "--into", into)  # the whole set again: completes from the first good prefix
+    assert r.returncode == 0 and "installed fakeengine==9.9" in r.stdout, r.stderr
+
+
+def test_a_piece_that_comes_early_is_held_and_said_to_be(good, tmp_path):
+    out, manifest = good
+    into = tmp_path / "host"
+    names = [p["name"] for p in manifest["pieces"]]
+    r = _run(only(out, [names[2]], tmp_path / "t0"), "--into", into)
+    assert r.returncode == 0 and f"2 of 3 pieces still to come; holding {names[2]} until {names[0]} arrives" in r.stdout
+    r = _run(only(out, [names[0]], tmp_path / "t1"), "--into", into)
+    assert f"received {names[0]}" in r.stdout and f"holding {names[2]} until {names[1]} arrives" in r.stdout
+    r = _run(only(out, [names[1]], tmp_path / "t2"), "--into", into)
     assert r.returncode == 0 and "installed fakeengine==9.9" in r.stdout, r.stderr
 
 

@@ -324,9 +324,11 @@ def receive(pieces_dir: Path, into: Path) -> int:
                 if out is None or not _append(pieces[done], out, dfd, into):
                     break
                 done += 1
-            missing = len(pieces) - done
-            if missing:
-                print(f"{missing} of {len(pieces)} pieces still to come", flush=True)
+            if done < len(pieces):
+                # pieces that came before the one the payload needs next wait, checked, in DIR
+                held = [p["name"] for p in pieces[done:] if _present(p["name"], dfd)]
+                wait = f"; holding {', '.join(held)} until {pieces[done]['name']} arrives" if held else ""
+                print(f"{len(pieces) - done - len(held)} of {len(pieces)} pieces still to come{wait}", flush=True)
                 return 0
             os.lseek(out, 0, os.SEEK_SET)
             got, _ = _copy_hashed(out, None, manifest["size"] + 1)
