@@ -4,6 +4,7 @@ or a circle past the rules.
 
     cli, commands              the CLI: nothing below imports them
     site                       the generated docs pages: recipe, plan, fixes, evidence status; only the CLI imports it
+    shown_status               the status list, show and the site print (verified, or the engine check beside it)
     bisect                     the first engine release where a gate fails: through upgrade; only the CLI imports it
     upgrade                    moves an engine pin: serving, fixes, the evidence wing's verify, the recipe; only the CLI imports it
     evidence                   a bundle re-checked, `gates verify`, a recipe's status: gates + recipe; only the tiers above import it
@@ -48,7 +49,12 @@ FORBIDDEN = {
     "cookbook.kernel_catalogue": ("cookbook.recipe", "cookbook.gates", "cookbook.kernels", "cookbook.serving"),
 }
 CLI = ("cookbook.commands", "cookbook.cli")
-UPPER = ("cookbook.bisect", "cookbook.upgrade", "cookbook.site")  # below the CLI, above everything else
+UPPER = (
+    "cookbook.bisect",
+    "cookbook.upgrade",
+    "cookbook.site",
+    "cookbook.shown_status",
+)  # below the CLI, above the rest
 EVIDENCE = ("cookbook.evidence",)  # below UPPER, above the gate suite, serving and the recipe
 # Each tier is imported only from itself or a tier above it (earlier here).
 TIERS = (CLI, UPPER, EVIDENCE)

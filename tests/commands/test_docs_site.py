@@ -237,14 +237,35 @@ def test_a_comparison_lines_up_each_variants_own_value():
 def test_the_index_matrix_shows_each_recipes_status(site):
     from cookbook.evidence.status import status_of
     from cookbook.recipe.resolve import resolve
+    from cookbook.shown_status import shown_status
 
     html = (site / "index.html").read_text(encoding="utf-8")
     for slug in recipe_slugs():
-        status = status_of(resolve(slug, check=False))
+        r = resolve(slug, check=False)
+        status = shown_status(r, status_of(r))  # as `cookbook list` prints it: the engine check beside
         pattern = rf'href="recipes/{re.escape(slug)}\.html">{re.escape(slug)}</a>\s*<span class="cb-status cb-\w+">([^<]*)</span>'
         found = re.search(pattern, html)
         assert found, f"index.html: no status badge beside {slug}"
         assert found.group(1) == status, f"{slug}: badge {found.group(1)!r}, status {status!r}"
+
+
+def test_an_engine_checked_recipe_says_so_on_the_index_and_its_page(site):
+    from cookbook.evidence import engine_check as E
+    from cookbook.recipe.resolve import resolve
+    from cookbook.shown_status import tools
+
+    html = (site / "index.html").read_text(encoding="utf-8")
+    assert ">benchmark; engine-checked</span>" in html  # dsv3-perf-h200
+    checked = [r for r in map(resolve, recipe_slugs()) if E.bundles(r)]
+    assert len(checked) >= 3
+    for r in checked:
+        word, _ = E.status(r, *tools(r))
+        page = (site / "recipes" / f"{r.slug}.html").read_text(encoding="utf-8")
+        assert f"Engine check: <em>{word}</em>" in page, r.slug
+        assert f"recipes/{r.slug}/evidence/engine-check/{E.bundles(r)[-1].name}/" in page
+        assert "does not prove quality" in page
+    plain = (site / "recipes" / "glm52-2.html").read_text(encoding="utf-8")
+    assert "Engine check:" not in plain  # no bundle, no paragraph
 
 
 def test_a_verified_recipe_page_plots_its_measured_sweep_from_the_bundle(site):

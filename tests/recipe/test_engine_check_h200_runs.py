@@ -16,9 +16,9 @@ import pytest
 from click.testing import CliRunner
 
 from cookbook.cli import main
-from cookbook.commands.engine_status import tools
 from cookbook.evidence import engine_check as E
 from cookbook.recipe.resolve import resolve
+from cookbook.shown_status import tools
 
 ROOT = Path(__file__).resolve().parents[2]
 CHECKED = ("glm52-fp8-8x-h200", "gemma3-270m-h200", "dsv3-perf-h200")

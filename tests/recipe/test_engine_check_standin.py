@@ -13,9 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from cookbook.cli import main
-from cookbook.commands.engine_status import shown_status, tools
 from cookbook.evidence import engine_check as E
 from cookbook.recipe.resolve import resolve
+from cookbook.shown_status import shown_status, tools
 
 ROOT = Path(__file__).resolve().parents[2]
 SLUG = "glm52-fp8-8x-h200"

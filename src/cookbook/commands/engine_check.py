@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
-from cookbook.commands.engine_status import tools
 from cookbook.commands.recipes import resolve_or_refuse
 from cookbook.errors import BAD_INPUT, FAILED, CookbookError
+from cookbook.shown_status import tools
 
 EXPLAINABLE = ("kv_bytes_per_token", "pool_gib", "pool_tokens", "max_concurrency")
 

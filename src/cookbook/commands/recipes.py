@@ -39,9 +39,9 @@ set_option = click.option(
 def list_cmd(as_json):
     """Every recipe: model, hardware, status, and whether it runs on this machine."""
     from cookbook import platforms
-    from cookbook.commands.engine_status import shown_status
     from cookbook.evidence.status import status_of
     from cookbook.recipe.resolve import all_slugs, resolve
+    from cookbook.shown_status import shown_status
 
     here = platforms.detect()
     rows = []
@@ -108,8 +108,8 @@ def show_cmd(slug, quant, sets, as_json):
             )
         )
         return
-    from cookbook.commands.engine_status import shown_status
     from cookbook.recipe.resolve import resolve
+    from cookbook.shown_status import shown_status
 
     as_written = resolve(resolved.path.parent.name, check=False)  # the status is the recipe's as written
     click.echo(render_show(resolved, shown_status(as_written, verified_status(resolved.path))), nl=False)

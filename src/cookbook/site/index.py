@@ -9,6 +9,7 @@ import os
 
 from cookbook import platforms
 from cookbook.evidence.status import status_of
+from cookbook.shown_status import shown_status
 from cookbook.site.compare import groups
 from cookbook.site.markdown import MARKER, badge, benchmark_reason, cell, hardware_label
 
@@ -47,7 +48,8 @@ def family_title(names: list[str], family: str) -> str:
 
 def index_page(slugs: list[str]) -> str:
     recipes, compared = groups(slugs)
-    status = {x.slug: status_of(x) for x in recipes}
+    # verified as it is; otherwise the engine check's word beside it, as `cookbook list` prints it
+    status = {x.slug: shown_status(x, status_of(x)) for x in recipes}
     bench = [x for x in recipes if benchmark_reason(x.recipe)]
     real = [x for x in recipes if not benchmark_reason(x.recipe)]
     used = {x.recipe.hardware.platform for x in recipes}

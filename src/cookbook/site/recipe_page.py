@@ -15,6 +15,7 @@ from cookbook.recipe import multinode, paths
 from cookbook.recipe.errors import RecipeError
 from cookbook.recipe.resolve import resolve
 from cookbook.recipe.rules import PLACEHOLDER, fill, rule_context
+from cookbook.shown_status import engine_check_lines, shown_status
 from cookbook.site.compare import family_root
 from cookbook.site.evidence import gate_lines, performance_lines
 from cookbook.site.fix_section import fix_section
@@ -324,8 +325,9 @@ def recipe_page(slug: str) -> str:
         "",
         r.summary,
         "",
-        f"Status: {badge(status)}. Recipe: `recipes/{slug}/recipe.yaml`.",
+        f"Status: {badge(shown_status(resolved, status))}. Recipe: `recipes/{slug}/recipe.yaml`.",
         "",
+        *engine_check_lines(resolved),
         *benchmark_lines(resolved),
         "| | |",
         "|---|---|",

@@ -1,5 +1,6 @@
-"""The engine-check status as list and show print it, and the planner and launch-block renderer the
-evidence wing's engine check is given (it sits below cookbook.plan in the layering)."""
+"""The status list, show and the site print (verified as it is, else the engine check's word beside
+it), and the planner and launch-block renderer the evidence wing's engine check is given (that wing
+sits below cookbook.plan in the layering)."""
 
 from __future__ import annotations
 
@@ -44,3 +45,22 @@ def shown_status(resolved, word: str) -> str:
     except (CookbookError, ValueError, OSError) as e:  # a recipe the planner refuses shows no engine check
         found = f"engine-check refused ({str(e).splitlines()[0][:80]})"
     return word if found is None else f"{word}; {found}"
+
+
+def engine_check_lines(resolved) -> list[str]:
+    """A recipe page's paragraph on its engine check: the bundle, its word, what it proves and what not
+    (nothing when the recipe has no bundle)."""
+    from cookbook.evidence.engine_check import bundles, status
+
+    found = bundles(resolved)
+    if not found:
+        return []
+    word, reasons = status(resolved, *tools(resolved))
+    rel = found[-1].relative_to(resolved.path.parent.parent.parent).as_posix()
+    why = f" ({'; '.join(reasons)})" if reasons else ""
+    return [
+        f"Engine check: *{word}*{why}, bundle `{rel}/`. It proves the engine accepts the flags, builds the "
+        "architecture and fits the plan on this GPU kind (the block served on one GPU with random weights); "
+        "it does not prove quality, full-depth speed or multi-GPU communication.",
+        "",
+    ]
