@@ -12,6 +12,7 @@ import yaml
 from cookbook.files import repo_root
 from cookbook.gates.calibrate import calibrated_gates
 from cookbook.recipe.calibrated import NOTE, with_gates
+from cookbook.recipe.resolve import resolve
 
 SLUG = "gemma3-270m-h200"
 RECIPE = repo_root() / "recipes" / SLUG / "recipe.yaml"
@@ -19,7 +20,7 @@ RECIPE = repo_root() / "recipes" / SLUG / "recipe.yaml"
 
 @pytest.fixture
 def bundle():
-    return next((repo_root() / "recipes" / SLUG / "evidence").iterdir())
+    return repo_root() / resolve(SLUG).recipe.verified.bundle  # not the engine-check bundle beside it
 
 
 def _inputs(bundle):

@@ -20,7 +20,7 @@ SLUG = "gemma3-270m-h200"
 @pytest.fixture
 def plain_bundle(tmp_path):
     """The committed (compacted) H200 bundle, with its transcripts un-gzipped: as a run writes it."""
-    src = next((repo_root() / "recipes" / SLUG / "evidence").iterdir())
+    src = repo_root() / resolve(SLUG).recipe.verified.bundle  # not the engine-check bundle beside it
     dst = tmp_path / src.name
     shutil.copytree(src, dst)
     for gz in (dst / "transcripts").glob("*.jsonl.gz"):

@@ -38,7 +38,10 @@ def test_every_offline_recipe_commits_a_lock_that_names_no_machine_path(slug):
 
 
 def test_the_h200_lock_carries_the_wheels_its_verified_bundle_ran():
-    (bundle,) = (RECIPES / "gemma3-270m-h200" / "evidence").iterdir()
+    # the bundle the recipe's own verified block names, not whatever else sits in evidence/ (the
+    # engine-check bundle sits there too)
+    bundle = repo_root() / resolve("gemma3-270m-h200").recipe.verified.bundle
+    assert bundle.parent == RECIPES / "gemma3-270m-h200" / "evidence", bundle
     ran = pack.carried_by(bundle / "environment.lock")
     assert len(ran) > 50
     got = {pack.normalize(p.name): (p.version, p.sha256) for p in lock.load(RECIPES / "gemma3-270m-h200").wheels}
