@@ -114,6 +114,15 @@ def test_malformed_pieces_json_is_one_message_exit_2(tmp_path, text):
     _one_error(r)
 
 
+def test_a_pieces_path_that_is_a_file_is_one_message_exit_2(good, tmp_path):
+    piece = good[0] / "piece-01"  # a piece given where its folder belongs: the likeliest slip
+    r = _run(piece, "--into", tmp_path / "host")
+    assert r.returncode == 2
+    _one_error(r)
+    assert "is not a folder" in r.stderr and "Errno" not in r.stderr, r.stderr
+    assert not (tmp_path / "host").exists() or not any((tmp_path / "host").iterdir())
+
+
 JSON = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=12),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),

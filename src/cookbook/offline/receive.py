@@ -132,6 +132,11 @@ def load_manifest(pieces_dir: Path) -> dict:
         raw = _json(_read_bounded(open_regular(where), MANIFEST_MAX, where), where)
     except FileNotFoundError:
         raise Refused(f"{pieces_dir}: no pieces.json", help="carry the folder `cookbook offline pack` wrote") from None
+    except NotADirectoryError:
+        raise Refused(
+            f"{pieces_dir}: is not a folder; give the folder that holds pieces.json and its pieces",
+            help="e.g. receive.py .carry/gemma3-270m-h200 (the folder `cookbook offline pack` wrote)",
+        ) from None
     fix = "make the pieces again with `cookbook offline pack` and carry its pieces.json unchanged"
 
     def bad(what: str):
