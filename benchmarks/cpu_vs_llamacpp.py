@@ -10,10 +10,13 @@ serve`, the pinned engine's own benchmark, run in this process), on the same pro
                    length; of the recipe's env only paths and the KV cache size (vLLM's own
                    binding and reserved core, not the recipe's);
   llama.cpp        llama-server (scripts/build-llama-server) on the same Q4_K_M GGUF, started
-                   again for each concurrency with the flags for it: one slot per stream
-                   (-np C), a context of 1024 tokens a slot, threads and batch threads = cores,
-                   flash attention, the recipe's chat template (--jinja), no weight repacking
-                   (-nr: its AMX path crashes llama-server on this CPU, see llama_argv);
+                   again for each concurrency and load with the flags for it: one slot per stream
+                   (-np C), a context of 1024 tokens a slot, threads and batch threads = cores on a
+                   quiet machine and cores - 1 under the competing load (its threads wait for each
+                   other at every step, so one that loses its core stalls them all: llama-bench
+                   prints both counts under that load), flash attention, the recipe's chat template
+                   (--jinja), no weight repacking (-nr: its AMX path crashes llama-server on this
+                   CPU, see llama_argv);
   llama.cpp+ngram  the same with llama.cpp's own draft-free n-gram speculation
                    (--spec-type ngram-simple, a 3-token lookup drafting 3 tokens: the peer of the
                    recipe's n-gram speculation);
@@ -117,29 +120,34 @@ def start_llama(argv: list[str], port: int, workdir: Path, tag: str) -> local.Se
     return local.Server(proc, log, f"http://127.0.0.1:{port}")
 
 
-def llama_bench(binary: str, gguf: Path, threads: int, out: Path) -> dict:
-    """llama-bench's raw decode of 128 tokens (tg128) at `threads`, flash attention off and on:
-    llama.cpp's own ceiling for one stream, no server in the way."""
-    argv = [binary, "-m", str(gguf), "-t", str(threads), "-p", "0", "-n", "128", "-r", "3", "-fa", "0,1"]
-    argv += ["--repack", "0,1", "-o", "json"]
-    local.step(f"llama-bench: {local.quote_cmd(argv)}")
+def llama_bench(binary: str, gguf: Path, threads: list[int], out: Path, loaded: bool) -> dict:
+    """llama-bench's raw decode at each of `threads`: llama.cpp's own ceiling for one stream, no server
+    in the way. Quiet: 128 tokens (tg128), flash attention off and on, repacking off and on. Loaded
+    (under the benchmark's competing process): 32 tokens with the server's flags (fa on, no repacking),
+    since a thread count that loses a core to the competitor decodes at 1-3 tok/s there."""
+    n, reps, fa, repack = ("128", "3", "0,1", "0,1") if not loaded else ("32", "2", "1", "0")
+    argv = [binary, "-m", str(gguf), "-t", ",".join(map(str, threads)), "-p", "0", "-n", n, "-r", reps]
+    argv += ["-fa", fa, "--repack", repack, "-o", "json"]
+    tag = "loaded" if loaded else "quiet"
+    local.step(f"llama-bench ({tag}): {local.quote_cmd(argv)}")
     load = loadavg()
-    p = subprocess.run(argv, capture_output=True, text=True)
-    (out / "llama-bench.json").write_text(p.stdout)
-    (out / "llama-bench.log").write_text(p.stderr)
+    with competing_load(loaded):
+        p = subprocess.run(argv, capture_output=True, text=True)
+    (out / f"llama-bench-{tag}.json").write_text(p.stdout)
+    (out / f"llama-bench-{tag}.log").write_text(p.stderr)
     if p.returncode != 0:
         return {"error": f"exit {p.returncode}", "loadavg_before": load}
     rows = json.loads(p.stdout)
     return {
         "argv": argv,
         "loadavg_before": load,
-        "tg128_tok_s": {_bench_key(r): round(r["avg_ts"], 1) for r in rows},
-        "tg128_stddev": {_bench_key(r): round(r["stddev_ts"], 1) for r in rows},
+        f"tg{n}_tok_s": {_bench_key(r): round(r["avg_ts"], 1) for r in rows},
+        f"tg{n}_stddev": {_bench_key(r): round(r["stddev_ts"], 1) for r in rows},
     }
 
 
 def _bench_key(row: dict) -> str:
-    return f"fa{int(bool(row.get('flash_attn')))}-repack{int(bool(row.get('repack')))}"
+    return f"t{row.get('n_threads')}-fa{int(bool(row.get('flash_attn')))}-repack{int(bool(row.get('repack')))}"
 
 
 def loadavg() -> list[float]:
@@ -308,7 +316,20 @@ def main() -> None:
         metavar="NAME:KEY=VALUE;KEY=VALUE",
         help="also measure the recipe with these sets, as server NAME (tuning experiments)",
     )
-    ap.add_argument("--llama-threads", type=int, default=os.cpu_count() or 1, help="-t and -tb of llama-server")
+    ap.add_argument(
+        "--llama-threads",
+        type=int,
+        default=os.cpu_count() or 1,
+        help="-t and -tb of llama-server, quiet (default: cores)",
+    )
+    ap.add_argument(
+        "--llama-threads-loaded",
+        type=int,
+        default=max(1, (os.cpu_count() or 1) - 1),
+        help="-t and -tb of llama-server under the competing load (default: cores less the one it takes; "
+        "llama.cpp's threads wait for each other at every step, so one that loses its core to the competitor "
+        "stalls the rest: on 2 cores, 2 threads decoded 1.7-2.4 tok/s there and 1 thread 26)",
+    )
     ap.add_argument("--llama-spec-flags", default=LLAMA_SPEC_FLAGS, help="llama.cpp+ngram's speculation flags")
     ap.add_argument("--no-llama-bench", action="store_true", help="skip llama-bench's tg128")
     ap.add_argument("--out", type=Path)
@@ -366,9 +387,15 @@ def main() -> None:
         "defaults_env": sorted(defaults.recipe.env),
         "loadavg_at_start": loadavg(),
     }
+    threads = {"quiet": args.llama_threads, "loaded": args.llama_threads_loaded}
+    summary["llama_threads"] = threads
     if not args.no_llama_bench:
-        summary["llama_bench"] = llama_bench(llama_bench_bin, gguf, args.llama_threads, out)
+        summary["llama_bench"] = llama_bench(llama_bench_bin, gguf, [args.llama_threads], out, loaded=False)
         local.step(f"llama-bench: {summary['llama_bench']}")
+        if "loaded" in args.loads:
+            both = sorted({args.llama_threads_loaded, args.llama_threads})
+            summary["llama_bench_loaded"] = llama_bench(llama_bench_bin, gguf, both, out, loaded=True)
+            local.step(f"llama-bench under the competing load: {summary['llama_bench_loaded']}")
 
     # Prompts per (round, load, concurrency), the same for every server: prose passages from a seed
     # of their own (so no passage recurs from one measurement to the next), the chat questions in
@@ -392,8 +419,10 @@ def main() -> None:
     results: list[dict] = []
     t_start = time.monotonic()
 
-    def measure(base_url: str, name: str, rnd: int, c: int, vllm_server: bool, where: Path) -> None:
-        loads_order = args.loads if rnd % 2 else list(reversed(args.loads))
+    def loads_in(rnd: int) -> list[str]:
+        return args.loads if rnd % 2 else list(reversed(args.loads))
+
+    def measure(base_url: str, name: str, rnd: int, c: int, vllm_server: bool, where: Path, loads_order) -> None:
         for w in args.workloads:
             for ld in loads_order:
                 ps = prompts[(rnd, ld, w, c)]
@@ -435,23 +464,25 @@ def main() -> None:
                 where = out / f"round-{rnd}" / name.replace(".", "").replace("+", "-")
                 where.mkdir(parents=True, exist_ok=True)
                 if name in (LLAMA, LLAMA_SPEC):
+                    # started again for each concurrency and load: its best flags differ by both
                     for c in levels:
-                        spec = args.llama_spec_flags if name == LLAMA_SPEC else ""
-                        argv = llama_argv(llama_server, gguf, model, port, c, args.llama_threads, template, spec)
-                        server = start_llama(argv, port, where, f"c{c}")
-                        try:
-                            local.wait_ready(server, 300)
-                            warm_up(server.base_url, model, tokenizer, warm_prompts, chat, where)
-                            measure(server.base_url, name, rnd, c, False, where)
-                        finally:
-                            server.stop()
+                        for ld in loads_in(rnd):
+                            spec = args.llama_spec_flags if name == LLAMA_SPEC else ""
+                            argv = llama_argv(llama_server, gguf, model, port, c, threads[ld], template, spec)
+                            server = start_llama(argv, port, where, f"c{c}-{ld}")
+                            try:
+                                local.wait_ready(server, 300)
+                                warm_up(server.base_url, model, tokenizer, warm_prompts, chat, where)
+                                measure(server.base_url, name, rnd, c, False, where, [ld])
+                            finally:
+                                server.stop()
                 else:
                     server = local.launch(vllm_servers[name], env, where)
                     try:
                         local.wait_ready(server, 900)
                         warm_up(server.base_url, model, tokenizer, warm_prompts, chat, where)
                         for c in levels:
-                            measure(server.base_url, name, rnd, c, True, where)
+                            measure(server.base_url, name, rnd, c, True, where, loads_in(rnd))
                     finally:
                         server.stop()
     finally:
@@ -463,6 +494,10 @@ def main() -> None:
         if "llama_bench" in summary:
             lb = summary["llama_bench"]
             lines.append(f"llama-bench tg128 at {args.llama_threads} threads: {lb.get('tg128_tok_s')} tok/s")
+        if "llama_bench_loaded" in summary:
+            lb = summary["llama_bench_loaded"]
+            lines.append(f"llama-bench tg32 under the competing load: {lb.get('tg32_tok_s')} tok/s")
+        lines.append(f"llama-server threads (-t, -tb): {threads}")
         lines += tables(results, servers, levels, args.workloads, args.loads)
         lines.append(f"\nidentical greedy outputs (prose, quiet): {summary['identical_greedy_outputs']}")
         (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
