@@ -124,7 +124,7 @@ def llama_bench(binary: str, gguf: Path, threads: list[int], out: Path, loaded: 
     """llama-bench's raw decode at each of `threads`: llama.cpp's own ceiling for one stream, no server
     in the way. Quiet: 128 tokens (tg128), flash attention off and on, repacking off and on. Loaded
     (under the benchmark's competing process): 32 tokens with the server's flags (fa on, no repacking),
-    since a thread count that loses a core to the competitor decodes at 1-3 tok/s there."""
+    since a thread count that loses a core to the competitor decodes several times slower there."""
     n, reps, fa, repack = ("128", "3", "0,1", "0,1") if not loaded else ("32", "2", "1", "0")
     argv = [binary, "-m", str(gguf), "-t", ",".join(map(str, threads)), "-p", "0", "-n", n, "-r", reps]
     argv += ["-fa", fa, "--repack", repack, "-o", "json"]
@@ -328,10 +328,10 @@ def main() -> None:
         default=max(1, (os.cpu_count() or 1) - 1),
         help="-t and -tb of llama-server under the competing load (default: cores less the one it takes; "
         "llama.cpp's threads wait for each other at every step, so one that loses its core to the competitor "
-        "stalls the rest: on 2 cores, 2 threads decoded 1.7-2.4 tok/s there and 1 thread 26)",
+        "stalls the rest: on 2 cores, 2 threads decoded 1.7-6.5 tok/s there and 1 thread 26-28)",
     )
     ap.add_argument("--llama-spec-flags", default=LLAMA_SPEC_FLAGS, help="llama.cpp+ngram's speculation flags")
-    ap.add_argument("--no-llama-bench", action="store_true", help="skip llama-bench's tg128")
+    ap.add_argument("--no-llama-bench", action="store_true", help="skip llama-bench (quiet and loaded)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     if args.rounds < 1:
@@ -465,9 +465,9 @@ def main() -> None:
                 where.mkdir(parents=True, exist_ok=True)
                 if name in (LLAMA, LLAMA_SPEC):
                     # started again for each concurrency and load: its best flags differ by both
+                    spec = args.llama_spec_flags if name == LLAMA_SPEC else ""
                     for c in levels:
                         for ld in loads_in(rnd):
-                            spec = args.llama_spec_flags if name == LLAMA_SPEC else ""
                             argv = llama_argv(llama_server, gguf, model, port, c, threads[ld], template, spec)
                             server = start_llama(argv, port, where, f"c{c}-{ld}")
                             try:

@@ -9,6 +9,7 @@ import sys
 import pytest
 import yaml
 
+from cookbook.evidence.status import bundle_path
 from cookbook.files import repo_root
 from cookbook.gates.calibrate import calibrated_gates
 from cookbook.recipe.calibrated import NOTE, with_gates
@@ -20,7 +21,7 @@ RECIPE = repo_root() / "recipes" / SLUG / "recipe.yaml"
 
 @pytest.fixture
 def bundle():
-    return repo_root() / resolve(SLUG).recipe.verified.bundle  # not the engine-check bundle beside it
+    return bundle_path(resolve(SLUG).recipe.verified.bundle)  # not the engine-check bundle beside it
 
 
 def _inputs(bundle):

@@ -9,7 +9,7 @@ import pytest
 
 from cookbook.evidence.manifest import check_manifest
 from cookbook.evidence.recheck import recheck
-from cookbook.files import repo_root
+from cookbook.evidence.status import bundle_path
 from cookbook.gates import recorded
 from cookbook.gates.bundle import compact, write_manifest
 from cookbook.recipe.resolve import resolve
@@ -20,7 +20,7 @@ SLUG = "gemma3-270m-h200"
 @pytest.fixture
 def plain_bundle(tmp_path):
     """The committed (compacted) H200 bundle, with its transcripts un-gzipped: as a run writes it."""
-    src = repo_root() / resolve(SLUG).recipe.verified.bundle  # not the engine-check bundle beside it
+    src = bundle_path(resolve(SLUG).recipe.verified.bundle)  # not the engine-check bundle beside it
     dst = tmp_path / src.name
     shutil.copytree(src, dst)
     for gz in (dst / "transcripts").glob("*.jsonl.gz"):

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from offline_payload import wheel
 
 from cookbook.errors import CookbookError
+from cookbook.evidence.status import bundle_path
 from cookbook.files import repo_root
 from cookbook.offline import lock, pack
 from cookbook.recipe.resolve import resolve
@@ -40,7 +41,7 @@ def test_every_offline_recipe_commits_a_lock_that_names_no_machine_path(slug):
 def test_the_h200_lock_carries_the_wheels_its_verified_bundle_ran():
     # the bundle the recipe's own verified block names, not whatever else sits in evidence/ (the
     # engine-check bundle sits there too)
-    bundle = repo_root() / resolve("gemma3-270m-h200").recipe.verified.bundle
+    bundle = bundle_path(resolve("gemma3-270m-h200").recipe.verified.bundle)
     assert bundle.parent == RECIPES / "gemma3-270m-h200" / "evidence", bundle
     ran = pack.carried_by(bundle / "environment.lock")
     assert len(ran) > 50
