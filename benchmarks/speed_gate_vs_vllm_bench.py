@@ -74,6 +74,12 @@ def vllm_command(python: str | None = None) -> list[str]:
     )
 
 
+def requests_per_level(requests: int, min_waves: int, levels: list[int]) -> dict[int, int]:
+    """Requests at each concurrency: `requests`, or `min_waves` times the concurrency where that is more,
+    so a high level is not one burst whose tail decides its throughput."""
+    return {c: max(requests, min_waves * c) for c in levels}
+
+
 def run_vllm_bench(
     base_url: str, model: str, tokenizer: str, prompts: list[str], c: int, max_tokens: int, out: Path, vllm: list[str]
 ):
@@ -145,6 +151,13 @@ def main() -> None:
     ap.add_argument("--vllm-python", help="the python of the environment holding vllm (default: see above)")
     ap.add_argument("--requests", type=int, help="requests a level (default: the speed gate's sweep_requests)")
     ap.add_argument(
+        "--min-waves",
+        type=int,
+        default=1,
+        help="send at least this many times the concurrency at each level (default 1): one wave of 64 "
+        "streams lasts about a second on an H200, too short for a 10%% comparison",
+    )
+    ap.add_argument(
         "--rounds",
         type=int,
         default=1,
@@ -153,6 +166,8 @@ def main() -> None:
     args = ap.parse_args()
     if args.rounds < 1:
         sys.exit(f"error: --rounds {args.rounds}: give 1 or more")
+    if args.min_waves < 1:
+        sys.exit(f"error: --min-waves {args.min_waves}: give 1 or more")
     vllm = vllm_command(args.vllm_python)
     resolved = resolve(args.recipe)
     cfg = resolved.recipe.gates.speed
@@ -161,7 +176,9 @@ def main() -> None:
     levels = args.concurrencies or list(cfg.sweep_concurrencies)
     if args.requests is not None and args.requests < max(levels):
         sys.exit(f"error: --requests {args.requests}: give at least the largest concurrency ({max(levels)})")
-    cfg = cfg.model_copy(update={"sweep_concurrencies": levels, "sweep_requests": args.requests or cfg.sweep_requests})
+    per_level = requests_per_level(args.requests or cfg.sweep_requests, args.min_waves, levels)
+    # The prompts are made for the largest count, and each level takes its first per_level[c].
+    cfg = cfg.model_copy(update={"sweep_concurrencies": levels, "sweep_requests": max(per_level.values())})
     out = (
         args.out
         or repo_root() / ".cache" / "bench" / f"speed-vs-vllm-bench-{time.strftime('%Y%m%dT%H%M%SZ', time.gmtime())}"
@@ -171,7 +188,8 @@ def main() -> None:
     env = local.prepare(resolved, out)
     env["VLLM_SERVER_DEV_MODE"] = "1"  # POST /reset_prefix_cache between the two tools
     tokenizer = local.exported_env(resolved, env)["CHECKPOINT_DIR"]
-    prompts = speed.workload_prompts(cfg, uuid.uuid4().hex[:12])
+    made = speed.workload_prompts(cfg, uuid.uuid4().hex[:12])
+    prompts = {c: made[c][: per_level[c]] for c in levels}
     loads, rows = [], []
     server = local.launch(resolved, env, out)
     try:
@@ -217,7 +235,7 @@ def main() -> None:
         "recipe": resolved.slug,
         "date": time.strftime("%Y-%m-%d", time.gmtime()),
         "loadavg_before_each_level": loads,
-        "requests_per_level": cfg.sweep_requests,
+        "requests_per_level": per_level,
         "max_tokens": cfg.sweep_max_tokens,
         "rows": rows,
         "largest_relative_difference": round(worst, 4),

@@ -32,3 +32,14 @@ def test_else_the_vllm_on_path_else_one_message(script, monkeypatch, capsys):
         script.vllm_command()
     with pytest.raises(SystemExit, match="no such interpreter"):
         script.vllm_command("/nonexistent/python")
+
+
+def test_min_waves_raises_only_the_levels_it_must(script):
+    assert script.requests_per_level(64, 1, [1, 16, 64]) == {1: 64, 16: 64, 64: 64}
+    assert script.requests_per_level(64, 8, [1, 16, 64]) == {1: 64, 16: 128, 64: 512}
+
+
+def test_min_waves_below_one_is_refused(script, monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["speed_gate_vs_vllm_bench.py", "--min-waves", "0"])
+    with pytest.raises(SystemExit, match="--min-waves 0: give 1 or more"):
+        script.main()
