@@ -18,12 +18,11 @@ tool-call / JSON-schema requests (greedy and sampled) with the CPU recipe's flag
 from __future__ import annotations
 
 import json
-import subprocess
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
 import pytest
-from fixes_helpers import Server, env_for, free_port
+from fixes_helpers import Server, env_for, free_port, json_from_tree
 
 from cookbook.engine import engine_python
 from cookbook.files import repo_root
@@ -81,11 +80,7 @@ print(json.dumps({"temp": [round(v, 4) for v in temp.tolist()], "top_k": top_k.t
 
 
 def _expand(tree) -> dict:
-    res = subprocess.run(
-        [str(engine_python()), "-c", EXPAND], env=env_for(tree), capture_output=True, text=True, timeout=300
-    )
-    assert res.returncode == 0, res.stderr[-3000:]
-    return json.loads(res.stdout.strip().splitlines()[-1])
+    return json_from_tree(tree, EXPAND)
 
 
 def test_unpatched_cpu_expand_drops_float_and_int32_results(pristine_tree):

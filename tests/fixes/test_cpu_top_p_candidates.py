@@ -15,13 +15,8 @@ unpatched one keeps in every row.
 
 from __future__ import annotations
 
-import json
-import subprocess
-
 import pytest
-from fixes_helpers import env_for
-
-from cookbook.engine import engine_python
+from fixes_helpers import json_from_tree
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow_tier("fixes")]
 
@@ -110,11 +105,7 @@ def patched_masks(patched_tree) -> dict:
 
 
 def _masks(tree) -> dict:
-    res = subprocess.run(
-        [str(engine_python()), "-c", SAMPLE], env=env_for(tree), capture_output=True, text=True, timeout=600
-    )
-    assert res.returncode == 0, res.stderr[-3000:]
-    return json.loads(res.stdout.strip().splitlines()[-1])
+    return json_from_tree(tree, SAMPLE)
 
 
 def test_unpatched_top_p_sorts_the_whole_vocabulary(pristine_masks):

@@ -15,13 +15,8 @@ and recovers the same tokens.
 
 from __future__ import annotations
 
-import json
-import subprocess
-
 import pytest
-from fixes_helpers import env_for
-
-from cookbook.engine import engine_python
+from fixes_helpers import json_from_tree
 
 pytestmark = [pytest.mark.engine, pytest.mark.slow_tier("fixes")]
 
@@ -58,11 +53,7 @@ print(json.dumps(out))
 
 
 def _recover(tree) -> dict:
-    res = subprocess.run(
-        [str(engine_python()), "-c", RECOVER], env=env_for(tree), capture_output=True, text=True, timeout=600
-    )
-    assert res.returncode == 0, res.stderr[-3000:]
-    return json.loads(res.stdout.strip().splitlines()[-1])
+    return json_from_tree(tree, RECOVER)
 
 
 @pytest.fixture(scope="module")

@@ -67,6 +67,15 @@ def env_for(tree_dir: Path) -> dict[str, str]:
     return env
 
 
+def json_from_tree(tree_dir: Path, code: str, timeout_s: float = 600) -> dict:
+    """Run `code` in the engine's Python against a tree; the JSON its last stdout line prints."""
+    res = subprocess.run(
+        [str(engine_python()), "-c", code], env=env_for(tree_dir), capture_output=True, text=True, timeout=timeout_s
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
