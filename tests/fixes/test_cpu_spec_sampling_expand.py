@@ -80,7 +80,7 @@ print(json.dumps({"temp": [round(v, 4) for v in temp.tolist()], "top_k": top_k.t
 
 
 def _expand(tree) -> dict:
-    return json_from_tree(tree, EXPAND)
+    return json_from_tree(tree, EXPAND, timeout_s=300)
 
 
 def test_unpatched_cpu_expand_drops_float_and_int32_results(pristine_tree):

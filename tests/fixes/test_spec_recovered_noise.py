@@ -52,18 +52,14 @@ print(json.dumps(out))
 """
 
 
-def _recover(tree) -> dict:
-    return json_from_tree(tree, RECOVER)
-
-
 @pytest.fixture(scope="module")
 def pristine(pristine_tree) -> dict:
-    return _recover(pristine_tree)
+    return json_from_tree(pristine_tree, RECOVER)
 
 
 @pytest.fixture(scope="module")
 def patched(patched_tree) -> dict:
-    return _recover(patched_tree)
+    return json_from_tree(patched_tree, RECOVER)
 
 
 def test_unpatched_draws_the_whole_batch_without_a_draft_token(pristine):
