@@ -12,6 +12,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+import socket
 import struct
 import sys
 import threading
@@ -31,6 +32,13 @@ def _handler(model: str):
 
         def log_message(self, *args):  # quiet
             pass
+
+        def setup(self):
+            super().setup()
+            # Each write goes out at once, as from uvicorn (vLLM's server sets TCP_NODELAY): with
+            # Nagle's algorithm on, a stream's small chunks wait for the client's delayed ACK
+            # (~40 ms) and arrive together, which aiohttp (the gates' stream reader) then reads as one.
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
         def _send(self, status: int, body: bytes, ctype: str = "application/json") -> None:
             self.send_response(status)

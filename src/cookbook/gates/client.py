@@ -4,6 +4,13 @@ Every request and response is appended to the gate's transcript (JSONL). Streame
 responses keep each chunk with its arrival time, and token counts come from the server's
 usage (stream_options include_usage + continuous_usage_stats), because one streamed
 chunk can carry several tokens (speculative decoding, tool and reasoning parsers).
+
+Two HTTP clients, each where it is the better tool: httpx for whole responses (its Response
+is what the gates read), aiohttp for streams. aiohttp parses HTTP in C (llhttp) and is the
+client `vllm bench serve` times with; httpx's pure-Python parser and pool cost ~1 ms a stream
+per chunk burst on the event loop, which a load level counted as the server's latency (the
+speed gate's median TTFT read 1.2-1.3x bench's at 16 streams, against a stand-in with a
+fixed 20 ms first token; with aiohttp 0.9-1.05x: gates/README.md).
 """
 
 from __future__ import annotations
@@ -16,6 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+import aiohttp
 import httpx
 
 
@@ -125,9 +133,22 @@ class Server:
             # than opening new ones past a smaller keep-alive pool (connection setup is not TTFT).
             limits=httpx.Limits(max_connections=512, max_keepalive_connections=512),
         )
+        self._streams: aiohttp.ClientSession | None = None  # made in the running loop, on first stream
+
+    def _stream_session(self) -> aiohttp.ClientSession:
+        if self._streams is None or self._streams.closed:
+            self._streams = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=512, keepalive_timeout=60),
+                # the total deadline is stream()'s own (asyncio.wait_for); connecting has httpx's 10 s
+                timeout=aiohttp.ClientTimeout(total=None, sock_connect=10.0),
+                trust_env=True,  # HTTP(S)_PROXY and NO_PROXY, as httpx honours them
+            )
+        return self._streams
 
     async def aclose(self) -> None:
         await self.http.aclose()
+        if self._streams is not None:
+            await self._streams.close()
 
     async def _send(self, method: str, path: str, **kw) -> httpx.Response:
         """The whole response, read within the request timeout and at most MAX_RESPONSE_BYTES."""
@@ -212,13 +233,7 @@ class Server:
             await asyncio.wait_for(
                 self._read_stream(path, payload, tag, out, t0, on_chunk, raw), timeout=self.request_timeout_s
             )
-        except (
-            httpx.ConnectError,
-            httpx.RemoteProtocolError,
-            httpx.ReadError,
-            httpx.WriteError,
-            ResponseTooLarge,
-        ) as e:
+        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, ResponseTooLarge) as e:
             self.transcript.write(
                 {
                     "tag": tag,
@@ -230,7 +245,7 @@ class Server:
                 }
             )
             raise ServerDown(f"POST {self.base_url}{path} (stream): {type(e).__name__}: {e}") from e
-        except (httpx.TimeoutException, asyncio.TimeoutError) as e:
+        except asyncio.TimeoutError as e:
             self.transcript.write(
                 {
                     "tag": tag,
@@ -276,15 +291,15 @@ class Server:
         self, path: str, payload: dict, tag: str, out: Stream, t0: float, on_chunk, raw: bool = False
     ) -> None:
         """Server-sent events, split into lines here so that no line or total exceeds MAX_RESPONSE_BYTES."""
-        async with self.http.stream("POST", path, json=payload) as r:
-            if r.status_code != 200:
-                text = (await self._capped(r)).decode(errors="replace")
+        async with self._stream_session().post(self.base_url + path, json=payload) as r:
+            if r.status != 200:
+                text = (await self._capped_stream(r)).decode(errors="replace")
                 self.transcript.write(
-                    {"tag": tag, "path": path, "request": payload, "status": r.status_code, "response": text}
+                    {"tag": tag, "path": path, "request": payload, "status": r.status, "response": text}
                 )
-                raise ServerError(path, r.status_code, text)
+                raise ServerError(path, r.status, text)
             received, pending = 0, b""
-            async for part in r.aiter_bytes():
+            async for part in r.content.iter_any():
                 t = time.perf_counter() - t0  # arrival: every event in this read arrived by now
                 received += len(part)
                 if received > MAX_RESPONSE_BYTES:
@@ -329,6 +344,17 @@ class Server:
                 raise ResponseTooLarge(
                     f"{r.request.method} {r.request.url}: the response passed "
                     f"{MAX_RESPONSE_BYTES >> 20} MiB; a gate needs far less"
+                )
+        return bytes(body)
+
+    @staticmethod
+    async def _capped_stream(r: aiohttp.ClientResponse) -> bytes:
+        body = bytearray()
+        async for part in r.content.iter_any():
+            body += part
+            if len(body) > MAX_RESPONSE_BYTES:
+                raise ResponseTooLarge(
+                    f"POST {r.url}: the response passed {MAX_RESPONSE_BYTES >> 20} MiB; a gate needs far less"
                 )
         return bytes(body)
 
