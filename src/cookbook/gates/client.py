@@ -139,8 +139,7 @@ class Server:
         if self._streams is None or self._streams.closed:
             self._streams = aiohttp.ClientSession(
                 connector=aiohttp.TCPConnector(limit=512, keepalive_timeout=60),
-                # the total deadline is stream()'s own (asyncio.wait_for); connecting has httpx's 10 s
-                timeout=aiohttp.ClientTimeout(total=None, sock_connect=10.0),
+                timeout=aiohttp.ClientTimeout(total=None),  # each stream sets its own (_read_stream)
                 trust_env=True,  # HTTP(S)_PROXY and NO_PROXY, as httpx honours them
             )
         return self._streams
@@ -230,21 +229,9 @@ class Server:
         raw = deferred is not None and on_chunk is None
         t0 = time.perf_counter()
         try:
-            await asyncio.wait_for(
-                self._read_stream(path, payload, tag, out, t0, on_chunk, raw), timeout=self.request_timeout_s
-            )
-        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, ResponseTooLarge) as e:
-            self.transcript.write(
-                {
-                    "tag": tag,
-                    "path": path,
-                    "request": payload,
-                    "status": None,
-                    "error": str(e),
-                    "chunks": [c for _, c in out.parse().chunks],
-                }
-            )
-            raise ServerDown(f"POST {self.base_url}{path} (stream): {type(e).__name__}: {e}") from e
+            # No task between t0 and the request (asyncio.wait_for made one, which waited its turn
+            # behind the other streams' chunks and read as TTFT): aiohttp keeps the total deadline.
+            await self._read_stream(path, payload, tag, out, t0, on_chunk, raw)
         except asyncio.TimeoutError as e:
             self.transcript.write(
                 {
@@ -260,6 +247,18 @@ class Server:
                 f"POST {self.base_url}{path} (stream): not finished within the request "
                 f"timeout ({self.request_timeout_s:g} s in all)"
             ) from e
+        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, ResponseTooLarge) as e:
+            self.transcript.write(
+                {
+                    "tag": tag,
+                    "path": path,
+                    "request": payload,
+                    "status": None,
+                    "error": str(e),
+                    "chunks": [c for _, c in out.parse().chunks],
+                }
+            )
+            raise ServerDown(f"POST {self.base_url}{path} (stream): {type(e).__name__}: {e}") from e
         out.done_s = time.perf_counter() - t0
         out.finished = datetime.now(timezone.utc).isoformat(timespec="milliseconds")
         if raw:
@@ -291,7 +290,8 @@ class Server:
         self, path: str, payload: dict, tag: str, out: Stream, t0: float, on_chunk, raw: bool = False
     ) -> None:
         """Server-sent events, split into lines here so that no line or total exceeds MAX_RESPONSE_BYTES."""
-        async with self._stream_session().post(self.base_url + path, json=payload) as r:
+        deadline = aiohttp.ClientTimeout(total=self.request_timeout_s, sock_connect=10.0)
+        async with self._stream_session().post(self.base_url + path, json=payload, timeout=deadline) as r:
             if r.status != 200:
                 text = (await self._capped_stream(r)).decode(errors="replace")
                 self.transcript.write(
