@@ -72,7 +72,7 @@ async def gate(url: str, prompts: list[str], c: int, n: int) -> list[float]:
     return [s.parse().ttft_s * 1e3 for s in streams]
 
 
-async def bench(url: str, prompts: list[str], c: int, n: int) -> list[float]:
+async def bench(url: str, prompts: list[str], c: int, n: int, usage: bool = False) -> list[float]:
     import aiohttp
     from vllm.benchmarks.lib.endpoint_request_func import RequestFuncInput, async_request_openai_completions
 
@@ -82,8 +82,10 @@ async def bench(url: str, prompts: list[str], c: int, n: int) -> list[float]:
 
         async def one(p):
             async with sem:
+                # usage: bench's requests ask for usage in every chunk as the gate's do (same server work)
+                extra = {"stream_options": {"include_usage": True, "continuous_usage_stats": True}} if usage else None
                 req = RequestFuncInput(
-                    prompt=p, api_url=url + "/v1/completions", prompt_len=10, output_len=n, model="m"
+                    prompt=p, api_url=url + "/v1/completions", prompt_len=10, output_len=n, model="m", extra_body=extra
                 )
                 return await async_request_openai_completions(req, session)
 
@@ -99,6 +101,11 @@ def main() -> None:
     ap.add_argument("--ttft-ms", type=float, default=20.0)
     ap.add_argument("--itl-ms", type=float, default=3.0)
     ap.add_argument("--chunks", type=int, default=64)
+    ap.add_argument(
+        "--same-server-work",
+        action="store_true",
+        help="bench's requests also ask for continuous_usage_stats (the gate's do), so the server does the same work",
+    )
     args = ap.parse_args()
     port = free_port()
     child = subprocess.Popen(
@@ -120,7 +127,8 @@ def main() -> None:
         for r in range(args.rounds):
             order = (("gate", gate), ("bench", bench)) if r % 2 == 0 else (("bench", bench), ("gate", gate))
             for name, fn in order:
-                xs = asyncio.run(fn(url, prompts, args.concurrency, args.chunks))
+                more = {"usage": True} if name == "bench" and args.same_server_work else {}
+                xs = asyncio.run(fn(url, prompts, args.concurrency, args.chunks, **more))
                 print(f"round {r + 1} {name:5s} median TTFT {statistics.median(xs):7.2f} ms  min {min(xs):7.2f} ms")
     finally:
         child.terminate()
