@@ -31,8 +31,14 @@ class FailingStreams(_handler("gemma3-270m")):
         if self.path == "/v1/completions" and json.loads(raw or b"{}").get("stream"):
             self._send(500, b'{"error": "no streams here"}')
             return
-        self.rfile = io.BytesIO(raw)  # read again, whole, by the stand-in's own handler
-        super().do_POST()
+        # read again, whole, by the stand-in's own handler; then the socket's reader again, or the
+        # next request on this kept-alive connection would read an empty body, close it, and race
+        # the client's reuse of it ("Server disconnected without sending a response")
+        rfile, self.rfile = self.rfile, io.BytesIO(raw)
+        try:
+            super().do_POST()
+        finally:
+            self.rfile = rfile
 
 
 def _gates_run_against(handler, out_dir, gate: str) -> subprocess.CompletedProcess:
