@@ -38,6 +38,9 @@ BEHAVIOURS = {
     "flood": _flood,
     "flood-sse": lambda s: _flood(s, HEAD_SSE),
     "garbage": lambda s: s.sendall(b"\x00\xffnot http at all\r\n\r\n" * 10),
+    "bad-chunk": lambda s: s.sendall(
+        HEAD_SSE.replace(b"Connection: close", b"Transfer-Encoding: chunked") + b"ZZZ\r\ndata: x\r\n"
+    ),
     "die-mid-stream": lambda s: s.sendall(
         HEAD_SSE.replace(b"Connection: close", b"Content-Length: 100000") + b'data: {"choices": []}\n\n'
     ),
@@ -84,6 +87,11 @@ def call(base_url, coro_fn, timeout_s=1.5):
     return asyncio.run(go())
 
 
+# Whole responses (httpx) and streams (aiohttp) are read by different clients: each case runs on both.
+def _get_or_stream(method: str, path: str):
+    return (lambda s: s.get_text(path)) if method == "get" else (lambda s: s.stream(path, {}))
+
+
 def test_a_trickling_server_trips_the_total_deadline(bad_server):
     t0 = time.monotonic()
     with pytest.raises(RequestTimeout, match="1.5 s in all"):
@@ -102,20 +110,18 @@ def test_a_trickling_stream_trips_the_total_deadline(bad_server):
 def test_a_flood_stops_at_the_response_cap(bad_server, path, method, monkeypatch):
     monkeypatch.setattr(client, "MAX_RESPONSE_BYTES", 4 << 20)
     with pytest.raises(ServerDown, match="MiB"):
-        call(
-            bad_server,
-            (lambda s: s.get_text(path)) if method == "get" else (lambda s: s.stream(path, {})),
-            timeout_s=30,
-        )
+        call(bad_server, _get_or_stream(method, path), timeout_s=30)
 
 
 def test_response_too_large_is_a_server_fault():
     assert issubclass(ResponseTooLarge, ServerDown)
 
 
-def test_garbage_is_server_down(bad_server):
+@pytest.mark.parametrize("path", ["/garbage", "/bad-chunk"])
+@pytest.mark.parametrize("method", ["get", "stream"])
+def test_garbage_is_server_down(bad_server, method, path):
     with pytest.raises(ServerDown):
-        call(bad_server, lambda s: s.get_text("/garbage"))
+        call(bad_server, _get_or_stream(method, path))
 
 
 def test_a_death_mid_stream_is_server_down_with_the_chunks_kept(bad_server):
@@ -123,14 +129,19 @@ def test_a_death_mid_stream_is_server_down_with_the_chunks_kept(bad_server):
         call(bad_server, lambda s: s.stream("/die-mid-stream", {}))
 
 
-def test_a_500_is_a_server_error_with_its_body(bad_server):
+@pytest.mark.parametrize("method", ["post", "stream"])
+def test_a_500_is_a_server_error_with_its_body(bad_server, method):
     with pytest.raises(ServerError, match="HTTP 500: oops"):
-        call(bad_server, lambda s: s.post("/error-500", {}))
+        call(
+            bad_server,
+            (lambda s: s.post("/error-500", {})) if method == "post" else (lambda s: s.stream("/error-500", {})),
+        )
 
 
-def test_nothing_listening_is_server_down():
+@pytest.mark.parametrize("method", ["get", "stream"])
+def test_nothing_listening_is_server_down(method):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
     with pytest.raises(ServerDown):
-        call(f"http://127.0.0.1:{port}", lambda s: s.get_text("/x"))
+        call(f"http://127.0.0.1:{port}", _get_or_stream(method, "/x"))

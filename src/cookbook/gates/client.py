@@ -7,10 +7,10 @@ chunk can carry several tokens (speculative decoding, tool and reasoning parsers
 
 Two HTTP clients, each where it is the better tool: httpx for whole responses (its Response
 is what the gates read), aiohttp for streams. aiohttp parses HTTP in C (llhttp) and is the
-client `vllm bench serve` times with; httpx's pure-Python parser and pool cost ~1 ms a stream
-per chunk burst on the event loop, which a load level counted as the server's latency (the
-speed gate's median TTFT read 1.2-1.3x bench's at 16 streams, against a stand-in with a
-fixed 20 ms first token; with aiohttp 0.9-1.05x: gates/README.md).
+client `vllm bench serve` times with. httpx's pure-Python parsing and pool work ran on the
+event loop that stamps the other streams' arrivals, and a load level counted it as the server's
+latency: against a stand-in with a fixed 20 ms first token at 16 streams the speed gate's
+median TTFT read 1.16-1.32x bench's with httpx, 0.99-1.10x now (gates/README.md).
 """
 
 from __future__ import annotations
@@ -154,7 +154,7 @@ class Server:
 
         async def read() -> httpx.Response:
             async with self.http.stream(method, path, **kw) as r:
-                body = await self._capped(r)
+                body = await self._capped(r.aiter_bytes(), f"{method} {r.request.url}")
                 # The body is already decoded; keep the headers that still describe it.
                 headers = [
                     (k, v) for k, v in r.headers.items() if k.lower() not in ("content-encoding", "content-length")
@@ -247,7 +247,8 @@ class Server:
                 f"POST {self.base_url}{path} (stream): not finished within the request "
                 f"timeout ({self.request_timeout_s:g} s in all)"
             ) from e
-        except (aiohttp.ClientConnectionError, aiohttp.ClientPayloadError, ResponseTooLarge) as e:
+        # every other aiohttp failure (refused, dropped, malformed HTTP: ClientResponseError) is the server's
+        except (aiohttp.ClientError, ResponseTooLarge) as e:
             self.transcript.write(
                 {
                     "tag": tag,
@@ -293,7 +294,7 @@ class Server:
         deadline = aiohttp.ClientTimeout(total=self.request_timeout_s, sock_connect=10.0)
         async with self._stream_session().post(self.base_url + path, json=payload, timeout=deadline) as r:
             if r.status != 200:
-                text = (await self._capped_stream(r)).decode(errors="replace")
+                text = (await self._capped(r.content.iter_any(), f"POST {r.url}")).decode(errors="replace")
                 self.transcript.write(
                     {"tag": tag, "path": path, "request": payload, "status": r.status, "response": text}
                 )
@@ -336,25 +337,14 @@ class Server:
         return False
 
     @staticmethod
-    async def _capped(r: httpx.Response) -> bytes:
+    async def _capped(parts, what: str) -> bytes:
+        """A body from its byte parts (httpx's aiter_bytes or aiohttp's iter_any), at most MAX_RESPONSE_BYTES."""
         body = bytearray()
-        async for part in r.aiter_bytes():
+        async for part in parts:
             body += part
             if len(body) > MAX_RESPONSE_BYTES:
                 raise ResponseTooLarge(
-                    f"{r.request.method} {r.request.url}: the response passed "
-                    f"{MAX_RESPONSE_BYTES >> 20} MiB; a gate needs far less"
-                )
-        return bytes(body)
-
-    @staticmethod
-    async def _capped_stream(r: aiohttp.ClientResponse) -> bytes:
-        body = bytearray()
-        async for part in r.content.iter_any():
-            body += part
-            if len(body) > MAX_RESPONSE_BYTES:
-                raise ResponseTooLarge(
-                    f"POST {r.url}: the response passed {MAX_RESPONSE_BYTES >> 20} MiB; a gate needs far less"
+                    f"{what}: the response passed {MAX_RESPONSE_BYTES >> 20} MiB; a gate needs far less"
                 )
         return bytes(body)
 
