@@ -7,12 +7,15 @@ Starts the recipe's server (its launch block, plus VLLM_SERVER_DEV_MODE=1 for
   2. `vllm bench serve --dataset-name custom` on exactly those prompts (a JSONL file), raw
      completions (--skip-chat-template), same length (--custom-output-len, --ignore-eos), greedy;
 the prefix cache is reset before each, and the order alternates by level so that neither
-tool always runs second. Prints both tools' figures and gate/bench ratios; a figure agrees
-when the ratio is within 10%. Writes everything (and vllm bench's own JSON per level) to
+tool always runs second. With --repeats N each level runs the pair N times back to back, the
+order flipping each time (gate bench, bench gate, ...): the server's drift then shows as both
+tools moving together between pairs, and a client's own bias as a ratio that stays off 1 in
+every pair. Prints both tools' figures and gate/bench ratios per pair, then each level's median
+ratio over its pairs; a figure agrees when the ratio is within 10%. Writes everything (and vllm bench's own JSON per level) to
 --out (default .cache/bench/speed-vs-vllm-bench-<time>/).
 
     .venv/bin/python benchmarks/speed_gate_vs_vllm_bench.py [gemma3-270m-cpu] [--concurrencies 1 4 16]
-        [--vllm-python /path/to/engine/python]
+        [--vllm-python /path/to/engine/python] [--min-waves N] [--rounds N] [--repeats N]
 
 `vllm bench serve` is run as `PYTHON -m vllm.entrypoints.cli.main bench serve`: PYTHON is
 --vllm-python, else this interpreter when it can import vllm, else a `vllm` on PATH; so it runs
@@ -26,6 +29,7 @@ import asyncio
 import importlib.util
 import json
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -143,6 +147,35 @@ async def gate_level(base_url: str, model: str, prompts: list[str], c: int, max_
         await server.aclose()
 
 
+def figure_ratio(gate, bench) -> float | None:
+    """gate / bench for one figure, or None where either is missing or bench's is 0."""
+    if isinstance(gate, (int, float)) and isinstance(bench, (int, float)) and bench:
+        return gate / bench
+    return None
+
+
+def agrees(ratio: float | None) -> str:
+    return "yes" if ratio is not None and abs(ratio - 1) <= AGREE else "NO"
+
+
+def median_ratios(rows: list[dict]) -> dict[tuple[int, str], dict]:
+    """Each (concurrency, figure)'s gate/bench ratios over its pairs (every round and repeat): the
+    median, the range and how many pairs had both figures."""
+    out: dict[tuple[int, str], dict] = {}
+    for c in dict.fromkeys(row["concurrency"] for row in rows):
+        for f in FIGURES:
+            got = [figure_ratio(row["gate"].get(f), row["bench"].get(f)) for row in rows if row["concurrency"] == c]
+            got = sorted(x for x in got if x is not None)
+            if got:
+                out[(c, f)] = {
+                    "pairs": len(got),
+                    "median": round(statistics.median(got), 3),
+                    "lowest": round(got[0], 3),
+                    "highest": round(got[-1], 3),
+                }
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("recipe", nargs="?", default="gemma3-270m-cpu")
@@ -163,7 +196,15 @@ def main() -> None:
         default=1,
         help="passes over the levels; each pass flips which tool goes first (default 1)",
     )
+    ap.add_argument(
+        "--repeats",
+        type=int,
+        default=1,
+        help="gate/bench pairs at each level within a round, back to back, the order flipping each time (default 1)",
+    )
     args = ap.parse_args()
+    if args.repeats < 1:
+        sys.exit(f"error: --repeats {args.repeats}: give 1 or more")
     if args.rounds < 1:
         sys.exit(f"error: --rounds {args.rounds}: give 1 or more")
     if args.min_waves < 1:
@@ -194,15 +235,17 @@ def main() -> None:
     server = local.launch(resolved, env, out)
     try:
         local.wait_ready(server, 900)
-        for r, (k, c) in ((r, kc) for r in range(args.rounds) for kc in enumerate(levels)):
+        passes = ((r, k, c, i) for r in range(args.rounds) for k, c in enumerate(levels) for i in range(args.repeats))
+        for r, k, c, i in passes:
             loads.append(Path("/proc/loadavg").read_text().split()[:3])
-            order = ("gate", "bench") if (k + r) % 2 == 0 else ("bench", "gate")
+            order = ("gate", "bench") if (k + r + i) % 2 == 0 else ("bench", "gate")
             got = {}
-            where = out / f"round-{r + 1}"  # each round's vllm bench JSON and gate transcripts kept apart
-            where.mkdir(exist_ok=True)
+            # each pass's vllm bench JSON and gate transcripts kept apart
+            where = out / f"round-{r + 1}" / f"repeat-{i + 1}" if args.repeats > 1 else out / f"round-{r + 1}"
+            where.mkdir(parents=True, exist_ok=True)
             for tool in order:
                 reset_prefix_cache(server.base_url)
-                local.step(f"round {r + 1}, concurrency {c}: {tool}")
+                local.step(f"round {r + 1}, concurrency {c}, pair {i + 1}/{args.repeats}: {tool}")
                 if tool == "gate":
                     got["gate"] = asyncio.run(
                         gate_level(server.base_url, model, prompts[c], c, cfg.sweep_max_tokens, where)
@@ -211,26 +254,32 @@ def main() -> None:
                     got["bench"] = run_vllm_bench(
                         server.base_url, model, tokenizer, prompts[c], c, cfg.sweep_max_tokens, where, vllm
                     )
-            rows.append({"round": r + 1, "concurrency": c, "order": list(order), **got})
+            rows.append({"round": r + 1, "concurrency": c, "repeat": i + 1, "order": list(order), **got})
     finally:
         server.stop()
 
     lines = [
-        "| round | concurrency | first | figure | gate | vllm bench | gate / bench | within 10% |",
-        "|---|---|---|---|---|---|---|---|",
+        "| round | concurrency | pair | first | figure | gate | vllm bench | gate / bench | within 10% |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     worst = 0.0
     for row in rows:
         for f in FIGURES:
             a, b = row["gate"].get(f), row["bench"].get(f)
-            ratio = a / b if isinstance(a, (int, float)) and isinstance(b, (int, float)) and b else None
-            ok = ratio is not None and abs(ratio - 1) <= AGREE
+            ratio = figure_ratio(a, b)
             if ratio is not None:
                 worst = max(worst, abs(ratio - 1))
             lines.append(
-                f"| {row['round']} | {row['concurrency']} | {row['order'][0]} | {f} | {a} | {round(b, 2) if isinstance(b, float) else b} | "
-                f"{round(ratio, 3) if ratio else None} | {'yes' if ok else 'NO'} |"
+                f"| {row['round']} | {row['concurrency']} | {row['repeat']} | {row['order'][0]} | {f} | {a} | "
+                f"{round(b, 2) if isinstance(b, float) else b} | {round(ratio, 3) if ratio else None} | {agrees(ratio)} |"
             )
+    medians = median_ratios(rows)
+    lines += ["", "| concurrency | figure | pairs | median gate / bench | lowest | highest | within 10% |"]
+    lines += ["|---|---|---|---|---|---|---|"]
+    for (c, f), got in medians.items():
+        lines.append(
+            f"| {c} | {f} | {got['pairs']} | {got['median']} | {got['lowest']} | {got['highest']} | {agrees(got['median'])} |"
+        )
     summary = {
         "recipe": resolved.slug,
         "date": time.strftime("%Y-%m-%d", time.gmtime()),
@@ -239,6 +288,7 @@ def main() -> None:
         "max_tokens": cfg.sweep_max_tokens,
         "rows": rows,
         "largest_relative_difference": round(worst, 4),
+        "median_ratio_by_level": [{"concurrency": c, "figure": f, **got} for (c, f), got in medians.items()],
     }
     (out / "summary.json").write_text(json.dumps(summary, indent=1, default=str) + "\n")
     (out / "table.md").write_text("\n".join(lines) + "\n")
