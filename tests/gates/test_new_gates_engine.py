@@ -16,6 +16,9 @@ from cookbook.gates.data import DataPaths
 from cookbook.gates.runner import SuiteConfig, run_suite
 from cookbook.recipe.gates_spec import GatesSpec
 
+# every test here serves the pinned CPU vLLM: skipped visibly without it (tests/conftest.py)
+pytestmark = pytest.mark.engine
+
 MODEL = "gemma3-270m"  # the CPU recipe's served_model_name
 
 
