@@ -2,7 +2,8 @@
 PYTHON ?= python3
 VENV   ?= .venv
 BIN    := $(VENV)/bin
-RECIPE ?= gemma3-270m-cpu
+# the CPU recipe for this host: bfloat16 with AVX-512 BF16, its float32 child on AVX2 (src/cookbook/host_cpu.py)
+RECIPE ?= $(shell $(PYTHON) src/cookbook/host_cpu.py)
 
 .PHONY: help setup engine run image test test-slow test-fast lint docs site schema bench bench-cli
 

@@ -1,7 +1,7 @@
 """The one Gemma conversion and the one CPU vLLM server of a test session.
 
-Both come from the product's own code, as `make run` makes them: the embedded default recipe
-(gemma3-270m-cpu) fetched and converted by cookbook.serving.local into the recipe's
+Both come from the product's own code, as `make run` makes them: the CPU recipe for this host
+(cookbook.host_cpu: gemma3-270m-cpu, or its float32 child on a CPU without AVX-512 BF16) fetched and converted by cookbook.serving.local into the recipe's
 CHECKPOINT_DIR (.cache/models/gemma3-270m-hf, the folder `make run` fills), and its launch
 block started by `local.launch` on a free port. Every test that needs a live CPU vLLM shares
 that server (the `cpu_server` fixture, tests/conftest.py); a test that kills its server uses a
@@ -13,8 +13,10 @@ from __future__ import annotations
 import socket
 from pathlib import Path
 
+from cookbook.host_cpu import cpu_recipe
+
 REPO = Path(__file__).resolve().parents[2]
-RECIPE = "gemma3-270m-cpu"
+RECIPE = cpu_recipe()
 CHECKPOINT = REPO / ".cache" / "models" / "gemma3-270m-hf"
 READY_TIMEOUT_S = 1500  # a cold start compiles the model: minutes on 2 cores
 

@@ -1,0 +1,67 @@
+"""cookbook.host_cpu picks the CPU recipe `make run` serves from /proc/cpuinfo's flags: the
+float32 child only on an x86 CPU with AVX2 and no AVX-512 BF16, the bfloat16 default otherwise,
+and it never fails on a cpuinfo it cannot read."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from cookbook import host_cpu
+from cookbook.recipe.resolve import resolve
+
+ROOT = Path(__file__).resolve().parents[1]
+# a shortened /proc/cpuinfo of the 2-core AMD EPYC (Zen 3) the float32 recipe was calibrated on
+ZEN3 = "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nflags\t\t: fpu sse sse2 avx avx2 fma\n\n"
+SAPPHIRE = "processor\t: 0\nflags\t\t: fpu avx avx2 avx512f avx512_bf16 amx_bf16 amx_tile\n"
+
+
+@pytest.mark.parametrize(
+    ("cpuinfo", "slug"),
+    [
+        (ZEN3, host_cpu.AVX2),
+        (SAPPHIRE, host_cpu.BF16),
+        ("processor\t: 0\nflags\t: avx2 avx512f\n", host_cpu.AVX2),  # AVX-512 without BF16: AVX2 kernels' path
+        ("processor\t: 0\nFeatures\t: fp asimd bf16\n", host_cpu.BF16),  # aarch64 names no x86 flags
+        ("", host_cpu.BF16),
+        ("flags : avx2_but_not_really\n", host_cpu.BF16),  # a flag is a whole word
+        ("\x00\xff garbage : : :\nflags:", host_cpu.BF16),
+    ],
+)
+def test_the_recipe_for_a_cpuinfo(cpuinfo, slug):
+    assert host_cpu.cpu_recipe(cpuinfo) == slug
+
+
+def test_an_unreadable_cpuinfo_picks_the_default(monkeypatch, tmp_path):
+    monkeypatch.setattr(host_cpu, "CPUINFO", tmp_path / "absent")
+    assert host_cpu.cpu_recipe() == host_cpu.BF16
+
+
+def test_both_slugs_are_recipes_and_the_child_differs_only_in_dtype_and_speed_bars():
+    parent, child = resolve(host_cpu.BF16), resolve(host_cpu.AVX2)
+    assert parent.recipe.serve.arg("dtype") == "bfloat16" and child.recipe.serve.arg("dtype") == "float32"
+    p, c = parent.recipe.serve.args, child.recipe.serve.args
+    assert {k for k in p.keys() | c.keys() if p.get(k) != c.get(k)} == {"dtype"}
+    assert (
+        child.recipe.gates.speed.min_output_throughput_1_stream
+        < parent.recipe.gates.speed.min_output_throughput_1_stream
+    )
+    assert child.recipe.env == parent.recipe.env
+
+
+def test_make_run_serves_the_hosts_recipe_with_the_bare_python():
+    want = host_cpu.cpu_recipe()
+    got = subprocess.run(
+        ["/usr/bin/env", "-i", "python3", "src/cookbook/host_cpu.py"], cwd=ROOT, capture_output=True, text=True
+    )
+    assert (got.returncode, got.stdout.strip()) == (0, want)
+    dry = subprocess.run(["make", "-n", "run"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    assert f"cookbook serve {want} --gates" in dry
+    assert (
+        "cookbook serve gemma3-270m-cpu --gates"
+        in subprocess.run(
+            ["make", "-n", "run", "RECIPE=gemma3-270m-cpu"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout
+    )
