@@ -30,7 +30,15 @@ from standin_hub import StandinHub  # noqa: E402
 GAUDI = "glm52-mxfp4-8x-gaudi2"
 # Recipes whose source is not a Hub repository fetch cannot download: `serve` fetches the CPU
 # recipes' GGUF from PyPI; the K3 document never names its text repository.
-NOT_FROM_THE_HUB = {"k3-6", "k3-8", "gemma3-270m-cpu", "gemma3-270m-h200", "dsv3-perf-h200", "dsv4-flash-perf-h200"}
+NOT_FROM_THE_HUB = {
+    "k3-6",
+    "k3-8",
+    "gemma3-270m-cpu",
+    "gemma3-270m-cpu-avx2",
+    "gemma3-270m-h200",
+    "dsv3-perf-h200",
+    "dsv4-flash-perf-h200",
+}
 
 
 def _fetchable():
