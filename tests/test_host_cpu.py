@@ -65,3 +65,22 @@ def test_make_run_serves_the_hosts_recipe_with_the_bare_python():
             ["make", "-n", "run", "RECIPE=gemma3-270m-cpu"], cwd=ROOT, capture_output=True, text=True, check=True
         ).stdout
     )
+
+
+@pytest.mark.parametrize(("host", "noted"), [(host_cpu.AVX2, True), (host_cpu.BF16, False)])
+def test_serve_notes_a_cpu_recipe_this_host_is_not_calibrated_for(monkeypatch, host, noted):
+    from click.testing import CliRunner
+
+    from cookbook.cli import main
+    from cookbook.errors import CookbookError
+    from cookbook.serving import local
+
+    def stop(*a, **k):  # the note comes before anything is fetched or started
+        raise CookbookError("stopped by the test before the fetch")
+
+    monkeypatch.setattr(host_cpu, "cpu_recipe", lambda cpuinfo=None: host)
+    monkeypatch.setattr(local, "prepare", stop)
+    got = CliRunner().invoke(main, ["serve", host_cpu.BF16])
+    assert got.exit_code != 0 and "stopped by the test" in got.output
+    note = f"note: this host's CPU is calibrated for {host_cpu.AVX2}; {host_cpu.BF16} may miss its speed bars here"
+    assert (note in got.output) is noted

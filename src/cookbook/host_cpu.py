@@ -15,6 +15,7 @@ from pathlib import Path
 
 BF16 = "gemma3-270m-cpu"
 AVX2 = "gemma3-270m-cpu-avx2"
+CPU_RECIPES = (BF16, AVX2)
 CPUINFO = Path("/proc/cpuinfo")
 # the CPU feature the bfloat16 recipe is calibrated on (the kernel's name for AVX512_BF16)
 BF16_FLAG = "avx512_bf16"

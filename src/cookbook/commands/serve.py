@@ -63,7 +63,7 @@ def serve_cmd(
       cookbook serve gemma3-270m-cpu --image --gates   # the same, from its image
       cookbook serve glm52-2 --dry-run                 # the launch.sh it would run; nothing else
     """
-    from cookbook import platforms
+    from cookbook import host_cpu, platforms
     from cookbook.evidence.status import verified_status
     from cookbook.serving import local
 
@@ -95,6 +95,9 @@ def serve_cmd(
             + (f" --quant {resolved.quant}" if resolved.quant else "")
             + f" ({resolved.content_hash[:19]})"
         )
+        fits = host_cpu.cpu_recipe()
+        if resolved.slug in host_cpu.CPU_RECIPES and resolved.slug != fits:
+            local.step(f"note: this host's CPU is calibrated for {fits}; {slug} may miss its speed bars here")
         env = local.prepare(resolved, workdir)
         if use_image:
             if sets or quant:
