@@ -8,8 +8,8 @@ import pytest
 from test_dockerfiles import RECIPES
 
 from cookbook import platforms
-from cookbook.host_cpu import CPU_RECIPES
 from cookbook.errors import CookbookError
+from cookbook.host_cpu import CPU_RECIPES
 from cookbook.image import bases, ports
 from cookbook.recipe.resolve import resolve
 
