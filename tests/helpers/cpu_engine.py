@@ -1,9 +1,9 @@
 """The one Gemma conversion and the one CPU vLLM server of a test session.
 
 Both come from the product's own code, as `make run` makes them: the CPU recipe for this host
-(cookbook.host_cpu: gemma3-270m-cpu, or its float32 child on a CPU without AVX-512 BF16) fetched and converted by cookbook.serving.local into the recipe's
-CHECKPOINT_DIR (.cache/models/gemma3-270m-hf, the folder `make run` fills), and its launch
-block started by `local.launch` on a free port. Every test that needs a live CPU vLLM shares
+(cookbook.host_cpu: gemma3-270m-cpu, or its float32 child on a CPU without AVX-512 BF16)
+fetched and converted by cookbook.serving.local into the recipe's CHECKPOINT_DIR
+(.cache/models/gemma3-270m-hf, the folder `make run` fills), and its launch block started by `local.launch` on a free port. Every test that needs a live CPU vLLM shares
 that server (the `cpu_server` fixture, tests/conftest.py); a test that kills its server uses a
 stand-in (openai_standin.py) instead.
 """
