@@ -8,7 +8,9 @@ serve`, the pinned engine's own benchmark, run in this process), on the same pro
                    checkpoint converted from the GGUF);
   defaults         `vllm serve $CHECKPOINT_DIR` with only served name, host, port and max model
                    length; of the recipe's env only paths and the KV cache size (vLLM's own
-                   binding and reserved core, not the recipe's);
+                   binding and reserved core, not the recipe's); --defaults-keep names recipe
+                   settings it keeps too (`--defaults-keep dtype`: do the recipe's other
+                   settings pay at the recipe's own dtype?);
   llama.cpp        llama-server (scripts/build-llama-server) on the same Q4_K_M GGUF, started
                    again for each concurrency and load with the flags for it: one slot per stream
                    (-np C), a context of 1024 tokens a slot, threads and batch threads = cores on a
@@ -44,6 +46,10 @@ the same round) and recipe / defaults, each a per-round ratio; first, llama-benc
 (tg128) at the same threads, with and without flash attention and repacking, the 1-stream
 ceiling of llama.cpp. Writes vllm bench's JSON per
 measurement, the table and summary.json to --out (default .cache/bench/cpu-vs-llamacpp-<time>/).
+Each `vllm bench serve` runs in a child forked from this process, so what a run leaves in memory
+goes with it. A run that stopped part-way (killed, a lost session) is finished with `--resume DIR`
+and the same arguments: it keeps every measurement saved in DIR, sends the missing ones the prompts
+the first part sent, and prints one table over both parts; kept rows say so as they are read.
 
     .venv/bin/python benchmarks/cpu_vs_llamacpp.py [--servers recipe defaults llama.cpp llama.cpp+ngram]
         [--concurrencies 1 4 16] [--requests 4 8 16] [--rounds 2] [--workloads prose chat] [--loads quiet loaded]
@@ -55,6 +61,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import multiprocessing
 import os
 import platform
 import shlex
@@ -62,6 +69,8 @@ import subprocess
 import sys
 import time
 import uuid
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from pathlib import Path
 
 import httpx
@@ -120,24 +129,29 @@ def start_llama(argv: list[str], port: int, workdir: Path, tag: str) -> local.Se
     return local.Server(proc, log, f"http://127.0.0.1:{port}")
 
 
-def llama_bench(binary: str, gguf: Path, threads: list[int], out: Path, loaded: bool) -> dict:
+def llama_bench(binary: str, gguf: Path, threads: list[int], out: Path, loaded: bool, reuse: bool = False) -> dict:
     """llama-bench's raw decode at each of `threads`: llama.cpp's own ceiling for one stream, no server
     in the way. Quiet: 128 tokens (tg128), flash attention off and on, repacking off and on. Loaded
     (under the benchmark's competing process): 32 tokens with the server's flags (fa on, no repacking),
-    since a thread count that loses a core to the competitor decodes several times slower there."""
+    since a thread count that loses a core to the competitor decodes several times slower there.
+    `reuse`: the figures a run being resumed saved in `out`, where it has them."""
     n, reps, fa, repack = ("128", "3", "0,1", "0,1") if not loaded else ("32", "2", "1", "0")
     argv = [binary, "-m", str(gguf), "-t", ",".join(map(str, threads)), "-p", "0", "-n", n, "-r", reps]
     argv += ["-fa", fa, "--repack", repack, "-o", "json"]
     tag = "loaded" if loaded else "quiet"
-    local.step(f"llama-bench ({tag}): {local.quote_cmd(argv)}")
-    load = loadavg()
-    with competing_load(loaded):
-        p = subprocess.run(argv, capture_output=True, text=True)
-    (out / f"llama-bench-{tag}.json").write_text(p.stdout)
-    (out / f"llama-bench-{tag}.log").write_text(p.stderr)
-    if p.returncode != 0:
-        return {"error": f"exit {p.returncode}", "loadavg_before": load}
-    rows = json.loads(p.stdout)
+    saved = out / f"llama-bench-{tag}.json"
+    if reuse and saved.is_file() and saved.stat().st_size:
+        rows, load = json.loads(saved.read_text()), None  # the resumed run's; its load is in its log
+    else:
+        local.step(f"llama-bench ({tag}): {local.quote_cmd(argv)}")
+        load = loadavg()
+        with competing_load(loaded):
+            p = subprocess.run(argv, capture_output=True, text=True)
+        saved.write_text(p.stdout)
+        (out / f"llama-bench-{tag}.log").write_text(p.stderr)
+        if p.returncode != 0:
+            return {"error": f"exit {p.returncode}", "loadavg_before": load}
+        rows = json.loads(p.stdout)
     return {
         "argv": argv,
         "loadavg_before": load,
@@ -197,21 +211,42 @@ def bench_argv(
     return argv
 
 
+def in_fork(fn, *args):
+    """fn(*args) in a child forked from this process, its return value sent back (pickled); a child
+    that dies raises concurrent.futures.process.BrokenProcessPool. What fn leaves behind dies with
+    the child."""
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("fork")) as pool:
+        return pool.submit(fn, *args).result()
+
+
 def run_bench(argv: list[str], log: Path) -> dict:
-    """vllm bench serve in this process (vLLM is imported once, not per measurement); its output to `log`.
-    A run that fails as a whole (its first test request failed) is returned as all requests failed."""
-    from vllm.benchmarks import serve as vllm_bench
+    """vllm bench serve, its output to `log`; a run that fails as a whole (its first test request
+    failed, or the child died) is returned as all requests failed. vLLM is imported once, here, and
+    each run goes to a child forked from this process: when the runs shared this process, it grew
+    by about 170 MB a run and was OOM-killed at 17 GB, 95 runs into a two-round `make bench`
+    (24 GiB machine, 2026-12-07)."""
+    from vllm.benchmarks import serve as vllm_bench  # noqa: F401 - imported before the fork
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
     parser = FlexibleArgumentParser()
     vllm_bench.add_cli_args(parser)
     args = parser.parse_args(argv)
+    failed = {"completed": 0, "failed": args.num_prompts, "output_throughput": 0.0}
+    try:
+        return in_fork(_bench_here, args, log, failed)
+    except BrokenProcessPool as e:
+        return {**failed, "errors": [f"the vllm bench serve child died: {e}"]}
+
+
+def _bench_here(args, log: Path, failed: dict) -> dict:
+    from vllm.benchmarks import serve as vllm_bench
+
     with open(log, "w") as fh, contextlib.redirect_stdout(fh), contextlib.redirect_stderr(fh):
         try:
             return vllm_bench.main(args)
         except Exception as e:  # noqa: BLE001 - the run's failure is a figure, reported beside the others
             print(f"vllm bench serve failed: {type(e).__name__}: {e}")
-            return {"completed": 0, "failed": args.num_prompts, "output_throughput": 0.0, "errors": [str(e)]}
+            return {**failed, "errors": [str(e)]}
 
 
 def reset_prefix_cache(base_url: str) -> None:
@@ -292,6 +327,23 @@ def tables(results: list[dict], servers: list[str], levels: list[int], workloads
     return lines
 
 
+def defaults_server(name: str, recipe, keep: list[str]):
+    """Recipe NAME (resolved as `recipe`, with its --set) resolved again with vLLM's defaults: only the settings KEEP_FOR_DEFAULTS and `keep`
+    name, and of its env only KEEP_ENV_FOR_DEFAULTS. Exits with a message on a name the recipe lacks."""
+    unknown = [k for k in keep if k not in recipe.recipe.serve.args]
+    if unknown:
+        sys.exit(
+            f"error: --defaults-keep {' '.join(unknown)}: not a serve setting of {recipe.slug}; "
+            f"name one of: {', '.join(sorted(recipe.recipe.serve.args))}"
+        )
+    names = (*KEEP_FOR_DEFAULTS, *keep)
+    defaults = resolve(name)
+    defaults.recipe.serve.args = {k: v for k, v in recipe.recipe.serve.args.items() if k in names}
+    defaults.recipe.serve.args.setdefault("max_model_len", Setting(value=10240))
+    defaults.recipe.env = {k: v for k, v in defaults.recipe.env.items() if k in KEEP_ENV_FOR_DEFAULTS}
+    return defaults
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("recipe", nargs="?", default="gemma3-270m-cpu")
@@ -303,12 +355,20 @@ def main() -> None:
         nargs="+",
         default=[4, 8, 16],
         help="requests a level: one number, or one per concurrency (default 4 8 16: two rounds of everything "
-        "take about 40 minutes on 2 cores)",
+        "take about 40 minutes on the 2-core AVX-512 Xeon, and about 115 on the 2-core AVX2 EPYC, where vLLM's "
+        "defaults decode bfloat16 at about 10 tok/s)",
     )
     ap.add_argument("--rounds", type=int, default=2, help="passes over the servers, each in the other order")
     ap.add_argument("--workloads", nargs="+", choices=WORKLOADS, default=list(WORKLOADS))
     ap.add_argument("--loads", nargs="+", choices=LOADS, default=list(LOADS))
     ap.add_argument("--set", dest="sets", action="append", default=[], help="KEY=VALUE for the recipe's server")
+    ap.add_argument(
+        "--defaults-keep",
+        nargs="+",
+        default=[],
+        metavar="KEY",
+        help="recipe serve settings the defaults server keeps as well (for example dtype)",
+    )
     ap.add_argument(
         "--variant",
         action="append",
@@ -333,6 +393,13 @@ def main() -> None:
     ap.add_argument("--llama-spec-flags", default=LLAMA_SPEC_FLAGS, help="llama.cpp+ngram's speculation flags")
     ap.add_argument("--no-llama-bench", action="store_true", help="skip llama-bench (quiet and loaded)")
     ap.add_argument("--out", type=Path)
+    ap.add_argument(
+        "--resume",
+        type=Path,
+        metavar="DIR",
+        help="finish a run that stopped (its --out folder, the same arguments): keeps every measurement it "
+        "saved, with its prompts, and runs only the missing ones",
+    )
     args = ap.parse_args()
     if args.rounds < 1:
         sys.exit("error: --rounds: give 1 or more")
@@ -349,10 +416,7 @@ def main() -> None:
     max_tokens = cfg.sweep_max_tokens
     if max_tokens != chat.max_tokens:
         sys.exit(f"error: the prose workload asks {max_tokens} tokens and the chat one {chat.max_tokens}")
-    defaults = resolve(args.recipe)
-    defaults.recipe.serve.args = {k: v for k, v in recipe.recipe.serve.args.items() if k in KEEP_FOR_DEFAULTS}
-    defaults.recipe.serve.args.setdefault("max_model_len", Setting(value=10240))
-    defaults.recipe.env = {k: v for k, v in defaults.recipe.env.items() if k in KEEP_ENV_FOR_DEFAULTS}
+    defaults = defaults_server(args.recipe, recipe, args.defaults_keep)
     vllm_servers = {"recipe": recipe, "defaults": defaults}
     for v in args.variant:
         name, _, sets = v.partition(":")
@@ -360,6 +424,10 @@ def main() -> None:
     servers = args.servers + [v.partition(":")[0] for v in args.variant]
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     out = args.out or repo_root() / ".cache" / "bench" / f"cpu-vs-llamacpp-{stamp}"
+    if args.resume:
+        if not (args.resume / "round-1").is_dir():
+            sys.exit(f"error: --resume {args.resume}: no round-1/ there; give the --out folder of the run to finish")
+        out = args.resume
     out.mkdir(parents=True, exist_ok=True)
     model = str(recipe.recipe.serve.arg("served_model_name"))
     env = local.prepare(recipe, out)
@@ -385,16 +453,18 @@ def main() -> None:
         "max_tokens": max_tokens,
         "chat": chat.model_dump(),
         "defaults_env": sorted(defaults.recipe.env),
+        "defaults_args": sorted(defaults.recipe.serve.args),
         "loadavg_at_start": loadavg(),
     }
     threads = {"quiet": args.llama_threads, "loaded": args.llama_threads_loaded}
     summary["llama_threads"] = threads
     if not args.no_llama_bench:
-        summary["llama_bench"] = llama_bench(llama_bench_bin, gguf, [args.llama_threads], out, loaded=False)
+        reuse = bool(args.resume)
+        summary["llama_bench"] = llama_bench(llama_bench_bin, gguf, [args.llama_threads], out, False, reuse)
         local.step(f"llama-bench: {summary['llama_bench']}")
         if "loaded" in args.loads:
             both = sorted({args.llama_threads_loaded, args.llama_threads})
-            summary["llama_bench_loaded"] = llama_bench(llama_bench_bin, gguf, both, out, loaded=True)
+            summary["llama_bench_loaded"] = llama_bench(llama_bench_bin, gguf, both, out, True, reuse)
             local.step(f"llama-bench under the competing load: {summary['llama_bench_loaded']}")
 
     # Prompts per (round, load, concurrency), the same for every server: prose passages from a seed
@@ -409,6 +479,8 @@ def main() -> None:
             for c in levels:
                 prompts[(rnd, ld, "prose", c)] = prose[c][: per_level[c]]
                 prompts[(rnd, ld, "chat", c)] = chats[c][: per_level[c]]
+    if args.resume:  # the prose prompts carry a random suffix: the resumed run's own, from its files
+        prompts.update(saved_prompts(out, prompts))
 
     warm = cfg.model_copy(update={"seed": cfg.seed + 99})
     warm_prompts = {
@@ -422,11 +494,25 @@ def main() -> None:
     def loads_in(rnd: int) -> list[str]:
         return args.loads if rnd % 2 else list(reversed(args.loads))
 
+    def saved(where: Path, c: int, loads_order) -> dict:
+        """The measurements a resumed run already has in `where`, by tag."""
+        if not args.resume:
+            return {}
+        tags = [f"{w}-{ld}-c{c}" for w in args.workloads for ld in loads_order]
+        return {t: where / f"bench-{t}.json" for t in tags if (where / f"bench-{t}.json").is_file()}
+
     def measure(base_url: str, name: str, rnd: int, c: int, vllm_server: bool, where: Path, loads_order) -> None:
+        kept = saved(where, c, loads_order)
         for w in args.workloads:
             for ld in loads_order:
                 ps = prompts[(rnd, ld, w, c)]
                 tag = f"{w}-{ld}-c{c}"
+                if tag in kept:
+                    res = json.loads(kept[tag].read_text())
+                    load_file = where / f"load-{tag}.json"
+                    before = json.loads(load_file.read_text()) if load_file.is_file() else None
+                    add_row(res, rnd, name, w, ld, c, before, " (kept from the run resumed)")
+                    continue
                 data = where / f"prompts-{tag}.jsonl"
                 data.write_text("".join(json.dumps({"prompt": p}) + "\n" for p in ps))
                 if vllm_server:
@@ -447,15 +533,19 @@ def main() -> None:
                 )
                 with competing_load(ld == "loaded"):
                     res = run_bench(argv, where / f"bench-{tag}.log")
-                row = {"round": rnd, "server": name, "workload": w, "load": ld, "c": c, "loadavg_before": before}
-                row.update({f: res.get(f) for f in FIGURES})
-                row["errors"] = sorted({str(e).strip().splitlines()[-1][:200] for e in res.get("errors") or [] if e})
-                row["generated_texts"] = res.get("generated_texts") if w == "prose" and ld == "quiet" else None
-                results.append(row)
-                local.note(
-                    f"{name} {w} {ld} c={c}: {row['output_throughput'] or 0:.1f} tok/s, "
-                    f"TPOT {row['median_tpot_ms'] or 0:.1f} ms, failed {row['failed']}"
-                )
+                (where / f"load-{tag}.json").write_text(json.dumps(before))
+                add_row(res, rnd, name, w, ld, c, before, "")
+
+    def add_row(res: dict, rnd: int, name: str, w: str, ld: str, c: int, before, how: str) -> None:
+        row = {"round": rnd, "server": name, "workload": w, "load": ld, "c": c, "loadavg_before": before}
+        row.update({f: res.get(f) for f in FIGURES})
+        row["errors"] = sorted({str(e).strip().splitlines()[-1][:200] for e in res.get("errors") or [] if e})
+        row["generated_texts"] = res.get("generated_texts") if w == "prose" and ld == "quiet" else None
+        results.append(row)
+        local.note(
+            f"{name} {w} {ld} c={c}: {row['output_throughput'] or 0:.1f} tok/s, "
+            f"TPOT {row['median_tpot_ms'] or 0:.1f} ms, failed {row['failed']}{how}"
+        )
 
     try:
         for rnd in range(1, args.rounds + 1):
@@ -468,6 +558,9 @@ def main() -> None:
                     spec = args.llama_spec_flags if name == LLAMA_SPEC else ""
                     for c in levels:
                         for ld in loads_in(rnd):
+                            if len(saved(where, c, [ld])) == len(args.workloads):
+                                measure("", name, rnd, c, False, where, [ld])
+                                continue
                             argv = llama_argv(llama_server, gguf, model, port, c, threads[ld], template, spec)
                             server = start_llama(argv, port, where, f"c{c}-{ld}")
                             try:
@@ -476,6 +569,9 @@ def main() -> None:
                                 measure(server.base_url, name, rnd, c, False, where, [ld])
                             finally:
                                 server.stop()
+                elif all(len(saved(where, c, args.loads)) == len(args.workloads) * len(args.loads) for c in levels):
+                    for c in levels:
+                        measure("", name, rnd, c, True, where, loads_in(rnd))
                 else:
                     server = local.launch(vllm_servers[name], env, where)
                     try:
@@ -504,6 +600,17 @@ def main() -> None:
         (out / "table.md").write_text("\n".join(lines) + "\n")
         print("\n".join(lines))
         print(f"\n{summary['wall_s']} s; written to {out}")
+
+
+def saved_prompts(out: Path, prompts: dict) -> dict:
+    """The prompts a run being resumed sent, per (round, load, workload, concurrency), from the first
+    server folder of that round that has them (every server of a round gets the same prompts)."""
+    found = {}
+    for rnd, ld, w, c in prompts:
+        for f in sorted((out / f"round-{rnd}").glob(f"*/prompts-{w}-{ld}-c{c}.jsonl")):
+            found[(rnd, ld, w, c)] = [json.loads(line)["prompt"] for line in f.read_text().splitlines() if line]
+            break
+    return found
 
 
 def warm_up(base_url: str, model: str, tokenizer: str, prompts: dict, chat: SpeedChat, where: Path) -> None:

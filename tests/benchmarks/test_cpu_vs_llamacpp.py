@@ -72,3 +72,69 @@ def test_table_reports_failures_beside_throughput_and_ratios_per_round(bench):
     # round 1: 200 / max(100, 160); round 2: 180 / max(90, 60) -> 1.25 and 2.00
     assert cells[5] == "1.25-2.00x"
     assert cells[6] == "0.90-2.00x"  # 180/200 and 200/100
+
+
+def test_the_defaults_server_keeps_only_what_it_is_told(bench):
+    from cookbook.recipe.resolve import resolve
+
+    recipe = resolve("gemma3-270m-cpu-avx2")
+    plain = bench.defaults_server("gemma3-270m-cpu-avx2", recipe, [])
+    assert set(plain.recipe.serve.args) == {"served_model_name", "host", "port", "max_model_len"}
+    assert set(plain.recipe.env) <= set(bench.KEEP_ENV_FOR_DEFAULTS)
+    kept = bench.defaults_server("gemma3-270m-cpu-avx2", recipe, ["dtype"])
+    assert kept.recipe.serve.args["dtype"].value == "float32"
+    assert "speculative_config" not in kept.recipe.serve.args
+
+
+def test_a_defaults_keep_name_the_recipe_lacks_is_refused_with_the_names_it_has(bench, capsys):
+    from cookbook.recipe.resolve import resolve
+
+    recipe = resolve("gemma3-270m-cpu-avx2")
+    with pytest.raises(SystemExit) as e:
+        bench.defaults_server("gemma3-270m-cpu-avx2", recipe, ["dtype", "no_such_flag"])
+    assert "--defaults-keep no_such_flag: not a serve setting of gemma3-270m-cpu-avx2" in str(e.value)
+    assert "dtype" in str(e.value).split("name one of:")[1]
+
+
+def _grow_and_report(n_mib):
+    import os
+
+    hold = bytearray(n_mib << 20)  # what a leaking run would leave behind
+    return os.getpid(), len(hold)
+
+
+def _die():
+    import os
+
+    os._exit(3)
+
+
+def test_each_bench_run_goes_to_a_child_whose_memory_dies_with_it(bench):
+    import os
+    import resource
+
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    pid, n = bench.in_fork(_grow_and_report, 256)
+    assert pid != os.getpid() and n == 256 << 20
+    # the parent never held the child's 256 MiB
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before < 128 << 10
+
+
+def test_a_child_that_dies_is_reported_not_hung(bench):
+    from concurrent.futures.process import BrokenProcessPool
+
+    with pytest.raises(BrokenProcessPool):
+        bench.in_fork(_die)
+
+
+def test_a_resumed_run_sends_the_prompts_its_first_part_sent(bench, tmp_path):
+    import json
+
+    a, b = tmp_path / "round-1" / "defaults", tmp_path / "round-1" / "recipe"
+    a.mkdir(parents=True)
+    b.mkdir(parents=True)
+    (a / "prompts-prose-quiet-c4.jsonl").write_text(json.dumps({"prompt": "p1 abc"}) + "\n")
+    fresh = {(1, "quiet", "prose", 4): ["p1 new-suffix"], (1, "loaded", "prose", 4): ["p2 new-suffix"]}
+    got = bench.saved_prompts(tmp_path, fresh)
+    # the saved prompts replace the fresh ones; a level the first part never reached keeps its own
+    assert got == {(1, "quiet", "prose", 4): ["p1 abc"]}
