@@ -223,8 +223,8 @@ def run_bench(argv: list[str], log: Path) -> dict:
     """vllm bench serve, its output to `log`; a run that fails as a whole (its first test request
     failed, or the child died) is returned as all requests failed. vLLM is imported once, here, and
     each run goes to a child forked from this process: when the runs shared this process, it grew
-    by about 170 MB a run and was OOM-killed at 17 GB, 95 runs into a two-round `make bench`
-    (24 GiB machine, 2026-12-07)."""
+    to 17 GB over some 140 runs of a two-round `make bench` and was OOM-killed (24 GiB machine,
+    2026-12-07); with a child per run it stayed at 654 MB over the 8 runs that finished that run."""
     from vllm.benchmarks import serve as vllm_bench  # noqa: F401 - imported before the fork
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
