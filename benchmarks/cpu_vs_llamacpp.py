@@ -82,6 +82,7 @@ from cookbook.recipe.model import Setting
 from cookbook.recipe.paths import repo_root
 from cookbook.recipe.resolve import resolve
 from cookbook.serving import local
+from cookbook.untrusted import printable, read_regular
 
 KEEP_FOR_DEFAULTS = ("served_model_name", "host", "port", "max_model_len")
 # The recipe's env a defaults server keeps: where things are and how much memory the KV cache may
@@ -93,6 +94,7 @@ WORKLOADS = ("prose", "chat")
 LOADS = ("quiet", "loaded")
 FIGURES = ("output_throughput", "median_ttft_ms", "median_tpot_ms", "completed", "failed")
 CTX_PER_SLOT = 1024
+SAVED_LIMIT = 64 << 20  # a saved measurement's JSON (16 requests' details: well under 1 MB)
 LLAMA_SPEC_FLAGS = "--spec-type ngram-simple --spec-ngram-simple-size-n 3 --spec-ngram-simple-size-m 3"
 BUSY = "while True: pass"
 
@@ -141,7 +143,7 @@ def llama_bench(binary: str, gguf: Path, threads: list[int], out: Path, loaded: 
     tag = "loaded" if loaded else "quiet"
     saved = out / f"llama-bench-{tag}.json"
     if reuse and saved.is_file() and saved.stat().st_size:
-        rows, load = json.loads(saved.read_text()), None  # the resumed run's; its load is in its log
+        rows, load = read_saved(saved, list), None  # the resumed run's; its load is in its log
     else:
         local.step(f"llama-bench ({tag}): {local.quote_cmd(argv)}")
         load = loadavg()
@@ -225,7 +227,7 @@ def run_bench(argv: list[str], log: Path) -> dict:
     each run goes to a child forked from this process: when the runs shared this process, it grew
     to 17 GB over some 140 runs of a two-round `make bench` and was OOM-killed (24 GiB machine,
     2026-12-07); with a child per run it stayed at 654 MB over the 8 runs that finished that run."""
-    from vllm.benchmarks import serve as vllm_bench  # noqa: F401 - imported before the fork
+    from vllm.benchmarks import serve as vllm_bench  # imported here, before the fork
     from vllm.utils.argparse_utils import FlexibleArgumentParser
 
     parser = FlexibleArgumentParser()
@@ -328,8 +330,9 @@ def tables(results: list[dict], servers: list[str], levels: list[int], workloads
 
 
 def defaults_server(name: str, recipe, keep: list[str]):
-    """Recipe NAME (resolved as `recipe`, with its --set) resolved again with vLLM's defaults: only the settings KEEP_FOR_DEFAULTS and `keep`
-    name, and of its env only KEEP_ENV_FOR_DEFAULTS. Exits with a message on a name the recipe lacks."""
+    """Recipe NAME (resolved as `recipe`, with its --set) resolved again with vLLM's defaults: only
+    the settings KEEP_FOR_DEFAULTS and `keep` name, and of its env only KEEP_ENV_FOR_DEFAULTS.
+    Exits with a message on a name the recipe lacks."""
     unknown = [k for k in keep if k not in recipe.recipe.serve.args]
     if unknown:
         sys.exit(
@@ -508,9 +511,9 @@ def main() -> None:
                 ps = prompts[(rnd, ld, w, c)]
                 tag = f"{w}-{ld}-c{c}"
                 if tag in kept:
-                    res = json.loads(kept[tag].read_text())
+                    res = read_saved(kept[tag], dict)
                     load_file = where / f"load-{tag}.json"
-                    before = json.loads(load_file.read_text()) if load_file.is_file() else None
+                    before = read_saved(load_file, list) if load_file.is_file() else None
                     add_row(res, rnd, name, w, ld, c, before, " (kept from the run resumed)")
                     continue
                 data = where / f"prompts-{tag}.jsonl"
@@ -602,13 +605,46 @@ def main() -> None:
         print(f"\n{summary['wall_s']} s; written to {out}")
 
 
+def read_saved(path: Path, kind: type):
+    """A JSON file a run being resumed saved (a folder the user names, maybe in /tmp): a regular file
+    of at most SAVED_LIMIT bytes holding a `kind`; else one message and exit."""
+    try:
+        doc = json.loads(read_regular(path, SAVED_LIMIT))
+    except (OSError, ValueError) as e:
+        sys.exit(
+            f"error: --resume: {printable(path)}: cannot be read as JSON ({printable(e)}); "
+            "remove it and resume again to measure it anew"
+        )
+    if not isinstance(doc, kind):
+        sys.exit(f"error: --resume: {printable(path)}: holds no JSON {kind.__name__}; remove it and resume again")
+    return doc
+
+
 def saved_prompts(out: Path, prompts: dict) -> dict:
     """The prompts a run being resumed sent, per (round, load, workload, concurrency), from the first
-    server folder of that round that has them (every server of a round gets the same prompts)."""
+    server folder of that round that has them (every server of a round gets the same prompts). Each
+    file must hold as many prompts as this run would send: else the arguments differ, and it exits."""
     found = {}
-    for rnd, ld, w, c in prompts:
+    for key in prompts:
+        rnd, ld, w, c = key
         for f in sorted((out / f"round-{rnd}").glob(f"*/prompts-{w}-{ld}-c{c}.jsonl")):
-            found[(rnd, ld, w, c)] = [json.loads(line)["prompt"] for line in f.read_text().splitlines() if line]
+            try:
+                lines = read_regular(f, SAVED_LIMIT).decode("utf-8", "replace").splitlines()
+                ps = [json.loads(line)["prompt"] for line in lines if line]
+                why = "" if all(isinstance(p, str) for p in ps) else "a prompt that is not text"
+            except (OSError, ValueError, TypeError, KeyError) as e:
+                why = f"{type(e).__name__}: {e}"
+            if why:
+                sys.exit(
+                    f'error: --resume: {printable(f)}: not one {{"prompt": TEXT}} a line ({printable(why)}); '
+                    "remove that round's folder to measure it anew"
+                )
+            if len(ps) != len(prompts[key]):
+                sys.exit(
+                    f"error: --resume: {printable(f)} holds {len(ps)} prompts where these arguments send "
+                    f"{len(prompts[key])}; resume with the arguments of the run that wrote it"
+                )
+            found[key] = ps
             break
     return found
 

@@ -138,3 +138,51 @@ def test_a_resumed_run_sends_the_prompts_its_first_part_sent(bench, tmp_path):
     got = bench.saved_prompts(tmp_path, fresh)
     # the saved prompts replace the fresh ones; a level the first part never reached keeps its own
     assert got == {(1, "quiet", "prose", 4): ["p1 abc"]}
+
+
+def test_a_resumed_run_refuses_saved_prompts_it_cannot_use(bench, tmp_path):
+    import json
+    import os
+
+    d = tmp_path / "round-1" / "recipe"
+    d.mkdir(parents=True)
+    fresh = {(1, "quiet", "prose", 4): ["a", "b"]}
+    f = d / "prompts-prose-quiet-c4.jsonl"
+    cases = {
+        "not JSON\n": 'not one {"prompt": TEXT} a line (JSONDecodeError',
+        json.dumps({"text": "a"}) + "\n": "(KeyError",
+        json.dumps({"prompt": 3}) + "\n": "a prompt that is not text",
+        json.dumps({"prompt": "a"}) + "\n": "holds 1 prompts where these arguments send 2",
+    }
+    for text, said in cases.items():
+        f.write_text(text)
+        with pytest.raises(SystemExit) as e:
+            bench.saved_prompts(tmp_path, fresh)
+        assert said in str(e.value) and "--resume" in str(e.value)
+    f.unlink()
+    os.mkfifo(f)  # a FIFO planted in a /tmp folder must not hang the run
+    with pytest.raises(SystemExit) as e:
+        bench.saved_prompts(tmp_path, fresh)
+    assert "NotRegularFile" in str(e.value)
+
+
+def test_a_saved_measurement_is_read_only_as_a_small_regular_json_of_its_kind(bench, tmp_path):
+    import json
+    import os
+
+    good = tmp_path / "bench-prose-quiet-c4.json"
+    good.write_text(json.dumps({"output_throughput": 41.3}))
+    assert bench.read_saved(good, dict) == {"output_throughput": 41.3}
+    with pytest.raises(SystemExit) as e:
+        bench.read_saved(good, list)  # a load file must hold the load average's list
+    assert "holds no JSON list" in str(e.value)
+    cut = tmp_path / "bench-chat-quiet-c4.json"
+    cut.write_text('{"output_throughput": 4')  # a run killed while it wrote
+    with pytest.raises(SystemExit) as e:
+        bench.read_saved(cut, dict)
+    assert "cannot be read as JSON" in str(e.value) and "remove it" in str(e.value)
+    fifo = tmp_path / "load-prose-quiet-c4.json"
+    os.mkfifo(fifo)
+    with pytest.raises(SystemExit) as e:
+        bench.read_saved(fifo, list)
+    assert "cannot be read as JSON" in str(e.value)
