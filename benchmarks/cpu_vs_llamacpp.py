@@ -65,6 +65,7 @@ import multiprocessing
 import os
 import platform
 import shlex
+import stat
 import subprocess
 import sys
 import time
@@ -142,7 +143,7 @@ def llama_bench(binary: str, gguf: Path, threads: list[int], out: Path, loaded: 
     argv += ["-fa", fa, "--repack", repack, "-o", "json"]
     tag = "loaded" if loaded else "quiet"
     saved = out / f"llama-bench-{tag}.json"
-    if reuse and saved.is_file() and saved.stat().st_size:
+    if reuse and in_resumed_folder(saved, empty_is_missing=True):
         rows, load = read_saved(saved, list), None  # the resumed run's; its load is in its log
     else:
         local.step(f"llama-bench ({tag}): {local.quote_cmd(argv)}")
@@ -502,7 +503,7 @@ def main() -> None:
         if not args.resume:
             return {}
         tags = [f"{w}-{ld}-c{c}" for w in args.workloads for ld in loads_order]
-        return {t: where / f"bench-{t}.json" for t in tags if (where / f"bench-{t}.json").is_file()}
+        return {t: where / f"bench-{t}.json" for t in tags if in_resumed_folder(where / f"bench-{t}.json")}
 
     def measure(base_url: str, name: str, rnd: int, c: int, vllm_server: bool, where: Path, loads_order) -> None:
         kept = saved(where, c, loads_order)
@@ -513,7 +514,7 @@ def main() -> None:
                 if tag in kept:
                     res = read_saved(kept[tag], dict)
                     load_file = where / f"load-{tag}.json"
-                    before = read_saved(load_file, list) if load_file.is_file() else None
+                    before = read_saved(load_file, list) if in_resumed_folder(load_file) else None
                     add_row(res, rnd, name, w, ld, c, before, " (kept from the run resumed)")
                     continue
                 data = where / f"prompts-{tag}.jsonl"
@@ -603,6 +604,18 @@ def main() -> None:
         (out / "table.md").write_text("\n".join(lines) + "\n")
         print("\n".join(lines))
         print(f"\n{summary['wall_s']} s; written to {out}")
+
+
+def in_resumed_folder(path: Path, empty_is_missing: bool = False) -> bool:
+    """Whether a run being resumed left `path`: any entry there counts, so that read_saved reads it or
+    refuses a FIFO, a folder or a dangling link with one message (measuring anew would write into it:
+    a FIFO hangs the run, a dangling link writes where it points). With empty_is_missing an empty
+    regular file counts as missing (a llama-bench that printed nothing is run again)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return False
+    return not (empty_is_missing and stat.S_ISREG(st.st_mode) and st.st_size == 0)
 
 
 def read_saved(path: Path, kind: type):

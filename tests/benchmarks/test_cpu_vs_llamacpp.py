@@ -186,3 +186,32 @@ def test_a_saved_measurement_is_read_only_as_a_small_regular_json_of_its_kind(be
     with pytest.raises(SystemExit) as e:
         bench.read_saved(fifo, list)
     assert "cannot be read as JSON" in str(e.value)
+
+
+def test_a_resumed_run_refuses_what_is_not_a_regular_file_where_a_measurement_would_be_written(bench, tmp_path):
+    import json
+    import os
+
+    assert not bench.in_resumed_folder(tmp_path / "bench-prose-quiet-c4.json")  # missing: measured anew
+    empty = tmp_path / "llama-bench-loaded.json"
+    empty.write_text("")
+    assert bench.in_resumed_folder(empty) and not bench.in_resumed_folder(empty, empty_is_missing=True)
+    fifo = tmp_path / "llama-bench-quiet.json"
+    os.mkfifo(fifo)  # seen as missing, the run would write llama-bench's output into it and hang
+    assert bench.in_resumed_folder(fifo, empty_is_missing=True)
+    with pytest.raises(SystemExit) as e:
+        bench.llama_bench("/nonexistent/llama-bench", tmp_path / "m.gguf", [2], tmp_path, False, reuse=True)
+    assert "cannot be read as JSON" in str(e.value) and "is a FIFO" in str(e.value)
+    # a link is read where it points (a regular file, bounded), never written through
+    target = tmp_path / "elsewhere.json"
+    target.write_text(json.dumps([1.0, 1.0, 1.0]))
+    link = tmp_path / "load-chat-quiet-c4.json"
+    link.symlink_to(target)
+    assert bench.in_resumed_folder(link) and bench.read_saved(link, list) == [1.0, 1.0, 1.0]
+    dangling = tmp_path / "bench-chat-quiet-c4.json"
+    dangling.symlink_to(tmp_path / "gone.json")  # seen as missing, the new result would be written where it points
+    assert bench.in_resumed_folder(dangling)
+    with pytest.raises(SystemExit) as e:
+        bench.read_saved(dangling, dict)
+    assert "cannot be read as JSON" in str(e.value)
+    assert not (tmp_path / "gone.json").exists()
