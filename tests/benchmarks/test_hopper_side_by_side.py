@@ -103,3 +103,30 @@ def test_each_readme_table_is_the_recorded_run(sxs, slug):
         assert sxs.table(json.loads(runs[-1].read_text())) in readme
     else:
         assert f"benchmarks/hopper_side_by_side.py {slug}" in readme and "not yet run" in readme.lower()
+
+
+def _script(*args):
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    return subprocess.run(
+        [str(ROOT / "scripts" / "offline-gpu" / "side-by-side"), *args],
+        capture_output=True, text=True, cwd=ROOT, env=env, timeout=120,
+    )  # fmt: skip
+
+
+def test_the_gpu_wrapper_dry_run_names_the_engine_checks_checkpoint():
+    p = _script("--dry-run", "glm52-fp8-8x-h200:recipes/glm52-fp8-8x-h200/engine-check/config.json")
+    assert p.returncode == 0, p.stderr
+    assert ".cache/engine-check/ckpt/engine-check-glm52-fp8-8x-h200" in p.stdout  # the engine check's own
+    assert p.stdout.count("to do ") == 20 and "# peer" in p.stdout
+
+
+@pytest.mark.parametrize(
+    "case", ["glm52-fp8-8x-h200", "x:../../etc/passwd", "Bad;slug:README.md", "a:README.md:extra", ""]
+)
+def test_the_gpu_wrapper_refuses_a_bad_case_before_anything_starts(case):
+    p = _script("--dry-run", case)
+    assert p.returncode == 2 and "help:" in p.stderr and "# recipe" not in p.stdout
