@@ -182,3 +182,14 @@ def test_hostile_traffic_values_are_refused_with_one_message(item):
     res = CliRunner().invoke(main, ["plan", "glm52-fp8-8x-h200", "--set", item])
     assert res.exit_code == 2, res.output
     assert "Traceback" not in res.output and "plan.traffic" in res.output
+
+
+def test_largest_context_at_max_num_seqs_counts_the_batch_budget_once():
+    """With max_num_seqs 512 the old arithmetic (every sequence charged the whole in-flight budget)
+    said 480 tokens; 512 sequences of 41,472 tokens run at once in the 8x H200 pool."""
+    p = make_plan(resolve("dsv4-flash-8x-h200"))
+    assert p.max_ctx_at_seqs == 41_472
+    assert C.at_length(p.kv, p.pool_bytes, p.max_ctx_at_seqs, 2).seqs >= 512
+    assert C.at_length(p.kv, p.pool_bytes, p.max_ctx_at_seqs + 256, 2).seqs < 512
+    # without windows nothing changes: GLM-5.2 on 2 MI300X, 32 sequences
+    assert make_plan(resolve("glm52-2")).max_ctx_at_seqs == 34_522

@@ -490,7 +490,9 @@ def make_plan(
     max_seqs = int(pool // need_one) if need_one else 0
     logged_one = kv.logged_bytes_for_sequence(s.max_model_len)
     logged_seqs = pool / logged_one if logged_one else 0.0
-    max_ctx = _largest_ctx(kv, pool_at, s.max_num_seqs, geom.arch.native_context_tokens or s.max_model_len)
+    max_ctx = _largest_ctx(
+        kv, pool_at, s.max_num_seqs, geom.arch.native_context_tokens or s.max_model_len, _own_in_flight(s)
+    )
     if not refusals and kv.parts and max_seqs < 1:  # nothing fits: never a plan that exits 0
         refusals.append(f"not one sequence of {s.max_model_len:,} tokens fits the KV pool of {_g(pool)}")
     assumptions += [
@@ -562,8 +564,7 @@ def make_plan(
 def _concurrency(kv: K.KV, pool: int, s: Setup, traffic) -> tuple[C.Concurrency | None, C.Concurrency | None]:
     """The two concurrency figures: full-length sequences, and the typical request (capped at
     max_model_len), each with the batch's in-flight tokens counted once (plan/concurrency.py)."""
-    spec_tokens = int((s.speculative or {}).get("num_speculative_tokens") or 0)
-    own = C.decode_in_flight(2 if s.async_scheduling else 1, spec_tokens)
+    own = _own_in_flight(s)
     full = C.at_length(kv, pool, s.max_model_len, own)
     typical = None
     if traffic is not None:
@@ -571,14 +572,24 @@ def _concurrency(kv: K.KV, pool: int, s: Setup, traffic) -> tuple[C.Concurrency 
     return full, typical
 
 
-def _largest_ctx(kv: K.KV, pool_at, seqs: int, ceiling: int) -> int:
-    """Largest max_model_len at which `seqs` full-length sequences fit (workspaces grow with it)."""
+def _own_in_flight(s: Setup) -> int:
+    spec_tokens = int((s.speculative or {}).get("num_speculative_tokens") or 0)
+    return C.decode_in_flight(2 if s.async_scheduling else 1, spec_tokens)
+
+
+def _largest_ctx(kv: K.KV, pool_at, seqs: int, ceiling: int, own_in_flight: int = 0) -> int:
+    """Largest max_model_len at which `seqs` full-length sequences run at once (plan/concurrency.py:
+    the batch's in-flight window pages counted once), vLLM's start-up check for one sequence passing
+    too (workspaces grow with it)."""
     if not kv.parts:
         return 0
 
     def fits(n: int) -> bool:
         pool, _ = pool_at(n)
-        return seqs * kv.bytes_for_sequence(n) <= pool
+        if kv.bytes_for_sequence(n) > pool:
+            return False
+        c = C.at_length(kv, pool, n, own_in_flight)
+        return c is not None and c.seqs >= seqs
 
     lo, hi = 0, max(ceiling, 1)
     if fits(hi):
