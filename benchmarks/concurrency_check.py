@@ -7,11 +7,20 @@ preemptions they caused (vllm:num_preemptions_total, after - before).
     python benchmarks/concurrency_check.py glm52-fp8-8x-h200 --url http://127.0.0.1:8000 \
         --model NAME --requests 40 --expect-seqs 32 --out DIR [--dry-run]
 
-Run it against the engine check's server (scripts/offline-gpu/engine-check serves the recipe's block
-on one GPU): `--expect-seqs` is the plan's figure for that pool, min(max_num_seqs, the typical
-figure `cookbook plan` prints for the same pool). The check passes when the peak running equals
-min(N, expect) and no request was preempted while N <= the typical figure. The result goes to
+Against a running server, `--expect-seqs` is the plan's figure for that pool, min(max_num_seqs, the
+typical figure `cookbook plan` prints for the same pool). The check passes when the peak running
+equals min(N, expect) and no request was preempted while N <= the typical figure. The result goes to
 DIR/concurrency-SLUG-N.json; a result already there is kept (resumable: the run is skipped).
+
+On a GPU host it can serve the block itself, as the engine check scales it (one GPU, the dummy
+checkpoint), with `--kv-cache-memory-bytes` sized so that the plan's typical figure is
+`--target-seqs` (default 16) and max_model_len 16,384 (so vLLM's start-up check passes in that small
+pool): it sends that many typical requests (all must run at once, none preempted), then `--over` more
+(past the plan's figure vLLM must preempt or make some wait; if it does neither, the plan is
+conservative there, and the check says so):
+
+    python benchmarks/concurrency_check.py glm52-fp8-8x-h200 --checkpoint CK \\
+        --config recipes/glm52-fp8-8x-h200/engine-check/config.json --out DIR [--dry-run]
 """
 
 from __future__ import annotations
@@ -98,31 +107,125 @@ def check(url, model, n, prompt_tokens, output_tokens, poll_s=0.5, vocab=1000, s
 
 
 def verdict(res: dict, expect_seqs: int, typical_seqs: int) -> list[str]:
-    """What disagrees with the plan; empty when the server did what the plan says."""
+    """What disagrees with the plan; empty when the server did what the plan says. Up to the typical
+    figure every request runs at once and none is preempted; past it (with max_num_seqs above it) the
+    pool runs out before the requests finish, so vLLM preempts or keeps some waiting."""
     bad = []
     want = min(res["requests"], expect_seqs)
     if res["failed"]:
         bad.append(f"{res['failed']} request(s) failed")
-    if res["peak_running"] != want:
-        bad.append(f"peak running {res['peak_running']}, the plan says {want}")
-    if res["requests"] <= typical_seqs and res["preemptions"]:
-        bad.append(f"{res['preemptions']} preemption(s) with {res['requests']} <= {typical_seqs} typical requests")
+    if res["requests"] <= typical_seqs:
+        if res["peak_running"] != want:
+            bad.append(f"peak running {res['peak_running']}, the plan says {want}")
+        if res["preemptions"]:
+            bad.append(f"{res['preemptions']} preemption(s) with {res['requests']} <= {typical_seqs} typical requests")
+    elif expect_seqs > typical_seqs and not res["preemptions"] and not res["peak_waiting"]:
+        bad.append(
+            f"{res['requests']} > {typical_seqs} typical requests ran without a preemption or a wait: "
+            "the plan is conservative here"
+        )
     return bad
+
+
+def pool_for(slug: str, config: dict, checkpoint: str, target: int, max_model_len: int):
+    """(the --set items, the plan) of the block served on one GPU with an explicit KV pool sized so that
+    `target` typical requests fit and one more does not (the plan's figure), at `max_model_len`."""
+    from cookbook.evidence.engine_check import geometry_sets, scaled_sets
+    from cookbook.plan.budget import make_plan
+    from cookbook.recipe.resolve import resolve
+
+    r = resolve(slug)
+    sets = [*scaled_sets(r, checkpoint), *geometry_sets(config), f"max_model_len={max_model_len}"]
+    probe = make_plan(resolve(slug, sets=sets, check=False), gpus=1)
+    if probe.typical is None:
+        raise SystemExit(f"error: {slug} states no plan.traffic\n  help: add plan.traffic to the recipe")
+    held, extra = probe.typical.held_bytes, probe.typical.in_flight_bytes
+    pool = int(extra + (target + 0.5) * held)
+    pool = max(pool, int(probe.seq_bytes_at_ctx) + 1)  # vLLM's start-up check: one max_model_len sequence
+    sets.append(f"kv_cache_memory_bytes={pool}")
+    return sets, make_plan(resolve(slug, sets=sets, check=False), gpus=1)
+
+
+def serve_and_check(a) -> int:
+    """Serve the recipe's block (scaled as the engine check scales it, the pool set) and check it at the
+    plan's typical figure and past it."""
+    import subprocess
+
+    import hopper_side_by_side as sxs
+
+    config = json.loads(Path(a.config).read_text(encoding="utf-8"))
+    sets, plan = pool_for(a.recipe, config, a.checkpoint, a.target_seqs, a.max_model_len)
+    typical, seqs = plan.typical.seqs, plan.setup.max_num_seqs
+    argv = [sys.executable, "-m", "cookbook.cli", "launch", a.recipe] + [x for s in sets for x in ("--set", s)]
+    block = subprocess.run(argv, check=True, capture_output=True, text=True).stdout.rstrip()
+    block += " \\\n  --load-format dummy --tokenizer-mode hf"
+    plan_line = (
+        f"plan: {typical} typical requests ({plan.traffic.prompt_tokens} + {plan.traffic.output_tokens} tokens) "
+        f"in a {plan.pool_bytes / 2**30:.2f} GiB pool, max_num_seqs {seqs}"
+    )
+    if a.dry_run:
+        print(f"{block}\n\n{plan_line}; sending {typical} then {typical + a.over} requests")
+        return 0
+    a.out.mkdir(parents=True, exist_ok=True)
+    (a.out / "launch.sh").write_text(block + "\n", encoding="utf-8")
+    stop = sxs._serve(block, a.out / "server.log", a.port, a.ready_timeout)
+    bad = []
+    try:
+        model = sxs.served_name(block, a.checkpoint)
+        for n in (typical, typical + a.over):
+            path = a.out / f"concurrency-{a.recipe}-{n}.json"
+            if path.exists():
+                res = json.loads(path.read_text(encoding="utf-8"))
+            else:
+                res = check(
+                    f"http://127.0.0.1:{a.port}", model, n, plan.traffic.prompt_tokens, plan.traffic.output_tokens
+                )
+                res.update(
+                    recipe=a.recipe, expect_seqs=min(seqs, typical), typical_seqs=typical, plan=plan_line, sets=sets
+                )
+                tmp = path.with_name(path.name + ".part")
+                tmp.write_text(json.dumps(res, indent=1, sort_keys=True), encoding="utf-8")
+                os.replace(tmp, path)
+            found = verdict(res, min(seqs, typical) if n <= typical else seqs, typical)
+            print(f"{n} requests: running {res['peak_running']}, waiting {res['peak_waiting']}, "
+                  f"preemptions {res['preemptions']}" + "".join(f"; disagrees: {b}" for b in found))  # fmt: skip
+            bad += found
+    finally:
+        stop()
+    return 1 if bad else 0
 
 
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("recipe")
     ap.add_argument("--url", default="http://127.0.0.1:8000")
-    ap.add_argument("--model", required=True, help="the served model name")
-    ap.add_argument("--requests", type=int, required=True, help="N typical requests sent at once")
-    ap.add_argument("--expect-seqs", type=int, required=True, help="min(max_num_seqs, the plan's typical figure)")
+    ap.add_argument("--model", help="the served model name")
+    ap.add_argument("--requests", type=int, help="N typical requests sent at once")
+    ap.add_argument("--expect-seqs", type=int, help="min(max_num_seqs, the plan's typical figure)")
+    ap.add_argument("--checkpoint", help="serve the block itself on this dummy checkpoint (GPU host)")
+    ap.add_argument("--config", help="with --checkpoint: its config.json (the engine check's)")
+    ap.add_argument("--target-seqs", type=int, default=16, help="with --checkpoint: size the pool for this many")
+    ap.add_argument("--over", type=int, default=8, help="with --checkpoint: then send this many more")
+    ap.add_argument("--max-model-len", type=int, default=16384, help="with --checkpoint (vLLM's start-up check)")
+    ap.add_argument("--port", type=int, default=8000)
+    ap.add_argument("--ready-timeout", type=int, default=1800)
     ap.add_argument("--typical-seqs", type=int, help="the plan's typical figure for this pool (default: expect)")
     ap.add_argument("--prompt-tokens", type=int, help="default: the recipe's plan.traffic")
     ap.add_argument("--output-tokens", type=int, help="default: the recipe's plan.traffic")
     ap.add_argument("--out", type=Path, required=True)
     ap.add_argument("--dry-run", action="store_true")
     a = ap.parse_args(argv)
+    if a.checkpoint:
+        if not a.config or not 1 <= a.target_seqs <= 4096 or not 0 <= a.over <= 4096 or a.max_model_len < 1:
+            print("error: --checkpoint needs --config, --target-seqs 1..4096, --over 0..4096\n"
+                  "  help: e.g. --checkpoint CK --config recipes/glm52-fp8-8x-h200/engine-check/config.json",
+                  file=sys.stderr)  # fmt: skip
+            return 2
+        return serve_and_check(a)
+    if a.model is None or a.requests is None or a.expect_seqs is None:
+        print("error: --model, --requests and --expect-seqs are needed against a running server\n"
+              "  help: or --checkpoint CK --config CONFIG to serve the block here", file=sys.stderr)  # fmt: skip
+        return 2
     if a.requests < 1 or a.expect_seqs < 1 or a.requests > 4096:
         print("error: --requests must be 1..4096 and --expect-seqs >= 1\n  help: e.g. --requests 40", file=sys.stderr)
         return 2

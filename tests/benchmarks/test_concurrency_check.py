@@ -112,3 +112,40 @@ def test_bad_counts_are_refused(cc, tmp_path, argv, capsys):
     flat = [x for kv in base.items() for x in kv]
     assert cc.main(["glm52-fp8-8x-h200", "--model", "m", *flat, "--out", str(tmp_path), "--dry-run"]) == 2
     assert "help:" in capsys.readouterr().err
+
+
+def test_past_the_typical_figure_vllm_must_preempt_or_queue(cc):
+    base = {"requests": 24, "failed": 0, "peak_running": 24, "peak_waiting": 0, "preemptions": 0}
+    assert cc.verdict(base, expect_seqs=32, typical_seqs=16) == [
+        "24 > 16 typical requests ran without a preemption or a wait: the plan is conservative here"
+    ]
+    assert cc.verdict({**base, "preemptions": 2}, expect_seqs=32, typical_seqs=16) == []
+    assert cc.verdict({**base, "peak_waiting": 3, "peak_running": 21}, expect_seqs=32, typical_seqs=16) == []
+
+
+@pytest.mark.parametrize(
+    ("slug", "config"),
+    [
+        ("glm52-fp8-8x-h200", "recipes/glm52-fp8-8x-h200/engine-check/config.json"),
+        ("dsv4-flash-8x-h200", "recipes/dsv4-flash-perf-h200/config.json"),
+    ],
+)
+def test_the_self_served_check_sizes_the_pool_for_the_plans_figure(cc, slug, config, capsys, tmp_path):
+    """--checkpoint: the block scaled as the engine check scales it, the pool set so the plan's typical
+    figure is --target-seqs, and what it would send (dry run: nothing starts)."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    argv = [slug, "--checkpoint", "/ck", "--config", str(root / config), "--out", str(tmp_path), "--dry-run"]
+    assert cc.main(argv) == 0
+    out = capsys.readouterr().out
+    assert "--kv-cache-memory-bytes " in out and "--max-model-len 16384" in out and "--tensor-parallel-size 1" in out
+    assert "plan: 16 typical requests" in out and "sending 16 then 24 requests" in out
+    assert out.rstrip().splitlines()[-3].endswith("--load-format dummy --tokenizer-mode hf")
+    assert not list(tmp_path.iterdir())
+
+
+def test_the_self_served_check_refuses_bad_arguments(cc, tmp_path, capsys):
+    assert cc.main(["glm52-fp8-8x-h200", "--checkpoint", "/ck", "--out", str(tmp_path)]) == 2  # no --config
+    assert cc.main(["glm52-fp8-8x-h200", "--out", str(tmp_path)]) == 2  # neither a server nor a checkpoint
+    assert capsys.readouterr().err.count("help:") == 2
