@@ -127,6 +127,28 @@ def verdict(res: dict, expect_seqs: int, typical_seqs: int) -> list[str]:
     return bad
 
 
+SAVED_KEYS = ("requests", "peak_running", "peak_waiting", "preemptions", "failed")
+
+
+def read_saved(path: Path) -> dict:
+    """A result saved by an earlier run, read back for --resume: a small regular file holding a JSON
+    object with the figures the verdict reads; one message and exit 2 otherwise."""
+    import stat
+
+    try:
+        st = path.lstat()
+        if not stat.S_ISREG(st.st_mode) or st.st_size > 2**20:
+            raise ValueError("not a small regular file")
+        res = json.loads(path.read_text(encoding="utf-8"))
+        if not isinstance(res, dict) or any(
+            not isinstance(res.get(k), int) or isinstance(res.get(k), bool) for k in SAVED_KEYS
+        ):
+            raise ValueError(f"not a saved result (needs the integers {', '.join(SAVED_KEYS)})")
+    except (OSError, ValueError, RecursionError) as e:
+        raise SystemExit(f"error: {path}: {e}\n  help: remove it to measure again") from None
+    return res
+
+
 def pool_for(slug: str, config: dict, checkpoint: str, target: int, max_model_len: int):
     """(the --set items, the plan) of the block served on one GPU with an explicit KV pool sized so that
     `target` typical requests fit and one more does not (the plan's figure), at `max_model_len`."""
@@ -174,8 +196,8 @@ def serve_and_check(a) -> int:
         model = sxs.served_name(block, a.checkpoint)
         for n in (typical, typical + a.over):
             path = a.out / f"concurrency-{a.recipe}-{n}.json"
-            if path.exists():
-                res = json.loads(path.read_text(encoding="utf-8"))
+            if path.exists() or path.is_symlink():
+                res = read_saved(path)
             else:
                 res = check(
                     f"http://127.0.0.1:{a.port}", model, n, plan.traffic.prompt_tokens, plan.traffic.output_tokens
@@ -243,9 +265,9 @@ def main(argv=None) -> int:
         print(f"{a.requests} x ({a.prompt_tokens} + {a.output_tokens} tokens) at once to {a.url}; expect "
               f"{min(a.requests, a.expect_seqs)} running; result: {path}" + (" (done)" if path.exists() else ""))  # fmt: skip
         return 0
-    if path.exists():
+    if path.exists() or path.is_symlink():
+        res = read_saved(path)
         print(f"{path}: already measured, kept")
-        res = json.loads(path.read_text(encoding="utf-8"))
     else:
         a.out.mkdir(parents=True, exist_ok=True)
         res = check(a.url, a.model, a.requests, a.prompt_tokens, a.output_tokens)

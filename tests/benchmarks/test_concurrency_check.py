@@ -149,3 +149,30 @@ def test_the_self_served_check_refuses_bad_arguments(cc, tmp_path, capsys):
     assert cc.main(["glm52-fp8-8x-h200", "--checkpoint", "/ck", "--out", str(tmp_path)]) == 2  # no --config
     assert cc.main(["glm52-fp8-8x-h200", "--out", str(tmp_path)]) == 2  # neither a server nor a checkpoint
     assert capsys.readouterr().err.count("help:") == 2
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dir", "link", "truncated", "list", "bool", "big"])
+def test_a_bad_saved_result_is_refused_with_one_message(cc, tmp_path, kind):
+    import os
+
+    path = tmp_path / "concurrency-glm52-fp8-8x-h200-3.json"
+    good = {"requests": 3, "peak_running": 3, "peak_waiting": 0, "preemptions": 0, "failed": 0}
+    if kind == "fifo":
+        os.mkfifo(path)  # reading it would hang
+    elif kind == "dir":
+        path.mkdir()
+    elif kind == "link":
+        (tmp_path / "elsewhere.json").write_text(json.dumps(good))
+        path.symlink_to(tmp_path / "elsewhere.json")
+    elif kind == "truncated":
+        path.write_text(json.dumps(good)[:20])
+    elif kind == "list":
+        path.write_text("[1, 2]")
+    elif kind == "bool":
+        path.write_text(json.dumps({**good, "preemptions": True}))
+    else:
+        path.write_text(json.dumps({**good, "pad": "x" * 2**20}))
+    argv = ["glm52-fp8-8x-h200", "--model", "m", "--requests", "3", "--expect-seqs", "3", "--out", str(tmp_path)]
+    with pytest.raises(SystemExit) as e:
+        cc.main(argv)
+    assert "help: remove it to measure again" in str(e.value)

@@ -130,3 +130,19 @@ def test_the_gpu_wrapper_dry_run_names_the_engine_checks_checkpoint():
 def test_the_gpu_wrapper_refuses_a_bad_case_before_anything_starts(case):
     p = _script("--dry-run", case)
     assert p.returncode == 2 and "help:" in p.stderr and "# recipe" not in p.stdout
+
+
+@pytest.mark.parametrize("kind", ["fifo", "dir", "big"])
+def test_a_recorded_run_that_is_not_a_small_file_is_refused(sxs, tmp_path, kind):
+    import os
+
+    path = tmp_path / "side-by-side-glm52-fp8-8x-h200.json"
+    if kind == "fifo":
+        os.mkfifo(path)  # reading it would hang the resumed run
+    elif kind == "dir":
+        path.mkdir()
+    else:
+        path.write_text('{"cells": {}, "pad": "' + "x" * (17 * 2**20) + '"}')
+    with pytest.raises(SystemExit) as e:
+        sxs.load_record(path)
+    assert "not a small regular file" in str(e.value) and "help:" in str(e.value)
