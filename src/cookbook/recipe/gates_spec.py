@@ -242,9 +242,21 @@ class SpecAcceptanceGate(GateBase):
         "the 24 writing tasks that ship with the cookbook (descriptions, stories, explanations; no data path).",
     )
     requests: int = Field(
-        8, ge=1, description="Natural-text requests sent greedily to drive drafting: the first N of `prompts`."
+        8, ge=1, description="Natural-text requests sent to drive drafting: the first N of `prompts`."
     )
     max_tokens: int = Field(128, ge=8, description="Completion budget per request.")
+    temperature: float | None = Field(
+        None,
+        ge=0.0,
+        le=2.0,
+        description="Sampling temperature of every request: the sampling the source document measured "
+        "acceptance at (absent: 0, greedy; e.g. 0.8, a server's default sampling). Sent with each request "
+        "and recorded in the bundle; `gates verify` refuses transcripts sent at another. (Absent rather "
+        "than 0 by default, so that recipes verified before it existed keep their content hash.)",
+    )
+    top_p: float | None = Field(
+        None, gt=0.0, le=1.0, description="top_p of every request, when the source states one (absent: not sent)."
+    )
 
     @model_validator(mode="after")
     def _enough_builtin_prompts(self):
@@ -394,6 +406,13 @@ class SpeedGate(GateBase):
     )
     passage_sentences: int = Field(
         8, ge=1, description="Sentences of the built-in prose in each prompt's passage (before its unique suffix)."
+    )
+    beyond_max_num_seqs: str | None = Field(
+        None,
+        min_length=1,
+        description="Set only when a sweep level exceeds the concurrency the launch block admits "
+        "(max_num_seqs x data_parallel_size) because the source measured it that way: quote the source. "
+        "Without it lint refuses such a level (R027): the extra requests would only queue.",
     )
     chat: SpeedChat | None = Field(
         None,
