@@ -412,7 +412,7 @@ class SpeedGate(GateBase):
         min_length=1,
         description="Set only when a sweep level exceeds the concurrency the launch block admits "
         "(max_num_seqs x data_parallel_size) because the source measured it that way: quote the source. "
-        "Without it lint refuses such a level (R027): the extra requests would only queue.",
+        "Without it lint refuses such a level (R028): the extra requests would only queue.",
     )
     chat: SpeedChat | None = Field(
         None,
