@@ -97,6 +97,13 @@ def test_rate_and_length_bars_disagree(recipes):
     )
 
 
+def test_calibrated_bars_agree_within_their_rounding(recipes):
+    # `serve --calibrate` from rate 0.869 at k=3 (mean length 3.607): two thirds of each, floored to 0.01
+    edit(recipes, "glm52-base", "min_acceptance_rate: 0.25", "min_acceptance_rate: 0.57")
+    edit(recipes, "glm52-base", "min_mean_acceptance_length: 1.75", "min_mean_acceptance_length: 2.73")
+    assert "R027" not in ids(recipes / "glm52-2" / "recipe.yaml")
+
+
 def test_length_bar_above_what_k_allows(recipes):
     p = edit(
         recipes,

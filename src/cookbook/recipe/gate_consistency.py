@@ -8,7 +8,8 @@ from typing import Any
 
 from cookbook.recipe import errors as E
 
-# How far two implied spec_acceptance bars may differ before one of them is inert.
+# How far two implied spec_acceptance bars may differ before one of them is inert: two decimals on
+# each bar (`serve --calibrate` floors both to 0.01), so up to 0.01 x (k + 1) apart.
 IMPLIED_TOLERANCE = 0.01
 # Drafters that propose exactly k tokens every step, so that vLLM's draft tokens = drafts x k and the
 # mean acceptance length is 1 + k x rate. n-gram lookup proposes fewer where the prompt has no
@@ -99,7 +100,7 @@ def implied_bars(recipe, diag) -> list[E.Diagnostic]:
         <= cfg.model_fields_set
     ):
         implied = 1 + k * rate
-        if abs(length - implied) > IMPLIED_TOLERANCE:
+        if abs(length - implied) > IMPLIED_TOLERANCE * (k + 1) + 1e-9:
             inert = "min_acceptance_rate" if length > implied else "min_mean_acceptance_length"
             out.append(
                 diag(
