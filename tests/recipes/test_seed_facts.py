@@ -434,3 +434,17 @@ def test_k3_mxfp4_figures_are_the_plans():
     for text in (readme, why):
         assert re.search(rf"{re.escape(pool)} (KV )?pool", text), text
         assert f"{seqs} sequences" in text, text
+
+
+def test_a_junk_engine_pin_is_one_clear_refusal():
+    import subprocess
+    import sys
+
+    res = subprocess.run(
+        [sys.executable, "-m", "cookbook.cli", "launch", "k3-mxfp4-16x-h200", "--set", "image.engine.version=banana"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert res.returncode == 2 and res.stdout == ""
+    assert "image.engine.version is 'banana': not a release number" in res.stderr and "help:" in res.stderr

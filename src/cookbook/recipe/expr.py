@@ -157,7 +157,7 @@ def _eval(node: ast.AST, ctx: dict[str, Any]) -> Any:
         if value is MISSING:
             return MISSING
         if fn == "version":
-            return _version(value)
+            return _version(value, dotted_name(node.args[0]))
         return len(value) if fn == "len" else str(value).lower()
     if isinstance(node, ast.BinOp):
         left, right = _eval(node.left, ctx), _eval(node.right, ctx)
@@ -184,13 +184,14 @@ def _eval(node: ast.AST, ctx: dict[str, Any]) -> Any:
 _LITERALS = (ast.Constant, ast.List, ast.Tuple)
 
 
-def _version(value: Any):
+def _version(value: Any, key: str | None):
     from packaging.version import InvalidVersion, Version
 
     try:
         return Version(str(value))
     except InvalidVersion:
-        raise ExprError(f"version({value!r}): not a release number such as 0.27.1") from None
+        what = f"{key} is {value!r}" if key else f"version({value!r})"
+        raise ExprError(f"{what}: not a release number such as 0.27.1") from None
 
 
 def _literal(node: ast.AST) -> Any:
