@@ -528,8 +528,8 @@ def make_plan(
         )
     if s.ep_kv_cut_bytes:
         assumptions.append(
-            f"expert parallelism: the explicit pool gives up {_g(s.ep_kv_cut_bytes)} for the extra EP overhead "
-            f"(plan.expert_parallel_kv_cut_gib: {r.plan.why or 'the recipe'})"
+            f"expert parallelism: the explicit pool gives up {_g(s.ep_kv_cut_bytes)} for the extra EP overhead, "
+            "as the recipe's launcher does (plan.expert_parallel_kv_cut_gib)"
         )
     if s.graph_reserved_fraction is not None:
         assumptions.append(
