@@ -159,3 +159,26 @@ def test_cli_lint_exits_1_on_a_broken_recipe(recipes):
         env={**os.environ, "PYTHONPATH": str(ROOT / "src")},
     )
     assert res.returncode == 1 and "R026" in res.stdout + res.stderr
+
+
+@pytest.mark.parametrize(
+    "slug,item,words",
+    [
+        ("glm52-mxfp4-8x-gaudi2", "gates.spec_acceptance.temperature=9", "greater than the maximum of 2.0"),
+        ("glm52-mxfp4-8x-gaudi2", "gates.spec_acceptance.temperature=-0.1", "less than the minimum of 0"),
+        ("glm52-mxfp4-8x-gaudi2", "gates.spec_acceptance.top_p=0", "less than or equal to the minimum of 0"),
+        ("glm52-2", "gates.speed.beyond_max_num_seqs=''", "gates.speed.beyond_max_num_seqs"),
+        ("glm52-8", "plan.expert_parallel_kv_cut_gib=-1", "less than or equal to the minimum of 0"),
+        ("glm52-2", "model.architecture.draft.compressed_kv_dtype=''", "compressed_kv_dtype"),
+    ],
+)
+def test_new_fields_refuse_bad_values(slug, item, words):
+    """The fields issue 65 added, given hostile values through --set: one refusal, exit 2, nothing printed."""
+    res = subprocess.run(
+        [sys.executable, "-m", "cookbook.cli", "launch", slug, "--set", item],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
+    assert res.returncode == 2 and res.stdout == "", res.stdout
+    assert words in res.stderr and "help:" in res.stderr, res.stderr
