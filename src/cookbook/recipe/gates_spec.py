@@ -492,6 +492,21 @@ class DecodeGate(GateBase):
         description="[context tokens, minimum usage.completion_tokens / elapsed tok/s] pairs, each context one of "
         "contexts_tokens (a list, so a recipe that extends another replaces it whole).",
     )
+    min_prefill_tok_s: list[tuple[int, float]] | None = Field(
+        None,
+        description="[context tokens, minimum fresh-prefill tok/s] pairs, each context one of contexts_tokens: "
+        "the prompt's tokens / the client time of its first, uncached request (max_tokens 1), e.g. a document's "
+        "'fresh prefill ... at 115-123K'. Absent: prefill is not judged.",
+    )
+
+    @model_validator(mode="after")
+    def _prefill_bars_measured(self):
+        extra = sorted(set(dict(self.min_prefill_tok_s or [])) - set(self.contexts_tokens))
+        if extra:
+            raise ValueError(f"min_prefill_tok_s names {extra}, not in contexts_tokens")
+        if any(v <= 0 for _, v in self.min_prefill_tok_s or []):
+            raise ValueError("min_prefill_tok_s values must be above 0")
+        return self
 
     @model_validator(mode="after")
     def _bars_measured(self):
