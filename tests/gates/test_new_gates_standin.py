@@ -152,6 +152,34 @@ def test_decode_fails_below_its_rate_standin(tmp_path):
     assert g["status"] == "failed" and "decode at 128 tokens of context" in g["reason"]
 
 
+def test_decode_judges_the_fresh_prefill_standin(tmp_path):
+    """issue 65: 'Fresh prefill: ~1,200–1,270 tok/s at 115–123K' (seed 001) is gated from the first,
+    uncached request's time; run_gate checks that `gates verify` recomputes the same figure."""
+    g = run_gate(tmp_path, "decode", {**DECODE, "min_prefill_tok_s": [[512, 1.0]]})
+    assert g["status"] == "passed", g["reason"]
+    assert set(g["measured"]["prefill_tok_s"]) == {"512"} and g["measured"]["prefill_tok_s"]["512"] > 1.0
+    g = run_gate(tmp_path, "decode", {**DECODE, "min_prefill_tok_s": [[512, 1e9]]}, out="slow")
+    assert g["status"] == "failed" and "fresh prefill of 512 tokens" in g["reason"]
+
+
+def test_decode_without_a_prefill_bar_records_no_prefill_standin(tmp_path):
+    g = run_gate(tmp_path, "decode", DECODE)
+    # bundles recorded before the bars recompute as they were
+    assert "prefill_tok_s" not in g["measured"] and "prefix_cache_speedup" not in g["measured"]
+    recs = [json.loads(x) for x in (tmp_path / "b" / "transcripts" / "decode.jsonl").read_text().splitlines()]
+    assert not any(str(r.get("tag", "")).endswith("/warm") for r in recs)  # no extra request either
+
+
+def test_decode_judges_the_prefix_cache_speedup_standin(tmp_path):
+    """issue 65: 'an 11.4× TTFT speedup on a warm 12k-token prompt' (seed 000) is gated: the cold,
+    uncached request's time over the same prompt's sent again at once."""
+    g = run_gate(tmp_path, "decode", {**DECODE, "min_prefix_cache_speedup": [[512, 1e-6]]})
+    assert g["status"] == "passed", g["reason"]
+    assert set(g["measured"]["prefix_cache_speedup"]) == {"512"}
+    g = run_gate(tmp_path, "decode", {**DECODE, "min_prefix_cache_speedup": [[512, 1e9]]}, out="slow")
+    assert g["status"] == "failed" and "prefix cache at 512 tokens" in g["reason"]
+
+
 GOLDEN = {"length_tokens": 400, "golden": "standin.json"}
 
 

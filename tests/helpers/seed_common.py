@@ -20,6 +20,8 @@ SEED_RECIPES = [
     "glm52-nvfp4-4x-rtxpro6000-tp4-1m",
     "glm52-nvfp4-4x-rtxpro6000-tp4-dspark",
     "glm52-mxfp4-8x-gaudi2",
+    "glm52-4-agentic",  # the document's example configurations (issue 65)
+    "glm52-8-eval",
 ]
 SEED_BASES = ["glm52-base", "glm52-a100-base", "dsv4-base", "k3-base"]
 

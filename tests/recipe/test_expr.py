@@ -79,3 +79,24 @@ def test_names_lists_the_keys_a_rule_reads():
         "hardware.gpus",
         "env.X",
     ]
+
+
+@pytest.mark.parametrize(
+    "pin,ok",
+    [("0.27.1", True), ("0.28.0", True), ("1.0", True), ("0.27.1.post1", True), ("0.27.0", False), ("0.26.1", False)],
+)
+def test_version_compares_releases_not_strings(pin, ok):
+    """issue 65: K3's engine rule is a minimum (a deny-list let 0.26.1 through); as strings '0.100' < '0.27'."""
+    ctx = {"image": {"engine": {"version": pin}}}
+    assert expr.evaluate("version(image.engine.version) >= version('0.27.1')", ctx) is ok
+
+
+def test_version_of_a_missing_key_is_missing_and_of_junk_refused():
+    assert expr.evaluate("version(image.engine.version) >= version('0.27.1')", {}) is False
+    with pytest.raises(expr.ExprError, match=r"image.engine.version is 'banana': not a release number"):
+        expr.evaluate(
+            "version(image.engine.version) >= version('0.27.1')", {"image": {"engine": {"version": "banana"}}}
+        )
+    with pytest.raises(expr.ExprError, match="only defined"):
+        expr.parse("version('1', '2')")
+    assert expr.evaluate("version('0.100.0') > version('0.27.1')", {}) is True

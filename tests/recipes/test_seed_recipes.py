@@ -1,5 +1,6 @@
 """The seed recipes as a set: listed (none runnable here, each with its reason), lint-clean,
-every quant, rule and reported table carrying its source."""
+every quant, rule and reported table carrying its source. The fact-by-fact audit against the three
+documents is test_seed_facts.py; every quotation of a seed is checked by test_seed_quotations.py."""
 
 import json
 import os

@@ -30,13 +30,25 @@ def repo_relative(bundle: Path) -> str | None:
         return None
 
 
+def run_date(doc: dict) -> str:
+    """The UTC day the gates ran (results.json's `started`, else `finished`), not the day of the verify."""
+    for key in ("started", "finished"):
+        try:
+            when = datetime.fromisoformat(str(doc.get(key)))
+        except ValueError:
+            continue
+        when = when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+        return when.astimezone(timezone.utc).strftime("%Y-%m-%d")
+    raise ValueError("results.json gives no start or finish time (ISO 8601) for the run")
+
+
 def block_for(resolved, doc: dict, bundle: Path) -> dict[str, Any]:
     bundle_ref = repo_relative(bundle)
     if bundle_ref is None:
         raise ValueError(f"{bundle} lies outside the repository")
     declared = resolved.recipe.gates.declared()
     return {
-        "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
+        "date": run_date(doc),
         "recipe_hash": resolved.content_hash,
         "environment": environment_of(doc),
         "bundle": bundle_ref,
@@ -58,8 +70,14 @@ def verify(resolved, bundle: Path) -> tuple[list[str], dict | None]:
             f"the bundle {bundle} lies outside the repository {repo_root()}; a verified block may point only "
             "at evidence the repository holds: move the bundle under runs/ (or beside the recipe) and verify again",
         )
+    doc = load_results(bundle) if not reasons else {}
+    if not reasons:
+        try:
+            run_date(doc)
+        except ValueError as e:
+            reasons.append(f"{e}: the verified block records the day of the run")
     if reasons:
         return reasons, None
-    block = block_for(resolved, load_results(bundle), bundle)
+    block = block_for(resolved, doc, bundle)
     write_verified(resolved.path, block)
     return [], block

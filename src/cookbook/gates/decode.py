@@ -6,7 +6,10 @@ NVFP4 document: "Measure spec decode with non-streamed responses"). At each cont
 gate sends an uncached prompt once with max_tokens 1 (its prefill fills the prefix cache), then
 times a non-streamed greedy completion of `max_tokens` tokens (ignore_eos) on the same prompt, so
 the time is decode, not prefill. The same request is then streamed once: its chunk count and its
-final usage are recorded, and the streamed usage must equal the non-streamed count.
+final usage are recorded, and the streamed usage must equal the non-streamed count. Where the gate
+sets min_prefill_tok_s, the first request's time judges the fresh prefill: prompt tokens / its
+client time (a fresh prefill and one token); with min_prefix_cache_speedup the same prompt is sent
+again at once (max_tokens 1, now prefix-cached), and the cold time over the warm one is judged.
 """
 
 from __future__ import annotations
@@ -22,6 +25,10 @@ FORMULAS = {
     "time, the prompt already in the prefix cache)",
     "stream_chunks": "token-carrying SSE chunks of the same request streamed; tokens per chunk above 1 "
     "is what chunk counting would miss",
+    "prefill_tok_s": "per context length judged by min_prefill_tok_s: context tokens / elapsed of the first, "
+    "uncached request (max_tokens 1: a fresh prefill and one token)",
+    "prefix_cache_speedup": "per context length judged by min_prefix_cache_speedup: elapsed of the first, "
+    "uncached request / elapsed of the same prompt sent again at once (max_tokens 1, prefix-cached)",
 }
 
 
@@ -45,11 +52,25 @@ def item_of(n: int, body: dict, elapsed_s: float, stream) -> dict:
     }
 
 
-def measure(items: list[dict]) -> dict:
-    return {
+def measure(items: list[dict], prefill: dict[str, float] | None = None, warm: dict[str, float] | None = None) -> dict:
+    out = {
         "tok_s": {str(i["context_tokens"]): i["tok_s"] for i in items},
         "tokens_per_chunk": {str(i["context_tokens"]): i["tokens_per_chunk"] for i in items},
     }
+    # only where the gate judges them: bundles recorded before these bars keep their figures
+    if prefill:
+        out["prefill_tok_s"] = prefill
+    if warm:
+        out["prefix_cache_speedup"] = warm
+    return out
+
+
+def speedup(cold_s: float, warm_s: float) -> float | None:
+    return round(cold_s / warm_s, 2) if warm_s > 0 else None
+
+
+def prefill_rate(n: int, elapsed_s: float) -> float | None:
+    return round(n / elapsed_s, 1) if elapsed_s > 0 else None
 
 
 def verdict(measured: dict, items: list[dict], cfg: DecodeGate) -> list[tuple[bool, str]]:
@@ -79,6 +100,16 @@ def verdict(measured: dict, items: list[dict], cfg: DecodeGate) -> list[tuple[bo
         v = tok_s.get(str(n))
         ok = isinstance(v, (int, float)) and not isinstance(v, bool) and v >= limit
         checks.append((ok, f"decode at {n} tokens of context {v} tok/s < {limit}"))
+    prefill = measured.get("prefill_tok_s") or {}
+    for n, limit in cfg.min_prefill_tok_s or []:
+        v = prefill.get(str(n))
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and v >= limit
+        checks.append((ok, f"fresh prefill of {n} tokens {v} tok/s < {limit}"))
+    warm = measured.get("prefix_cache_speedup") or {}
+    for n, limit in cfg.min_prefix_cache_speedup or []:
+        v = warm.get(str(n))
+        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and v >= limit
+        checks.append((ok, f"prefix cache at {n} tokens: the warm request {v}x faster than the cold one < {limit}x"))
     return checks
 
 
@@ -89,23 +120,47 @@ async def run(ctx: Context, cfg: DecodeGate) -> None:
     rng = random.Random(cfg.seed)
     for n in cfg.contexts_tokens:
         ctx.check_fits(n, cfg.max_tokens, f"decode at {n} tokens")
-    items = []
+    items, prefill, warm = [], {}, {}
+    judged = {n for n, _ in cfg.min_prefill_tok_s or []}
+    cached = {n for n, _ in cfg.min_prefix_cache_speedup or []}
     for n in cfg.contexts_tokens:
         ids = await ctx.uncached_prompt_ids(n, rng)
         await ctx.server.post("/v1/completions", _body(ids, 1), tag=f"ctx{n}/prefill")
+        cold = ctx.server.last_elapsed_s
+        if n in judged:
+            prefill[str(n)] = prefill_rate(n, cold)
+        if n in cached:
+            await ctx.server.post("/v1/completions", _body(ids, 1), tag=f"ctx{n}/warm")
+            warm[str(n)] = speedup(cold, ctx.server.last_elapsed_s)
         body = await ctx.server.post("/v1/completions", _body(ids, cfg.max_tokens), tag=f"ctx{n}/timed")
         elapsed = ctx.server.last_elapsed_s  # as the transcript records it, so recompute agrees
         stream = await ctx.server.stream("/v1/completions", _body(ids, cfg.max_tokens), tag=f"ctx{n}/stream")
         item = item_of(n, body, elapsed, stream)
         items.append(item)
         r.items.append(item)
-    r.measured = measure(items)
+    r.measured = measure(items, prefill, warm)
     r.judge(verdict(r.measured, items, cfg))
 
 
 def recompute(recorded: RecordedRun, cfg: DecodeGate) -> tuple[dict, list[dict]]:
     recs = recorded.requests("decode")
-    items = []
+    items, prefill, warm = [], {}, {}
+
+    def one_token(tag: str, n: int) -> dict:
+        rec = need(recs, tag)
+        req = rec["request"]
+        if len(req.get("prompt") or []) != n or req.get("max_tokens") != 1:
+            raise ValueError(f"request {tag!r} is not a {n}-token prompt with max_tokens 1")
+        ok_body(rec)
+        return rec
+
+    for n, _ in cfg.min_prefill_tok_s or []:
+        prefill[str(n)] = prefill_rate(n, float(one_token(f"ctx{n}/prefill", n).get("elapsed_s") or 0.0))
+    for n, _ in cfg.min_prefix_cache_speedup or []:
+        cold, hot = one_token(f"ctx{n}/prefill", n), one_token(f"ctx{n}/warm", n)
+        if cold["request"]["prompt"] != hot["request"]["prompt"]:
+            raise ValueError(f"ctx{n}: the cold and the warm requests carry different prompts")
+        warm[str(n)] = speedup(float(cold.get("elapsed_s") or 0.0), float(hot.get("elapsed_s") or 0.0))
     for n in cfg.contexts_tokens:
         timed, streamed = need(recs, f"ctx{n}/timed"), need(recs, f"ctx{n}/stream")
         for rec in (timed, streamed):
@@ -115,4 +170,4 @@ def recompute(recorded: RecordedRun, cfg: DecodeGate) -> tuple[dict, list[dict]]
         if timed["request"]["prompt"] != streamed["request"]["prompt"]:
             raise ValueError(f"ctx{n}: the timed and the streamed requests carry different prompts")
         items.append(item_of(n, ok_body(timed), float(timed.get("elapsed_s") or 0.0), stream_of(streamed)))
-    return measure(items), items
+    return measure(items, prefill, warm), items

@@ -1,5 +1,9 @@
 """spec_acceptance: draft acceptance from /metrics counter deltas over natural-text requests.
 
+Every request carries the sampling the recipe declares (`temperature`, default 0: greedy; the
+Gaudi document measured its MTP acceptance at the server's default, 0.8), the bundle records it
+under measured.sampling, and the re-check refuses transcripts sent at any other.
+
 Prompts are natural text (random-token prompts understate acceptance): GSM8K questions
 from the data path, or the writing tasks that ship with the cookbook (`prompts:`). Gates
 run one at a time, so the deltas belong to this gate's requests.
@@ -38,6 +42,12 @@ def judge_stats(stats: dict, cfg: SpecAcceptanceGate) -> list[tuple[bool, str]]:
     ]
 
 
+def sampling(cfg: SpecAcceptanceGate) -> dict:
+    """The sampling fields every request of the gate carries (the recipe's, recorded in the bundle)."""
+    temperature = cfg.temperature if cfg.temperature is not None else 0.0
+    return {"temperature": temperature, **({"top_p": cfg.top_p} if cfg.top_p is not None else {})}
+
+
 def verdict(measured: dict, items: list[dict], cfg: SpecAcceptanceGate) -> list[tuple[bool, str]]:
     """The gate's checks as a pure function of what was measured (run() and `gates verify` call it)."""
     return judge_stats(measured, cfg)
@@ -66,7 +76,7 @@ async def run(ctx: Context, cfg: SpecAcceptanceGate) -> None:
             "/v1/chat/completions",
             {
                 "messages": [{"role": "user", "content": p}],
-                "temperature": 0.0,
+                **sampling(cfg),
                 "max_tokens": cfg.max_tokens,
                 "seed": cfg.seed,
             },
@@ -87,6 +97,7 @@ async def run(ctx: Context, cfg: SpecAcceptanceGate) -> None:
     r.measured = {**rounded(stats), **r.measured}
     r.measured["completion_tokens"] = sum(tokens)
     r.measured["prompts"] = cfg.prompts or "gsm8k"
+    r.measured["sampling"] = sampling(cfg)
     r.judge(verdict(r.measured, r.items, cfg))
 
 
@@ -95,6 +106,12 @@ def recompute(recorded: RecordedRun, cfg: SpecAcceptanceGate) -> tuple[dict, Non
     from the transcript's usage counts (`gates verify` calls it)."""
     stats = metrics.spec_decode_stats(recorded.metrics(METRICS_BEFORE), recorded.metrics(METRICS_AFTER))
     recs = recorded.requests("spec_acceptance")
+    want = sampling(cfg)
+    for i in range(cfg.requests):
+        sent = need(recs, f"q{i}").get("request") or {}
+        got = {k: sent.get(k) for k in want} | {k: sent[k] for k in ("top_p",) if k in sent and k not in want}
+        if got != want:
+            raise ValueError(f"request q{i} was sent with {got}; the recipe declares {want}")
     tokens = sum(
         (ok_body(need(recs, f"q{i}")).get("usage") or {}).get("completion_tokens") or 0 for i in range(cfg.requests)
     )

@@ -89,6 +89,7 @@ class Setup:
     block_size: int | None = None  # serve.args.block_size
     async_scheduling: bool = False  # two batches in flight (the sliding windows' reserve doubles)
     graphs_before_pool: bool = False  # vLLM 0.21+: the CUDA-graph estimate is taken before the pool
+    ep_kv_cut_bytes: int = 0  # recipe.plan.expert_parallel_kv_cut_gib, when expert parallelism is on
 
     @property
     def stock_vllm_layout(self) -> bool:
@@ -286,7 +287,14 @@ def setup_for(resolved, *, gpus=None, ctx=None, seqs=None, platform=None, device
         block_size=int(block) if isinstance(block, int) and not isinstance(block, bool) else None,
         async_scheduling=_async_scheduling(resolved, spec),
         graphs_before_pool=graphs_first,
+        ep_kv_cut_bytes=_ep_kv_cut(r, bool(_arg(resolved, "enable_expert_parallel", False))),
     )
+
+
+def _ep_kv_cut(r, expert_parallel: bool) -> int:
+    """The launcher's own KV-budget cut under expert parallelism (SlimServe's --ep: 12 GiB)."""
+    cut = r.plan.expert_parallel_kv_cut_gib if r.plan and r.plan.explicit_kv_bytes else None
+    return int(cut * GIB) if cut and expert_parallel else 0
 
 
 def load_checkpoint(path: Path, geom_arch):
@@ -449,6 +457,7 @@ def make_plan(
             return int(s.explicit_kv_bytes), ws
         if s.plan_sets_kv_bytes:
             p = int(s.device_bytes * (1 - EXPLICIT_MARGIN)) - weights_bytes - act - non_torch - ws - graphs
+            p -= s.ep_kv_cut_bytes
             return p // MIB * MIB, ws
         return _base_pool(), ws
 
@@ -522,6 +531,11 @@ def make_plan(
             f"(max_num_batched_tokens x {2 if s.async_scheduling else 1}"
             + (", async scheduling" if s.async_scheduling else "")
             + ")"
+        )
+    if s.ep_kv_cut_bytes:
+        assumptions.append(
+            f"expert parallelism: the explicit pool gives up {_g(s.ep_kv_cut_bytes)} for the extra EP overhead, "
+            "as the recipe's launcher does (plan.expert_parallel_kv_cut_gib)"
         )
     if s.graph_reserved_fraction is not None:
         assumptions.append(

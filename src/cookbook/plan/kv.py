@@ -234,9 +234,18 @@ def per_token(
             )
         else:
             dtp = (spec or {}).get("draft_tensor_parallel_size") or tp
-            vb = d.kv_bytes_per_value or b
+            # A compressed draft KV (TurboQuant) counts only where the launch block enables it.
+            compressed = d.kv_bytes_per_value is not None and (
+                d.compressed_kv_dtype is None or (spec or {}).get("kv_cache_dtype") == d.compressed_kv_dtype
+            )
+            vb = d.kv_bytes_per_value if compressed else b
             per = 2 * max(1, d.kv_heads // dtp) * d.head_dim * vb * d.layers
-            note = "compressed draft KV" if d.kv_bytes_per_value else "draft KV at the target's dtype"
+            note = (
+                f"compressed draft KV ({d.compressed_kv_dtype or 'as the recipe gives it'})"
+                if compressed
+                else "draft KV at the target's dtype"
+                + (f" ({d.compressed_kv_dtype} is not enabled by the launch block)" if d.compressed_kv_dtype else "")
+            )
             kv.parts.append(KVPart("draft model", per, d.layers, note=note))
     return kv
 

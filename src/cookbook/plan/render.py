@@ -234,6 +234,11 @@ def concurrency_lines(p: Plan) -> list[str]:
     return out
 
 
+def _experts_a_rank(p: Plan) -> str:
+    n, ranks = p.geometry.arch.routed_experts, p.setup.tp * p.setup.dp
+    return f" ({n // ranks} of {n} routed experts a rank)" if n and n % ranks == 0 else ""
+
+
 def as_text(p: Plan) -> str:
     s = p.setup
     lines = [
@@ -242,7 +247,7 @@ def as_text(p: Plan) -> str:
         + f": {s.gpus}x {s.platform}, TP {s.tp}"
         + (f" x DP {s.dp}" if s.dp > 1 else "")
         + (f", DCP {s.dcp}" if s.dcp > 1 else "")
-        + (", EP" if s.expert_parallel else ""),
+        + (f", EP over {s.tp * s.dp} ranks{_experts_a_rank(p)}" if s.expert_parallel else ""),
         f"  max_model_len {s.max_model_len:,}, max_num_seqs {s.max_num_seqs}, kv_cache_dtype {s.kv_cache_dtype}, "
         f"gpu_memory_utilization {s.gpu_memory_utilization:g}",
         "",
@@ -287,6 +292,7 @@ def as_text(p: Plan) -> str:
         f"  workspaces at max_model_len  {_g(p.workspace_bytes)}  (not seen by vLLM's profile run)",
         f"  CUDA graphs                  {_g(p.graph_bytes)}"
         + ("  (taken before the pool)" if p.graph_bytes and s.graphs_before_pool else ""),
+        *([f"  expert-parallel KV cut        {_g(s.ep_kv_cut_bytes)}"] if s.ep_kv_cut_bytes else []),
         f"  {'KV pool (' + how + ')':<29}{_g(p.pool_bytes)}  = {p.pool_tokens:,} tokens as vLLM counts them",
         *(
             [f"  (gpu_memory_utilization alone {_g(p.vllm_pool_bytes)})"]

@@ -189,6 +189,34 @@ UNUSABLE_FILE = _kind(
     "regular file inside the checkout (no `..` or link leading out), named without shell variables, "
     "and at most 16 MiB. Fix the path, or add the file to the checkout.",
 )
+GATE_NOT_SERVABLE = _kind(
+    "R026",
+    "gate the launch block cannot serve",
+    "A declared gate needs something the recipe's launch block does not have, so the recipe could "
+    "never pass it: a vision gate where the model has no vision or the block does not load its "
+    "projector (model.extras.vision_projector), a tools gate without --tool-call-parser (and "
+    "--enable-auto-tool-choice for tool_choice auto), a reasoning_split gate without "
+    "--reasoning-parser, a spec_acceptance gate without --speculative-config. Load what the gate "
+    "needs, or drop the gate and say why in a comment and known_issues.",
+)
+GATE_BARS_DISAGREE = _kind(
+    "R027",
+    "gate bars contradict each other",
+    "Two bars of one gate imply each other and disagree, so one is inert, or a bar can never be met. "
+    "spec_acceptance: with k draft tokens (speculative_config.num_speculative_tokens) vLLM's mean "
+    "acceptance length is 1 + k x acceptance rate, so min_mean_acceptance_length and "
+    "min_acceptance_rate, when both are set, must agree (L = 1 + k x r), and L is at most 1 + k. "
+    "Keep the bar the source states and derive the other from it.",
+)
+SPEED_BEYOND_SEQS = _kind(
+    "R028",
+    "speed level beyond what max_num_seqs admits",
+    "A speed gate sweeps more concurrent requests than the launch block admits (max_num_seqs x "
+    "data_parallel_size): the extra requests only queue, so the level measures the smaller "
+    "concurrency against a bar set for the larger. Drop the level (report its figure instead), "
+    "raise max_num_seqs, or, where the source measured the level at this setting, quote it in "
+    "gates.speed.beyond_max_num_seqs.",
+)
 UNKNOWN_RECIPE = _kind(
     "R101",
     "unknown recipe",

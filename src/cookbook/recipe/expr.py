@@ -4,7 +4,8 @@ Grammar (a subset of Python expressions, parsed with `ast`, never `eval`):
   dotted keys      serve.args.block_size, quant.min_gpus, hardware.gpus, env.GLM_MXK
   literals         1, 0.86, "fp8", true/false/null (also True/False/None)
   operators        == != < <= > >= in, not in, and, or, not, + - * / %
-  functions        defined(x)  (the key exists), len(x), lower(x)
+  functions        defined(x)  (the key exists), len(x), lower(x), version(x) (a release, PEP 440, that
+                   compares as one: version(image.engine.version) >= version('0.27.1'))
 A key the recipe does not have, or sets to null (no flag), is *missing*: it equals only null, is never <, >, in;
 `defined(key)` tests for it. Settings written as {value, why} evaluate to their value.
 
@@ -52,7 +53,7 @@ _ARITH = {
     ast.Mod: operator.mod,
 }
 _NAMES = {"true": True, "false": False, "null": None, "True": True, "False": False, "None": None}
-_FUNCS = {"defined", "len", "lower"}
+_FUNCS = {"defined", "len", "lower", "version"}
 MAX_EXPR_CHARS = 2000
 # Largest string or list an operator may build ('x' * 999999999 would take a GiB).
 MAX_VALUE_LEN = 10_000
@@ -90,7 +91,7 @@ def parse(text: str) -> ast.Expression:
             raise ExprError(f"{type(node).__name__} is not allowed in a rule expression ({text!r})")
         if isinstance(node, ast.Call):
             if not isinstance(node.func, ast.Name) or node.func.id not in _FUNCS or len(node.args) != 1:
-                raise ExprError(f"only defined(x), len(x) and lower(x) may be called ({text!r})")
+                raise ExprError(f"only defined(x), len(x), lower(x) and version(x) may be called ({text!r})")
         if isinstance(node, ast.BinOp) and all(isinstance(v, _LITERALS) for v in (node.left, node.right)):
             # Literal operands are checked here too: a branch that never runs must still lint.
             _check_size(node, _literal(node.left), _literal(node.right))
@@ -155,6 +156,8 @@ def _eval(node: ast.AST, ctx: dict[str, Any]) -> Any:
             return value is not MISSING
         if value is MISSING:
             return MISSING
+        if fn == "version":
+            return _version(value, dotted_name(node.args[0]))
         return len(value) if fn == "len" else str(value).lower()
     if isinstance(node, ast.BinOp):
         left, right = _eval(node.left, ctx), _eval(node.right, ctx)
@@ -179,6 +182,16 @@ def _eval(node: ast.AST, ctx: dict[str, Any]) -> Any:
 
 
 _LITERALS = (ast.Constant, ast.List, ast.Tuple)
+
+
+def _version(value: Any, key: str | None):
+    from packaging.version import InvalidVersion, Version
+
+    try:
+        return Version(str(value))
+    except InvalidVersion:
+        what = f"{key} is {value!r}" if key else f"version({value!r})"
+        raise ExprError(f"{what}: not a release number such as 0.27.1") from None
 
 
 def _literal(node: ast.AST) -> Any:

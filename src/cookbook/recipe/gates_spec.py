@@ -242,9 +242,21 @@ class SpecAcceptanceGate(GateBase):
         "the 24 writing tasks that ship with the cookbook (descriptions, stories, explanations; no data path).",
     )
     requests: int = Field(
-        8, ge=1, description="Natural-text requests sent greedily to drive drafting: the first N of `prompts`."
+        8, ge=1, description="Natural-text requests sent to drive drafting: the first N of `prompts`."
     )
     max_tokens: int = Field(128, ge=8, description="Completion budget per request.")
+    temperature: float | None = Field(
+        None,
+        ge=0.0,
+        le=2.0,
+        description="Sampling temperature of every request: the sampling the source document measured "
+        "acceptance at (absent: 0, greedy; e.g. 0.8, a server's default sampling). Sent with each request "
+        "and recorded in the bundle; `gates verify` refuses transcripts sent at another. (Absent rather "
+        "than 0 by default, so that recipes verified before it existed keep their content hash.)",
+    )
+    top_p: float | None = Field(
+        None, gt=0.0, le=1.0, description="top_p of every request, when the source states one (absent: not sent)."
+    )
 
     @model_validator(mode="after")
     def _enough_builtin_prompts(self):
@@ -395,6 +407,13 @@ class SpeedGate(GateBase):
     passage_sentences: int = Field(
         8, ge=1, description="Sentences of the built-in prose in each prompt's passage (before its unique suffix)."
     )
+    beyond_max_num_seqs: str | None = Field(
+        None,
+        min_length=1,
+        description="Set only when a sweep level exceeds the concurrency the launch block admits "
+        "(max_num_seqs x data_parallel_size) because the source measured it that way: quote the source. "
+        "Without it lint refuses such a level (R028): the extra requests would only queue.",
+    )
     chat: SpeedChat | None = Field(
         None,
         description="The chat workload, measured after the greedy sweep at the same concurrencies and request "
@@ -473,6 +492,31 @@ class DecodeGate(GateBase):
         description="[context tokens, minimum usage.completion_tokens / elapsed tok/s] pairs, each context one of "
         "contexts_tokens (a list, so a recipe that extends another replaces it whole).",
     )
+    min_prefill_tok_s: list[tuple[int, float]] | None = Field(
+        None,
+        description="[context tokens, minimum fresh-prefill tok/s] pairs, each context one of contexts_tokens: "
+        "the prompt's tokens / the client time of its first, uncached request (max_tokens 1), e.g. a document's "
+        "'fresh prefill ... at 115-123K'. Absent: prefill is not judged.",
+    )
+
+    min_prefix_cache_speedup: list[tuple[int, float]] | None = Field(
+        None,
+        description="[context tokens, minimum ratio] pairs, each context one of contexts_tokens: the first, "
+        "uncached request's time over the time of the same prompt sent again at once (prefix-cached), both "
+        "max_tokens 1, e.g. a document's '11.4x TTFT speedup on a warm 12k-token prompt'. Absent: not judged "
+        "(and the extra request is not sent).",
+    )
+
+    @model_validator(mode="after")
+    def _prefill_bars_measured(self):
+        for name in ("min_prefill_tok_s", "min_prefix_cache_speedup"):
+            pairs = getattr(self, name) or []
+            extra = sorted(set(dict(pairs)) - set(self.contexts_tokens))
+            if extra:
+                raise ValueError(f"{name} names {extra}, not in contexts_tokens")
+            if any(v <= 0 for _, v in pairs):
+                raise ValueError(f"{name} values must be above 0")
+        return self
 
     @model_validator(mode="after")
     def _bars_measured(self):

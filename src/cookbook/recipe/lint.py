@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from cookbook import platforms
-from cookbook.recipe import checks_paths, expr
+from cookbook.recipe import checks_paths, expr, gate_consistency
 from cookbook.recipe import errors as E
 from cookbook.recipe.chain import load_chain, locator, merge_chain
 from cookbook.recipe.quants import apply_quant
@@ -67,6 +67,7 @@ def lint_file(path: Path, status_check: StatusCheck | None = None) -> list[E.Dia
                 d.kind = E.DEFAULT_REFUSED
                 out.append(d)
     out += _gate_checks(recipe, diag)
+    out += gate_consistency.check(recipe, diag)
     # Without the evidence wing's answer (status_check) only what the block alone says (stale) is checked.
     if recipe.verified is not None and not recipe.abstract:
         # The configuration the gates ran on: the default quant applied (its overrides

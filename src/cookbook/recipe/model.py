@@ -105,7 +105,15 @@ class DraftModel(Strict):
     kv_bytes_per_value: float | None = Field(
         None,
         gt=0,
-        description="Bytes per cached K/V value when the draft's KV is compressed (None: the target's dtype).",
+        description="Bytes per cached K/V value when the draft's KV is compressed (None: the target's dtype). "
+        "With compressed_kv_dtype set, used only when the launch block turns that dtype on.",
+    )
+    compressed_kv_dtype: str | None = Field(
+        None,
+        min_length=1,
+        description="The draft KV dtype kv_bytes_per_value describes (e.g. turboquant_k8v4): the plan sizes the "
+        "draft's KV with kv_bytes_per_value only when serve.args.speculative_config.kv_cache_dtype names it, "
+        "else at the target's KV dtype.",
     )
     size_gib: float | None = Field(None, gt=0, description="Draft weights, replicated on every GPU.")
     source: str | None = Field(None, description="Where these figures come from.")
@@ -356,6 +364,12 @@ class PlanSpec(Strict):
     )
     traffic: Traffic | None = Field(
         None, description="The typical request (prompt and output tokens) and where its lengths come from."
+    )
+    expert_parallel_kv_cut_gib: float | None = Field(
+        None,
+        gt=0,
+        description="GiB the explicit KV pool gives up when enable_expert_parallel is set (the launcher's own "
+        "cut for the extra EP overhead, e.g. SlimServe's --ep: 12); only with explicit_kv_bytes.",
     )
     why: str | None = None
     source: str | None = None

@@ -6,7 +6,7 @@ export VLLM_ROCM_USE_AITER=1
 # --kv-cache-memory-bytes: from the memory plan (`cookbook plan glm52-2 --quant Q2_K`), per GPU:
 #   device 191.69 GiB x 0.98 = 187.85 GiB; weights 127.93 GiB (left after weights 63.76 GiB)
 #   - activation peak 5.68 GiB - non-torch 1.00 GiB - workspaces at max_model_len 524,288 1.81 GiB - CUDA graphs 1.00 GiB
-#   = KV pool 50.43 GiB (1,080,911 tokens), rounded down to MiB
+#   = KV pool 50.43 GiB (1,066,523 tokens), rounded down to MiB
 python -m vllm.entrypoints.openai.api_server --model "$MODELS"/GLM-5.2-Vision-GGUF/GLM-5.2-Vision-Q2_K.gguf \
   --served-model-name GLM-5.2-Vision \
   --port 8000 \

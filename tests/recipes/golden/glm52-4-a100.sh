@@ -5,7 +5,7 @@ export MODELS=$HOME/models
 # --kv-cache-memory-bytes: from the memory plan (`cookbook plan glm52-4-a100 --quant Q2_K`), per GPU:
 #   device 80.00 GiB x 0.98 = 78.40 GiB; weights 66.71 GiB (left after weights 13.29 GiB)
 #   - activation peak 4.99 GiB - non-torch 1.00 GiB - workspaces at max_model_len 4,096 0.38 GiB - CUDA graphs 1.00 GiB
-#   = KV pool 4.32 GiB (88,372 tokens), rounded down to MiB
+#   = KV pool 4.32 GiB (86,154 tokens), rounded down to MiB
 python -m vllm.entrypoints.openai.api_server --model "$MODELS"/GLM-5.2-Vision-GGUF/GLM-5.2-Vision-Q2_K.gguf \
   --served-model-name GLM-5.2-Vision \
   --port 8000 \

@@ -5,7 +5,7 @@ export MODELS=$HOME/models
 # --kv-cache-memory-bytes: from the memory plan (`cookbook plan glm52-8-a100 --quant Q2_K`), per GPU:
 #   device 80.00 GiB x 0.98 = 78.40 GiB; weights 36.10 GiB (left after weights 43.90 GiB)
 #   - activation peak 4.61 GiB - non-torch 1.00 GiB - workspaces at max_model_len 4,096 0.38 GiB - CUDA graphs 1.00 GiB
-#   = KV pool 35.30 GiB (722,165 tokens), rounded down to MiB
+#   = KV pool 35.30 GiB (704,036 tokens), rounded down to MiB
 python -m vllm.entrypoints.openai.api_server --model "$MODELS"/GLM-5.2-Vision-GGUF/GLM-5.2-Vision-Q2_K.gguf \
   --served-model-name GLM-5.2-Vision \
   --port 8000 \

@@ -6,7 +6,7 @@ export VLLM_ROCM_USE_AITER=1
 # --kv-cache-memory-bytes: from the memory plan (`cookbook plan glm52-8 --quant Q2_K`), per GPU:
 #   device 191.69 GiB x 0.98 = 187.85 GiB; weights 36.10 GiB (left after weights 155.59 GiB)
 #   - activation peak 4.56 GiB - non-torch 1.00 GiB - workspaces at max_model_len 1,048,576 3.00 GiB - CUDA graphs 1.00 GiB
-#   = KV pool 142.19 GiB (3,161,139 tokens), rounded down to MiB
+#   = KV pool 142.19 GiB (3,150,119 tokens), rounded down to MiB
 python -m vllm.entrypoints.openai.api_server --model "$MODELS"/GLM-5.2-Vision-GGUF/GLM-5.2-Vision-Q2_K.gguf \
   --served-model-name GLM-5.2-Vision \
   --port 8000 \

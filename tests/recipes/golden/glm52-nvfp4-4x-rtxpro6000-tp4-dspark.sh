@@ -13,7 +13,7 @@ vllm serve /models/1m \
   --compilation-config '{"mode": 3, "cudagraph_mode": "FULL_AND_PIECEWISE"}' \
   --gpu-memory-utilization 0.97 \
   --kv-cache-dtype fp8_ds_mla \
-  --max-model-len 200000 \
+  --max-model-len 247000 \
   --max-num-seqs 2 \
   --max-num-batched-tokens 4096 \
   --no-enable-flashinfer-autotune \

@@ -6,4 +6,4 @@ export HSA_XNACK=1
 python -m vllm.entrypoints.openai.api_server --model "$MODELS"/Kimi-K3-GGUF/Kimi-K3.gguf \
   --tensor-parallel-size 6 \
   --kv-cache-dtype auto \
-  --reasoning-parser kimi_k2
+  --reasoning-parser kimi_k3
