@@ -83,13 +83,19 @@ def test_pack_int4_bit_order_is_compressed_tensors():
     )
 
 
-def test_bfloat16_scales_are_the_stored_ones():
-    """The integers are rounded against the bfloat16 scale the checkpoint stores, so the reference
-    dequantization with that stored scale stays within half a step."""
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_narrow_scales_are_the_stored_ones_rounded_up(dtype):
+    """The integers are rounded against the scale the checkpoint stores, rounded up, so every
+    weight stays within half a step. Rounded to nearest instead, 85 of these 262,144 weights were
+    up to a full step off (the top of a group clipped at 7)."""
     rng = np.random.default_rng(1)
-    w = (rng.standard_normal((8, 64)) * 0.037).astype(np.float32)
-    q, scale, zero = quantize_rows(w, 32, "bfloat16")
-    assert np.all((scale.view(np.uint32) & 0xFFFF) == 0)  # exactly representable in bfloat16
+    w = (rng.standard_normal((4096, 64)) * 0.037).astype(np.float32)
+    q, scale, zero = quantize_rows(w, 32, dtype)
+    narrow = scale.astype(np.float16 if dtype == "float16" else np.float32)
+    if dtype == "bfloat16":
+        assert np.all((scale.view(np.uint32) & 0xFFFF) == 0)  # exactly representable in bfloat16
+    else:
+        assert np.array_equal(narrow.astype(np.float32), scale)
     deq = dequantize_reference(q, scale, zero, 32)
     assert np.all(np.abs(deq - w) <= np.repeat(scale, 32, axis=1) / 2 + 1e-7)
 

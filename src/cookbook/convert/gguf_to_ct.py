@@ -119,16 +119,22 @@ def quantization_config(scheme: str, group_size: int, head: bool) -> dict:
 
 
 def _round_scale(scale, dtype: str):
-    """The scale as the checkpoint stores it (bfloat16 rounded to nearest even), back in float32."""
+    """The scale as the checkpoint stores it, back in float32: the smallest value of `dtype` at or
+    above the exact one (scales are positive). Rounding up keeps the group's range within the 16
+    levels: a scale rounded down stretches (max - min) / scale past 15, and the top values then
+    clip to 7, a full step off (seen on the packaged Gemma's Q6_K ffn_down and Q8_0 head)."""
     import numpy as np
 
-    from cookbook.mxfp4 import bf16_bits_to_float32, float32_to_bf16_bits
-
+    scale = np.ascontiguousarray(scale, dtype=np.float32)
     if dtype == "bfloat16":
-        return bf16_bits_to_float32(float32_to_bf16_bits(scale))
+        bits = scale.view(np.uint32)
+        up = (bits & 0xFFFF) != 0
+        return ((bits >> 16) + up.astype(np.uint32) << 16).astype(np.uint32).view(np.float32)
     if dtype == "float16":
-        return scale.astype(np.float16).astype(np.float32)
-    return scale.astype(np.float32)
+        half = scale.astype(np.float16)
+        half = np.where(half.astype(np.float32) < scale, np.nextafter(half, np.float16(np.inf)), half)
+        return half.astype(np.float32)
+    return scale
 
 
 def quantize_rows(w, group_size: int, scale_dtype: str = "bfloat16"):
@@ -143,7 +149,6 @@ def quantize_rows(w, group_size: int, scale_dtype: str = "bfloat16"):
     hi = np.maximum(x.max(axis=2), 0.0)
     scale = (hi - lo) / np.float32(QMAX - QMIN)
     scale = _round_scale(np.where(scale > 0, scale, np.float32(1.0)), scale_dtype)
-    scale = np.where(scale > 0, scale, np.float32(1.0)).astype(np.float32)  # a bf16 underflow to 0
     zero = np.clip(np.round(-lo / scale) + QMIN, QMIN, QMAX)
     q = np.clip(np.round(x / scale[:, :, None]) + zero[:, :, None], QMIN, QMAX)
     return q.reshape(rows, cols).astype(np.int8), scale, zero.astype(np.int8)
@@ -157,7 +162,6 @@ def quantize_rows_int8(w, scale_dtype: str = "float32"):
     x = w.astype(np.float32)
     scale = np.abs(x).max(axis=1, keepdims=True) / np.float32(Q8MAX)
     scale = _round_scale(np.where(scale > 0, scale, np.float32(1.0)), scale_dtype)
-    scale = np.where(scale > 0, scale, np.float32(1.0)).astype(np.float32)
     q = np.clip(np.round(x / scale), -Q8MAX, Q8MAX).astype(np.int8)
     return q, scale
 
