@@ -273,3 +273,19 @@ def test_api_refuses_an_unknown_scheme_and_an_unlisted_group_size(small_gguf, tm
     with pytest.raises(GGUFError, match="scheme 'w2'"):
         convert_gguf_to_ct(small_gguf, tmp_path / "o", scheme="w2")
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("tool", ["gguf-to-w8a8", "gguf-to-w4a16"])
+def test_a_fifo_is_refused_up_front_and_a_full_output_folder_kept(tmp_path, tool):
+    import os
+
+    fifo = tmp_path / "model.gguf"
+    os.mkfifo(fifo)
+    assert_clean_error(run_tool(tool, fifo, tmp_path / "o", timeout=30), "FIFO")
+    g = gemma3_like(tmp_path / "g.gguf", hidden=64)
+    out = tmp_path / "full"
+    out.mkdir()
+    (out / "mine.txt").write_text("keep")
+    r = run_tool(tool, g, out)
+    assert_clean_error(r, "full", "not empty", "--force")
+    assert [p.name for p in out.iterdir()] == ["mine.txt"]
