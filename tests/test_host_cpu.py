@@ -52,7 +52,7 @@ def test_both_slugs_are_recipes_and_the_child_differs_only_in_dtype_and_speed_ba
 
 
 def test_make_run_serves_the_hosts_recipe_with_the_bare_python():
-    want = host_cpu.cpu_recipe()
+    want = host_cpu.run_recipe()
     got = subprocess.run(
         ["/usr/bin/env", "-i", "python3", "src/cookbook/host_cpu.py"], cwd=ROOT, capture_output=True, text=True
     )
@@ -67,8 +67,16 @@ def test_make_run_serves_the_hosts_recipe_with_the_bare_python():
     )
 
 
-@pytest.mark.parametrize(("host", "noted"), [(host_cpu.AVX2, True), (host_cpu.BF16, False)])
-def test_serve_notes_a_cpu_recipe_this_host_is_not_calibrated_for(monkeypatch, host, noted):
+@pytest.mark.parametrize(
+    ("host", "served", "noted"),
+    [
+        (host_cpu.AVX2, host_cpu.BF16, True),
+        (host_cpu.BF16, host_cpu.BF16, False),
+        (host_cpu.AVX2, host_cpu.BF16_W4A16, True),  # the 4-bit op is missing from the AVX2 library
+        (host_cpu.BF16, host_cpu.BF16_W4A16, False),
+    ],
+)
+def test_serve_notes_a_cpu_recipe_this_host_is_not_calibrated_for(monkeypatch, host, served, noted):
     from click.testing import CliRunner
 
     from cookbook.cli import main
@@ -80,7 +88,46 @@ def test_serve_notes_a_cpu_recipe_this_host_is_not_calibrated_for(monkeypatch, h
 
     monkeypatch.setattr(host_cpu, "cpu_recipe", lambda cpuinfo=None: host)
     monkeypatch.setattr(local, "prepare", stop)
-    got = CliRunner().invoke(main, ["serve", host_cpu.BF16])
+    got = CliRunner().invoke(main, ["serve", served])
     assert got.exit_code != 0 and "stopped by the test" in got.output
-    note = f"note: this host's CPU is calibrated for {host_cpu.AVX2}; {host_cpu.BF16} may miss its speed bars here"
+    note = f"note: this host's CPU is calibrated for {host}; {served} may miss its speed bars here"
     assert (note in got.output) is noted
+
+
+def _recipes(tmp_path, verified: set[str]):
+    for slug in host_cpu.CPU_RECIPES:
+        d = tmp_path / slug
+        d.mkdir()
+        body = f"name: {slug}\n"
+        if slug in verified:
+            body += "# written by `cookbook gates verify`\nverified:\n  date: '2026-12-07'\n"
+        else:  # a key that merely mentions it, and an indented one, are not the block
+            body += "notes: [verified: no]\nhardware:\n  verified:\n"
+        (d / "recipe.yaml").write_text(body)
+    return tmp_path
+
+
+@pytest.mark.parametrize(
+    ("cpuinfo", "verified", "slug"),
+    [
+        (ZEN3, set(), host_cpu.AVX2),
+        (ZEN3, {host_cpu.BF16_W4A16}, host_cpu.AVX2),  # another kind's recipe is never picked
+        (SAPPHIRE, set(), host_cpu.BF16),
+        (SAPPHIRE, {host_cpu.BF16_W4A16}, host_cpu.BF16_W4A16),
+        ("", {host_cpu.BF16_W4A16}, host_cpu.BF16_W4A16),
+    ],
+)
+def test_make_run_picks_the_fastest_verified_recipe_of_the_kind(tmp_path, cpuinfo, verified, slug):
+    assert host_cpu.run_recipe(cpuinfo, _recipes(tmp_path, verified)) == slug
+
+
+def test_a_missing_quantized_recipe_falls_back_to_the_float_one(tmp_path):
+    assert host_cpu.run_recipe(ZEN3, tmp_path / "nothing-here") == host_cpu.AVX2
+
+
+def test_every_quantized_recipe_is_a_child_of_its_kinds_float_recipe():
+    for base, ordered in host_cpu.FASTEST_FIRST.items():
+        assert ordered[-1] == base
+        for slug in ordered[:-1]:
+            chain = resolve(slug).recipe
+            assert chain.extends == base and chain.hardware.platform == "cpu"

