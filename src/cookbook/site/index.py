@@ -93,7 +93,9 @@ def hardware_notes(platform_id: str, recipes, own: set[str]) -> list[str]:
         which = names[0] if len(names) == 1 else ", ".join(names[:-1]) + " or " + names[-1]
         sizes = ", ".join(f"{titles.get(f, f)} {fit[f][1]:g} GiB" for f in too_big)
         out += [
-            f"None of {which} fits one {label}" + ("" if "GB" in label else f" ({p.memory_gib:g} GB)") + ": by the planner "
+            f"None of {which} fits one {label}"
+            + ("" if "GB" in label else f" ({p.memory_gib:g} GB)")
+            + ": by the planner "
             f"(`cookbook plan SLUG --platform {platform_id} --gpus 1`), not even the smallest checkpoint of each "
             f"({sizes}).",
             f'{{: .cb-note data-hw-note="{platform_id}" }}',
