@@ -67,6 +67,7 @@ def test_list_on_an_h100_machine_does_not_say_no_to_an_h200_recipe_whose_plan_fi
     assert got["gemma3-270m-h200"]["fit"] == "plan fits", got["gemma3-270m-h200"]
     assert got["dsv4-flash-8x-h200"]["fit"] == "no"  # needs 8 GPUs; this machine has 1
     assert got["glm52-2"]["fit"] == "no"  # another GPU kind
+    assert "other hardware: cookbook list --platform ID" in run("list").stdout
 
 
 def test_list_unknown_platform_is_one_message_naming_the_catalogue():
@@ -106,28 +107,40 @@ def test_serve_on_the_cpu_names_this_cpus_recipe():
     assert f"`cookbook serve {cpu_recipe()}`, the closest recipe that runs here (Gemma 3 270M on the CPU)" in res.stderr
 
 
-def test_serve_names_an_h100_child_once_it_exists(tmp_path, monkeypatch):
-    """The lead adds gemma3-270m-h100 (a child of gemma3-270m-h200 on hardware.platform h100): once
-    it is there, the refusal on an H100 points at it, and `list --platform h100` says yes to it."""
-    root = tmp_path / "recipes"
-    shutil.copytree(ROOT / "recipes", root)
-    (root / "gemma3-270m-h100").mkdir()
-    (root / "gemma3-270m-h100" / "recipe.yaml").write_text(
-        "schema_version: 1\nname: gemma3-270m-h100\nextends: gemma3-270m-h200\n"
-        "summary: Gemma 3 270M on one H100\nhardware: {platform: h100, gpus: 1}\n",
-        encoding="utf-8",
-    )
-    monkeypatch.setenv("COOKBOOK_RECIPES", str(root))
-    res = run("serve", "gemma3-270m-h200", env={"COOKBOOK_PLATFORM": "h100:1", "COOKBOOK_RECIPES": str(root)})
+def test_serve_names_the_h100_recipe_as_the_closest_on_an_h100():
+    """gemma3-270m-h100 (a child of gemma3-270m-h200 on hardware.platform h100): the refusal of the
+    H200 recipe on an H100 points at it, and `list --platform h100` says yes to it."""
+    res = run("serve", "gemma3-270m-h200", env={"COOKBOOK_PLATFORM": "h100:1"})
     assert res.exit_code == 2
     assert (
         "`cookbook serve gemma3-270m-h100`, the closest recipe that runs here (Gemma 3 270M on 1x h100)" in res.stderr
     )
-    got = rows(run("list", "--platform", "h100", "--gpus", "1", "--json", env={"COOKBOOK_RECIPES": str(root)}))
+    got = rows(run("list", "--platform", "h100", "--gpus", "1", "--json"))
     assert got["gemma3-270m-h100"]["fit"] == "yes" and got["gemma3-270m-h200"]["fit"] == "plan fits"
-    # and on 8x H100 the DeepSeek-V4-Flash sibling is the closest for its 8x H200 recipe
-    res = run("serve", "dsv4-flash-8x-h200", env={"COOKBOOK_PLATFORM": "h100:8", "COOKBOOK_RECIPES": str(root)})
-    assert "--set hardware.platform=h100" in res.stderr
+
+
+def test_serve_names_a_recipe_of_the_same_model_before_another(tmp_path):
+    """Of the recipes that run here, the same model's comes first: a second H100 recipe of another
+    model (written into a temporary recipes folder) is not the one named for gemma3-270m-h200."""
+    root = tmp_path / "recipes"
+    shutil.copytree(ROOT / "recipes", root)
+    (root / "aaa-other-h100").mkdir()
+    (root / "aaa-other-h100" / "recipe.yaml").write_text(
+        (ROOT / "recipes" / "dsv4-flash-perf-h200" / "recipe.yaml")
+        .read_text(encoding="utf-8")
+        .replace("name: dsv4-flash-perf-h200", "name: aaa-other-h100")
+        .replace("platform: h200", "platform: h100")
+        .replace("  benchmark_only:", "  # benchmark_only:"),  # a model recipe (a benchmark is never named)
+        encoding="utf-8",
+    )
+    env = {"COOKBOOK_PLATFORM": "h100:1", "COOKBOOK_RECIPES": str(root)}
+    got = rows(run("list", "--platform", "h100", "--gpus", "1", "--json", env=env))
+    assert got["aaa-other-h100"]["fit"] == "yes"  # it runs here, and sorts first by name
+    res = run("serve", "gemma3-270m-h200", env=env)
+    assert res.exit_code == 2 and "`cookbook serve gemma3-270m-h100`, the closest" in res.stderr, res.stderr
+    # on 8x H100 the DeepSeek-V4-Flash 8x H200 recipe's own plan fits: started anyway with --set
+    res = run("serve", "dsv4-flash-8x-h200", env={**env, "COOKBOOK_PLATFORM": "h100:8"})
+    assert "Its block can start here" in res.stderr and "--set hardware.platform=h100" in res.stderr
 
 
 def test_show_prints_rule_messages_with_their_values():

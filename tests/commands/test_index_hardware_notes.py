@@ -39,6 +39,15 @@ def test_the_families_that_fit_come_from_the_planner_not_a_sentence():
 
 def test_every_filter_option_of_a_gpu_kind_has_its_notes_on_the_index():
     page = index_page(all_slugs())
-    assert '{: .cb-note .cb-empty data-hw-note="h100" }' in page
-    for hw in ("a100-80gb", "h100", "h200", "mi300x", "gaudi2", "rtx-pro-6000"):
+    assert '<option value="a100-40gb">' in page  # every GPU kind of the catalogue is offered
+    assert '{: .cb-note .cb-empty data-hw-note="a100-40gb" }' in page  # no recipe is written for it
+    for hw in ("a100-40gb", "a100-80gb", "h100", "h200", "mi300x", "gaudi2", "rtx-pro-6000"):
         assert f'data-hw-note="{hw}"' in page, hw
+
+
+def test_a_kind_with_no_recipe_and_no_plan_that_fits_names_its_kin_and_says_why():
+    text = notes("a100-40gb")
+    assert "**No recipe is written for the A100 40GB yet.** Of its GPU kind, [glm52-4-a100]" in text
+    assert "their plans do not fit as many A100 40GBs" in text
+    # a kind with a plan-fits sibling points at those instead
+    assert "The nearest are below." in notes("h100") and "Nearest for the H100 80GB:" in notes("h100")

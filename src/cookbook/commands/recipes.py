@@ -154,6 +154,8 @@ def list_cmd(platform, gpus, as_json):
     for t in table:
         click.echo(fmt.format(*t))
     click.echo(f"\n{'judged for' if platform else 'this machine'}: {where}")
+    if platform is None:
+        click.echo("other hardware: cookbook list --platform ID [--gpus N]  (e.g. --platform h100 --gpus 8)")
 
 
 def _nearest_line(platform: str | None, gpus: int | None) -> str:

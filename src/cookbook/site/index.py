@@ -15,6 +15,9 @@ from cookbook.site.compare import groups
 from cookbook.site.markdown import MARKER, badge, benchmark_reason, cell, hardware_label
 
 ALWAYS = ("h100", "h200")  # the most common hardware: a column in every family's matrix
+# The filter offers every kind of the catalogue, so an owner of one no recipe is written for (an
+# A100 40GB) is told so, and what comes nearest.
+FILTERED = tuple(platforms.CATALOGUE)
 VENDORS = ("cpu", "nvidia", "amd", "intel")
 PREFIXES = ("NVIDIA ", "AMD Instinct ", "AMD ", "Intel ")
 
@@ -66,14 +69,30 @@ def hardware_notes(platform_id: str, recipes, own: set[str]) -> list[str]:
         return []
     label = hw_label(platform_id)
     out = []
+    near = [(x, f) for x, f in elsewhere.candidates(platform_id, None, recipes) if f.verdict == elsewhere.PLAN]
     if not own:
+        kin = sorted(
+            (x for x in recipes if elsewhere.same_kind(x.recipe.hardware.platform, platform_id)),
+            key=lambda x: (x.recipe.hardware.gpus, x.slug),
+        )
+        if near:
+            then = "The nearest are below."
+        elif kin:  # of its GPU kind, but no plan fits: the nearest by GPU count, and why not
+            then = (
+                "Of its GPU kind, "
+                + ", ".join(
+                    f"[{x.slug}](recipes/{x.slug}.md) ({hw_label(x.recipe.hardware.platform)})" for x in kin[:3]
+                )
+                + f" come nearest, but their plans do not fit as many {label}s (`cookbook list --platform {platform_id}`)."
+            )
+        else:
+            then = "No recipe of its GPU kind exists either."
         out += [
-            f"**No recipe is written for the {label} yet.** "
+            f"**No recipe is written for the {label} yet.** {then} "
             f"`cookbook plan SLUG --platform {platform_id}` plans any recipe on it.",
             f'{{: .cb-note .cb-empty data-hw-note="{platform_id}" }}',
             "",
         ]
-    near = [(x, f) for x, f in elsewhere.candidates(platform_id, None, recipes) if f.verdict == elsewhere.PLAN]
     if near:
         sibling = sorted({x.recipe.hardware.platform for x, _ in near}, key=hw_order)
         out += [
@@ -110,7 +129,6 @@ def index_page(slugs: list[str]) -> str:
     status = {x.slug: shown_status(x, status_of(x)) for x in recipes}
     bench = [x for x in recipes if benchmark_reason(x.recipe)]
     real = [x for x in recipes if not benchmark_reason(x.recipe)]
-    used = {x.recipe.hardware.platform for x in recipes}
     lines = [
         "---",
         "title: Recipes",
@@ -128,11 +146,11 @@ def index_page(slugs: list[str]) -> str:
         "",
         '<div class="cb-filter" id="cb-filter" hidden><label>Hardware: <select id="cb-hw">'
         '<option value="">all</option>'
-        + "".join(f'<option value="{p}">{hw_label(p)}</option>' for p in sorted(used | set(ALWAYS), key=hw_order))
+        + "".join(f'<option value="{p}">{hw_label(p)}</option>' for p in sorted(set(FILTERED), key=hw_order))
         + "</select></label></div>",
         "",
     ]
-    for p in sorted(used | set(ALWAYS), key=hw_order):
+    for p in sorted(set(FILTERED), key=hw_order):
         lines += hardware_notes(p, real, {x.slug for x in real if x.recipe.hardware.platform == p})
     families: dict[str, list] = {}
     for x in real:
