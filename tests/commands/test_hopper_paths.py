@@ -141,6 +141,7 @@ def test_serve_names_a_recipe_of_the_same_model_before_another(tmp_path):
     # on 8x H100 the DeepSeek-V4-Flash 8x H200 recipe's own plan fits: started anyway with --set
     res = run("serve", "dsv4-flash-8x-h200", env={**env, "COOKBOOK_PLATFORM": "h100:8"})
     assert "Its block can start here" in res.stderr and "--set hardware.platform=h100" in res.stderr
+    assert "`cookbook serve dsv4-flash-8x-h100`, the closest recipe that runs here" in res.stderr
 
 
 def test_show_prints_rule_messages_with_their_values():
