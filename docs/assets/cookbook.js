@@ -1,6 +1,9 @@
 // The index's hardware filter (docs/index.md's select, shown only when this runs). Hand-written,
 // not generated. Without it (or without scripts) every row shows. It hides the columns and rows
-// of other hardware, and a family with none left; ?hw=ID preselects one (scripts/check-site).
+// of other hardware, and a section with none left (its heading and the text before its table, so
+// no heading stands alone); it shows the selected kind's notes (.cb-note[data-hw-note]: the nearest
+// recipes, the families that fit no single GPU of it), and .cb-empty ones only when no recipe of
+// that kind is left on the page. ?hw=ID preselects one (scripts/check-site).
 (function () {
   var box = document.getElementById("cb-filter");
   var select = document.getElementById("cb-hw");
@@ -30,14 +33,30 @@
         if (keep) shown += 1;
       });
       heads.forEach(function (th, i) { th.style.display = matrix && hw && cols[i] && cols[i] !== hw ? "none" : ""; });
+      // The theme wraps each table in a scroll box after this first runs (hence apply again on
+      // load): the box, not the table, is what takes the space, so the box is what hides.
       var wrap = table.closest(".md-typeset__scrollwrap") || table;
+      if (wrap !== table) table.style.display = "";
       wrap.style.display = shown ? "" : "none";
-      var h = wrap.previousElementSibling;
-      if (matrix && h && /^H2$/.test(h.tagName)) h.style.display = shown ? "" : "none";
+      // the section's heading and what stands between it and the table go with the table
+      for (var el = wrap.previousElementSibling; el; el = el.previousElementSibling) {
+        if (el.matches(".cb-note, .cb-filter") || el.tagName === "H1") break;
+        el.style.display = shown ? "" : "none";
+        if (el.tagName === "H2") break;
+      }
+    });
+    var left = Array.prototype.filter.call(document.querySelectorAll(".md-typeset table a[href^='recipes/']"), function (a) {
+      return a.offsetParent !== null;
+    }).length;
+    document.querySelectorAll(".cb-note").forEach(function (p) {
+      var mine = hw && p.dataset.hwNote === hw;
+      p.style.display = mine && (!p.classList.contains("cb-empty") || !left) ? "block" : "none";
     });
   }
   select.addEventListener("change", apply);
   var fromUrl = new URLSearchParams(location.search).get("hw");
   if (fromUrl) { select.value = fromUrl; }
   apply();
+  window.addEventListener("load", apply);
+  if (window.document$ && window.document$.subscribe) window.document$.subscribe(apply);
 })();

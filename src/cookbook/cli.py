@@ -8,10 +8,11 @@ LAZY_GROUPS: name -> "module:attribute" of a click command or group.
 from __future__ import annotations
 
 import importlib
+import json
 
 import click
 
-from cookbook.errors import CookbookError
+from cookbook.errors import CookbookError, error_document
 from cookbook.untrusted import printable
 
 # name -> "module:attr"; the module is imported only when the command runs.
@@ -97,9 +98,45 @@ class LazyGroup(click.Group):
         module, attr, _ = LAZY_GROUPS[name]
         return getattr(importlib.import_module(module), attr)
 
+    def parse_args(self, ctx, args):
+        ctx.meta["cookbook.argv"] = list(args)  # what the subcommand got: --json_command reads it
+        return super().parse_args(ctx, args)
+
     def invoke(self, ctx):
         """Every command's last line of defence: an OSError or a RecursionError (deeply nested JSON)
-        that no command turned into its own message still becomes one `error:` line, never a traceback."""
+        that no command turned into its own message still becomes one `error:` line, never a traceback.
+        A command run with --json that fails also prints the JSON error object on stdout."""
+        try:
+            return self._invoke(ctx)
+        except click.ClickException as e:
+            command = self.json_command(ctx)
+            if command is not None:
+                click.echo(json.dumps(error_document(e, command), indent=2))
+            raise
+
+    def json_command(self, ctx) -> str | None:
+        """`cookbook SUB ...` when the subcommand run has a --json option and was given it; else None."""
+        argv = ctx.meta.get("cookbook.argv", [])
+        argv = argv[: argv.index("--")] if "--" in argv else argv
+        cmd, path, rest = self, [ctx.info_name or "cookbook"], list(argv)
+        while isinstance(cmd, click.Group) and rest:
+            name = rest.pop(0)
+            if name.startswith("-"):
+                continue
+            try:
+                cmd = cmd.get_command(ctx, name)
+            except Exception:  # an unknown or broken subcommand: no JSON to promise
+                return None
+            if cmd is None:
+                return None
+            path.append(name)
+        if isinstance(cmd, click.Group) or cmd is self:
+            return None
+        if not any("--json" in getattr(p, "opts", ()) for p in cmd.params):
+            return None
+        return " ".join(path) if any(a == "--json" for a in rest) else None
+
+    def _invoke(self, ctx):
         try:
             return super().invoke(ctx)
         except RecursionError:

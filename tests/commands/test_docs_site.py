@@ -415,8 +415,13 @@ def test_talk_to_it_names_the_served_model_and_the_parsers_fields():
     assert '"model": "GLM-5.2-Vision"' in glm and 'model="GLM-5.2-Vision"' in glm
     assert ".message.reasoning" in glm and '"content": null' in glm and "finish_reason" in glm
     assert "tool_calls" not in glm  # glm52-8 sets no tool parser
-    gemma = "\n".join(talk_lines(resolve("gemma3-270m-cpu")))
-    assert "--tool-call-parser hermes" in gemma and "tool_calls" in gemma and "reasoning" not in gemma
+    fp8 = "\n".join(talk_lines(resolve("glm52-fp8-8x-h200")))
+    assert "--tool-call-parser glm47" in fp8 and "tool_calls" in fp8 and ".message.reasoning" in fp8
+    # the packaged Gemma 3 270M is a base model: completions, and the page says so (issue 63, item 4)
+    for slug in ("gemma3-270m-cpu", "gemma3-270m-cpu-avx2", "gemma3-270m-h200"):
+        gemma = "\n".join(talk_lines(resolve(slug)))
+        assert "is a base model" in gemma and "/v1/completions" in gemma and "client.completions.create(" in gemma
+        assert "/v1/chat/completions" not in gemma and "chat.completions" not in gemma and "tool_calls" not in gemma
 
 
 def test_the_index_groups_by_family_with_h100_and_h200_columns_and_sets_benchmarks_apart(site):

@@ -77,7 +77,9 @@ def blocks(lines: list[str], lang: str) -> list[str]:
 
 
 @needs_tools
-@pytest.mark.parametrize("slug", ["glm52-8", "gemma3-270m-cpu"])
+@pytest.mark.parametrize(
+    "slug", ["glm52-8", "glm52-fp8-8x-h200"]
+)  # chat models; the base model: test_talk_examples_engine.py
 def test_the_pages_curl_and_openai_examples_run_against_a_standin(slug):
     resolved = resolve(slug)
     base, name = endpoint(resolved.recipe)

@@ -86,7 +86,7 @@ def test_a_utf16_content_type_is_read_as_the_utf8_it_is_standin(tmp_path):
 )
 def test_a_bad_base_url_is_one_message_before_any_request(tmp_path, url):
     run = subprocess.run(
-        [str(ROOT / "gates" / "run.sh"), SLUG, url, "--out", str(tmp_path / "bundle")],
+        [str(ROOT / "gates" / "run.sh"), SLUG, "--base-url", url, "--out", str(tmp_path / "bundle")],
         capture_output=True,
         text=True,
         timeout=60,

@@ -114,7 +114,7 @@ def run_gates(
         )
     from cookbook.gates.bundle import serving_env
     from cookbook.gates.data import DATA_ENV, DataPaths, default_data_dir
-    from cookbook.gates.runner import SuiteConfig, exit_code, run_suite, summary_table
+    from cookbook.gates.runner import SuiteConfig, exit_code, run_suite, summary_table, unreachable
 
     spec = resolved.recipe.gates
     declared = spec.declared()
@@ -203,6 +203,15 @@ def run_gates(
         suite_timeout_s=suite_timeout_s,
         echo=click.echo,
     )
+    # A server that is not there is one message and no bundle: nothing ran, so there is no evidence.
+    if why := unreachable(base_url):
+        raise CookbookError(
+            f"no server answers at {printable(base_url[:200])}: {why}",
+            help=f"start it first (`cookbook serve {resolved.slug} --keep-running`, or the block of "
+            f"`cookbook launch {resolved.slug}`), or give its address with --base-url; no bundle was written",
+            exit_code=FAILED,
+            location="--base-url",
+        )
     click.echo(f"gates for {resolved.slug} ({resolved.content_hash[:19]}) against {base_url}, model {model}")
     click.echo(
         f"gate data: {data_dir} ({data_from or 'default'}"

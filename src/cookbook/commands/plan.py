@@ -87,7 +87,8 @@ def plan_cmd(slug, quant, sets, gpus, ctx, seqs, checkpoint, platform, device_mi
         platform=platform,
         device_mib=device_mib,
     )
-    click.echo(json.dumps(to_json(p), indent=2) if as_json else as_text(p).rstrip())
+    if p.fits or not as_json:  # with --json a refusal is one document: the error object, the plan in it
+        click.echo(json.dumps(to_json(p), indent=2) if as_json else as_text(p).rstrip())
     if not p.fits:
         raise CookbookError(
             f"{slug}" + (f" --quant {p.quant}" if p.quant else "") + " does not fit: " + "; ".join(p.refusals),
@@ -97,4 +98,5 @@ def plan_cmd(slug, quant, sets, gpus, ctx, seqs, checkpoint, platform, device_mi
                 else "a smaller quant or more --gpus"
             ),
             exit_code=BAD_INPUT,
+            details={"plan": to_json(p)} if as_json else None,
         )

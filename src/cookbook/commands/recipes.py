@@ -11,6 +11,7 @@ import click
 from cookbook.errors import FAILED, CookbookError
 from cookbook.recipe import errors as E
 from cookbook.recipe import paths
+from cookbook.untrusted import printable
 
 
 def resolve_or_refuse(slug, quant, sets, action):
@@ -34,12 +35,44 @@ set_option = click.option(
 )
 
 
+def _platform_option(ctx, param, value):
+    """--platform: a catalogue id, else one message naming the ids there are."""
+    from cookbook import platforms
+
+    if value is None or value in platforms.CATALOGUE:
+        return value
+    raise CookbookError(
+        f"--platform {printable(value[:80])}: no such platform in the catalogue",
+        help="one of: " + ", ".join(sorted(platforms.CATALOGUE)),
+        location="--platform",
+    )
+
+
 @click.command("list")
+@click.option(
+    "--platform",
+    callback=_platform_option,
+    help="Only recipes that run on this GPU kind (e.g. h100): its own, and those of a sibling of the same "
+    "architecture whose plan fits it. Judged for that platform, not this machine.",
+)
+@click.option(
+    "--gpus",
+    type=click.IntRange(0, 4096),
+    help="Only recipes that need at most N GPUs (with --platform: judged on N of them).",
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def list_cmd(as_json):
-    """Every recipe: model, hardware, status, and whether it runs on this machine."""
+def list_cmd(platform, gpus, as_json):
+    """Every recipe: model, hardware, status, and whether it runs on this machine.
+
+    \b
+    With --platform (and --gpus), what runs on that hardware instead of this machine:
+      cookbook list --platform h100 --gpus 8     # 8x H100: its recipes, and the H200 ones whose plan fits
+    A recipe written for a sibling of the same architecture (H200 for H100) whose plan fits
+    reads "plan fits": its bars and evidence are the other platform's.
+    """
     from cookbook import platforms
     from cookbook.evidence.status import status_of
+    from cookbook.plan import elsewhere
     from cookbook.recipe.resolve import all_slugs, resolve
     from cookbook.shown_status import shown_status
 
@@ -49,21 +82,36 @@ def list_cmd(as_json):
         try:
             r = resolve(slug, check=False)
         except E.RecipeError as exc:
-            rows.append(
-                {
-                    "slug": slug,
-                    "model": "?",
-                    "hardware": "?",
-                    "status": "invalid",
-                    "runs_here": False,
-                    "reason": exc.diagnostics[0].render(paths.repo_root()),
-                }
-            )
+            if platform is None and gpus is None:
+                rows.append(
+                    {
+                        "slug": slug,
+                        "model": "?",
+                        "hardware": "?",
+                        "status": "invalid",
+                        "runs_here": False,
+                        "fit": elsewhere.NO,
+                        "reason": exc.diagnostics[0].render(paths.repo_root()),
+                    }
+                )
             continue
         if r.recipe.abstract:
             continue
         hw = r.recipe.hardware
-        ok, reason = platforms.can_run(hw.platform, hw.gpus, hw.min_host_memory_gib, here)
+        if gpus is not None and hw.gpus > gpus:
+            continue
+        if platform is not None:
+            if hw.platform != platform and not elsewhere.same_kind(hw.platform, platform):
+                continue
+            fit = elsewhere.fit_on(r, platform, gpus)
+            ok, verdict, reason = fit.verdict == elsewhere.YES, fit.verdict, fit.reason
+        else:
+            ok, reason = platforms.can_run(hw.platform, hw.gpus, hw.min_host_memory_gib, here)
+            verdict = elsewhere.YES if ok else elsewhere.NO
+            # A sibling of this machine's GPU kind (an H200 recipe on an H100): the plan decides, not the name.
+            if not ok and elsewhere.same_kind(hw.platform, here.platform) and here.devices >= hw.gpus:
+                fit = elsewhere.fit_on(r, here.platform)
+                verdict, reason = fit.verdict, fit.reason
         rows.append(
             {
                 "slug": slug,
@@ -71,15 +119,33 @@ def list_cmd(as_json):
                 "hardware": f"{hw.gpus}x {hw.platform}" if hw.gpus else hw.platform,
                 "status": shown_status(r, status_of(r)),
                 "runs_here": ok,
+                "fit": verdict,
                 "reason": reason,
             }
         )
+    where = here.description
+    if platform is not None:
+        where = f"{gpus}x {platform}" if gpus else f"{platform} (as many GPUs as each recipe needs)"
+    nearest = _nearest_line(platform, gpus) if not rows and (platform or gpus is not None) else None
     if as_json:
-        click.echo(json.dumps({"machine": here.description, "recipes": rows}, indent=2))
+        doc = {"machine": here.description, "recipes": rows}
+        if platform is not None or gpus is not None:
+            doc["judged_for"] = where
+            doc["nearest"] = nearest
+        click.echo(json.dumps(doc, indent=2))
         return
-    headers = ("RECIPE", "MODEL", "HARDWARE", "STATUS", "HERE")
+    if not rows:
+        click.echo(f"no recipe runs on {where}" + (f"; {nearest}" if nearest else ""))
+        return
+    headers = ("RECIPE", "MODEL", "HARDWARE", "STATUS", "HERE" if platform is None else "THERE")
     table = [
-        (r["slug"], r["model"], r["hardware"], r["status"], "yes" if r["runs_here"] else f"no: {r['reason']}")
+        (
+            r["slug"],
+            r["model"],
+            r["hardware"],
+            r["status"],
+            r["fit"] if r["fit"] == "yes" else f"{r['fit']}: {r['reason']}",
+        )
         for r in rows
     ]
     widths = [max(len(h), *(len(t[i]) for t in table)) if table else len(h) for i, h in enumerate(headers[:-1])]
@@ -87,7 +153,36 @@ def list_cmd(as_json):
     click.echo(fmt.format(*headers))
     for t in table:
         click.echo(fmt.format(*t))
-    click.echo(f"\nthis machine: {here.description}")
+    click.echo(f"\n{'judged for' if platform else 'this machine'}: {where}")
+    if platform is None:
+        click.echo("other hardware: cookbook list --platform ID [--gpus N]  (e.g. --platform h100 --gpus 8)")
+
+
+def _nearest_line(platform: str | None, gpus: int | None) -> str:
+    """What comes nearest when a filter matches nothing: the recipes of that GPU kind (or any) with
+    the fewest GPUs above the count asked for."""
+    from cookbook.plan import elsewhere
+    from cookbook.recipe.resolve import all_slugs, resolve
+
+    found = []
+    for slug in all_slugs():
+        try:
+            r = resolve(slug, check=False)
+        except E.RecipeError:
+            continue
+        hw = r.recipe.hardware
+        if r.recipe.abstract or r.recipe.gates.benchmark_only:
+            continue
+        if platform is not None and hw.platform != platform and not elsewhere.same_kind(hw.platform, platform):
+            continue
+        found.append((hw.gpus, slug))
+    if not found:
+        return (
+            f"no recipe is written for {platform} or its GPU kind yet: `cookbook plan SLUG --platform {platform}` "
+            "plans an existing one there"
+        )
+    found.sort()
+    return "nearest, with more GPUs: " + ", ".join(f"{slug} ({n} GPUs)" for n, slug in found[:3])
 
 
 @click.command("show")
@@ -182,22 +277,7 @@ def launch_cmd(slug, quant, sets, no_comments, nodes, node_rank, runtime, head_a
 
 
 def diagnostic_json(d, root: Path) -> dict:
-    file = None
-    if d.file is not None:
-        try:
-            file = d.file.resolve().relative_to(root.resolve()).as_posix()
-        except ValueError:
-            file = str(d.file)
-    return {
-        "id": d.kind.id,
-        "level": d.kind.level,
-        "key": d.key,
-        "problem": d.problem,
-        "help": d.help,
-        "file": file,
-        "line": d.line,
-        "col": d.col,
-    }
+    return d.to_json(root)
 
 
 @click.command("lint")

@@ -81,10 +81,7 @@ def serve_cmd(
     hw = resolved.recipe.hardware
     ok, reason = platforms.can_run(hw.platform, hw.gpus, hw.min_host_memory_gib)
     if not ok:
-        raise CookbookError(
-            f"cannot serve {slug} on this machine: {reason}",
-            help=f"`cookbook launch {slug}` prints the block to run on the right machine",
-        )
+        raise refusal(resolved, reason, platforms.detect())
     workdir = paths.repo_root() / ".cache" / "serve" / slug
     workdir.mkdir(parents=True, exist_ok=True)
     server = None
@@ -199,3 +196,54 @@ def _gates_run(slug: str, resolved, server, bundle: Path, environment: dict, dat
         return FAILED
     finally:
         sys.stdout.flush()  # the suite's tables before serve's next step (stderr)
+
+
+def refusal(resolved, reason: str, here) -> CookbookError:
+    """serve's refusal on a machine the recipe is not written for: why, and the closest recipe that
+    runs here (the same model first; cookbook.plan.elsewhere judges). Where the recipe's own plan fits
+    this GPU kind (an H200 recipe on an H100), it says so: the block can start here, and serve refuses
+    because the recipe's bars and evidence are for its own platform, not because it cannot run."""
+    from cookbook import host_cpu, platforms
+    from cookbook.plan import elsewhere
+    from cookbook.recipe.resolve import all_slugs, resolve
+
+    slug, hw = resolved.slug, resolved.recipe.hardware
+    recipes = []
+    for other in all_slugs():
+        try:
+            x = resolve(other, check=False)
+        except CookbookError:
+            continue
+        if not x.recipe.abstract:
+            recipes.append(x)
+    message = f"cannot serve {slug} on this machine: {reason}"
+    own = None
+    if elsewhere.same_kind(hw.platform, here.platform):
+        own = elsewhere.fit_on(resolved, here.platform, here.devices)
+    if own is not None and own.verdict == elsewhere.PLAN:
+        message += (
+            f". Its block can start here: an {here.platform} is the same GPU kind as an {hw.platform} "
+            f"({' '.join(elsewhere.kind(here.platform))}) and its plan fits {hw.gpus}x {here.platform} "
+            f"(`cookbook plan {slug} --platform {here.platform}`); serve refuses because the recipe's gate bars "
+            f"and evidence are for {hw.gpus}x {hw.platform}, and a run here would be judged against them"
+        )
+    near = elsewhere.closest(resolved, here.platform, here.devices, recipes)
+    if near is not None and here.platform == "cpu":  # of the two CPU recipes, the one this CPU is calibrated for
+        fits = host_cpu.cpu_recipe()
+        same = [x for x in recipes if x.slug == fits and x.recipe.model.name == near[0].recipe.model.name]
+        near = (same[0], elsewhere.fit_on(same[0], "cpu")) if same else near
+    helps = []
+    if near is not None and near[1].verdict == elsewhere.YES:
+        x = near[0]
+        on = f"{x.recipe.hardware.gpus}x {x.recipe.hardware.platform}" if x.recipe.hardware.gpus else "the CPU"
+        helps.append(f"`cookbook serve {x.slug}`, the closest recipe that runs here ({x.recipe.model.name} on {on})")
+    if own is not None and own.verdict == elsewhere.PLAN:
+        helps.append(
+            f"to start this block here anyway, without gates: `cookbook serve {slug} --set hardware.platform={here.platform}`"
+        )
+    elif near is not None and near[1].verdict == elsewhere.PLAN:
+        helps.append(f"{near[0].slug} plans to fit here: {near[1].reason}")
+    helps.append(f"`cookbook launch {slug}` prints the block to run on {hw.gpus}x {hw.platform}")
+    if near is None and here.platform in platforms.CATALOGUE and here.platform != "cpu":
+        helps.append(f"`cookbook list --platform {here.platform} --gpus {here.devices}` lists what runs on these GPUs")
+    return CookbookError(message, help="; or ".join(helps))

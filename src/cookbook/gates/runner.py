@@ -44,6 +44,30 @@ async def _probe(server: Server) -> list[dict]:
     return body.get("data", []) if isinstance(body, dict) else []
 
 
+PREFLIGHT_TIMEOUT_S = 15.0
+
+
+def unreachable(base_url: str, timeout_s: float = PREFLIGHT_TIMEOUT_S) -> str | None:
+    """Why nothing answers GET /v1/models at base_url (connection refused, dropped, no answer in
+    timeout_s); None when something does (even an HTTP error: that server is there, and the suite
+    records what it says). `gates run` asks before it writes any bundle."""
+
+    async def ask() -> None:
+        server = Server(base_url, "", timeout_s)
+        try:
+            await _probe(server)
+        except ServerError:
+            pass
+        finally:
+            await server.aclose()
+
+    try:
+        asyncio.run(ask())
+    except (ServerDown, RequestTimeout, asyncio.TimeoutError) as e:
+        return str(e) or f"no answer in {timeout_s:g} s"
+    return None
+
+
 # Time for the preflight probes and snapshots around the gates, on top of their own limits.
 SUITE_SLACK_S = 120.0
 
@@ -87,10 +111,16 @@ async def run_suite(cfg: SuiteConfig) -> Bundle:
 
 
 def _not_run(bundle: Bundle, names: list[str], reason: str, fault: str, echo) -> None:
+    """Each gate recorded as not run; one line says so for all of them (not the reason once a gate)."""
+    names = [n for n in names if n not in bundle.doc["gates"]]
     for name in names:
-        if name not in bundle.doc["gates"]:
-            bundle.record(GateResult(name=name, status="failed", reason=f"not run: {reason}", fault=fault))
-            echo(f"  {name:<16} failed   not run: {reason}")
+        bundle.record(GateResult(name=name, status="failed", reason=f"not run: {reason}", fault=fault))
+    if names:
+        echo(
+            f"  {', '.join(names)}: failed, not run: {reason}"
+            if len(names) > 1
+            else f"  {names[0]:<16} failed   not run: {reason}"
+        )
 
 
 async def _run(cfg: SuiteConfig, declared: list[str], bundle: Bundle, server: Server) -> Bundle:

@@ -28,3 +28,9 @@ class GGUFError(CookbookError):
         if self.field:
             where.append(self.field)
         return ": ".join(where) + ": " if where else ""
+
+    def location(self) -> str | None:
+        return printable(self.where().removesuffix(": ")) or None
+
+    def summary(self) -> str:
+        return printable(self.reason)

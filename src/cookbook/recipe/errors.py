@@ -282,6 +282,25 @@ class Diagnostic:
             text += f"\n  help: {self.help}"
         return text
 
+    def to_json(self, root: Path | None = None) -> dict:
+        """This diagnostic as `lint --json` and the JSON error object give it (file relative to root)."""
+        file = None
+        if self.file is not None:
+            try:
+                file = self.file.resolve().relative_to(root.resolve()).as_posix() if root else str(self.file)
+            except ValueError:
+                file = str(self.file)
+        return {
+            "id": self.kind.id,
+            "level": self.kind.level,
+            "key": self.key,
+            "problem": self.problem,
+            "help": self.help,
+            "file": file,
+            "line": self.line,
+            "col": self.col,
+        }
+
 
 class RecipeError(CookbookError):
     """One or more diagnostics that stop a command; rendered all at once (exit 2).
@@ -307,3 +326,21 @@ class RecipeError(CookbookError):
 
     def __str__(self) -> str:
         return "\n".join(d.render() for d in self.diagnostics)
+
+    def summary(self) -> str:
+        """One line: the action and each diagnostic's problem (their help lines apart)."""
+        return "; ".join(([self.action] if self.action else []) + [d.problem for d in self.diagnostics])
+
+    def location(self) -> str | None:
+        from cookbook.files import repo_root
+
+        if not self.diagnostics:
+            return None
+        j = self.diagnostics[0].to_json(repo_root())
+        at = f"{j['file']}:{j['line'] or 1}:{j['col'] or 1}" if j["file"] else ""
+        return " ".join(x for x in (at, j["key"]) if x) or None
+
+    def details(self) -> dict:
+        from cookbook.files import repo_root
+
+        return {"diagnostics": [d.to_json(repo_root()) for d in self.diagnostics]}

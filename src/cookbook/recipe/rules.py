@@ -105,3 +105,9 @@ def fill(message: str, ctx: dict[str, Any]) -> str:
         return m.group(0) if value is expr.MISSING else str(value)
 
     return PLACEHOLDER.sub(sub, message)
+
+
+def fill_shown(message: str, ctx: dict[str, Any]) -> str:
+    """A rule's message or help as `show` and the pages print it: its placeholders filled with the
+    recipe's values; a key the recipe does not set reads "not set" (never a bare `{dotted.key}`)."""
+    return PLACEHOLDER.sub("not set", fill(message, ctx))

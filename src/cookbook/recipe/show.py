@@ -178,6 +178,9 @@ def render_show(resolved: ResolvedRecipe, status: str) -> str:
     if r.rules:
         out.append("")
         out.append("rules (each refuses with the source's reason)")
+        from cookbook.recipe.rules import fill_shown, rule_context
+
+        ctx = rule_context(r, resolved.data, resolved.quant)
         for rule in r.rules:
             cond = (
                 rule.when
@@ -185,7 +188,9 @@ def render_show(resolved: ResolvedRecipe, status: str) -> str:
                 else (f"not ({rule.require})" if rule.when == "true" else f"{rule.when} and not ({rule.require})")
             )
             out.append(f"  {rule.id}: refuses when {cond}")
-            out += textwrap.wrap(rule.message, WIDTH, initial_indent="      ", subsequent_indent="      ")
+            out += textwrap.wrap(
+                fill_shown(rule.message, ctx), WIDTH, initial_indent="      ", subsequent_indent="      "
+            )
     gates = {k: v for k, v in r.gates.model_dump(exclude_none=True).items()}
     if gates:
         out.append("")

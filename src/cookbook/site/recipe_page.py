@@ -14,7 +14,7 @@ from cookbook.plan.launch_block import launch_block
 from cookbook.recipe import multinode, paths
 from cookbook.recipe.errors import RecipeError
 from cookbook.recipe.resolve import resolve
-from cookbook.recipe.rules import PLACEHOLDER, fill, rule_context
+from cookbook.recipe.rules import fill_shown, rule_context
 from cookbook.shown_status import engine_check_lines, shown_status
 from cookbook.site.compare import family_root
 from cookbook.site.evidence import gate_lines, performance_lines
@@ -220,7 +220,7 @@ def rule_lines(resolved) -> list[str]:
 def filled(text: str, ctx) -> str:
     """A rule's message or help with its {dotted.key} placeholders filled with this recipe's
     values; a key the recipe does not set reads "not set"."""
-    return cell(PLACEHOLDER.sub("not set", fill(text, ctx)))
+    return cell(fill_shown(text, ctx))
 
 
 def known_issue_lines(r) -> list[str]:

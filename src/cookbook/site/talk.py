@@ -36,15 +36,15 @@ def endpoint(r) -> tuple[str, str | None]:
     return f"http://{host}:{port}", name
 
 
-def curl_lines(base: str, name: str | None, body: dict) -> list[str]:
-    """A chat-completions curl, its JSON body one field a line (the model from $MODEL when the
-    server's name is its path), ending in a pipe for the jq line that follows."""
+def curl_lines(base: str, name: str | None, body: dict, path: str = "/v1/chat/completions") -> list[str]:
+    """A chat-completions (or `path`) curl, its JSON body one field a line (the model from $MODEL
+    when the server's name is its path), ending in a pipe for the jq line that follows."""
     # The body goes in single quotes: a quote in a value (a served name) is closed, escaped, reopened.
     model = json.dumps(name).replace("'", "'\\''") if name else '"\'"$MODEL"\'"'  # $MODEL: the quote closes
     fields = [f'    "model": {model}']
     fields += [f"    {json.dumps(k)}: {json.dumps(v)}".replace("'", "'\\''") for k, v in body.items()]
     return [
-        f"curl -s {shlex.quote(base + '/v1/chat/completions')} \\",
+        f"curl -s {shlex.quote(base + path)} \\",
         "  -H 'Content-Type: application/json' \\",
         "  -d '{",
         ",\n".join(fields),
@@ -52,9 +52,76 @@ def curl_lines(base: str, name: str | None, body: dict) -> list[str]:
     ]
 
 
+def base_model(r) -> str | None:
+    """Why the recipe's model is a base model (not instruction-tuned), or None: the packaged Gemma
+    3 270M, unless the recipe serves random weights (a benchmark: no answer means anything)."""
+    from cookbook.models import gemma
+
+    source = getattr(getattr(getattr(r, "model", None), "source", None), "repo", None)
+    gates = getattr(r, "gates", None)
+    if source != gemma.SOURCE or getattr(gates, "benchmark_only", None):
+        return None
+    return gemma.BASE_MODEL_WHY
+
+
+def base_model_lines(r, base: str, name: str | None) -> list[str]:
+    """Completions, greedy, cut at the first line break: what a base model answers well."""
+    from cookbook.models import gemma
+
+    (prompt, max_tokens, says), (py_prompt, py_max, py_says) = gemma.COMPLETIONS
+    lines = [
+        f"The server speaks the OpenAI API at {code(base + '/v1')}" + (f", as model {code(name)}." if name else "."),
+        "",
+        f"**{r.model.name} as packaged here is a base model**: {base_model(r)}. Ask it for completions "
+        "(`/v1/completions`): give the start of a sentence and it writes the rest. Greedy (temperature 0), "
+        "the examples below stop at the first line break.",
+        "",
+        "```bash",
+    ]
+    if not name:
+        lines.append(
+            f"MODEL=$(curl -s {shlex.quote(base + '/v1/models')} | jq -r '.data[0].id')   # vLLM names it by its path"
+        )
+    body = {"prompt": prompt, "max_tokens": max_tokens, "temperature": 0, "stop": ["\n"]}
+    lines += curl_lines(base, name, body, "/v1/completions")
+    lines += ["  | jq -r '.choices[0].text'", "```", ""]
+    lines += [f"Measured ({gemma.MEASURED_ON}), it prints: {code(says)}", ""]
+    py_model = json.dumps(name) if name else "client.models.list().data[0].id"
+    lines += [
+        "With the openai client (`pip install openai`):",
+        "",
+        "```python",
+        "from openai import OpenAI",
+        "",
+        f'client = OpenAI(base_url={json.dumps(base + "/v1")}, api_key="EMPTY")',
+        "reply = client.completions.create(",
+        f"    model={py_model},",
+        f"    prompt={json.dumps(py_prompt)},",
+        f"    max_tokens={py_max},",
+        "    temperature=0,",
+        '    stop=["\\n"],',
+        ")",
+        "print(reply.choices[0].text)",
+        "```",
+        "",
+        f"It prints: {code(py_says)}",
+        "",
+    ]
+    parsers = [f"`--{k.replace('_', '-')}`" for k in ("chat_template", "tool_call_parser") if _arg(r, k)]
+    if parsers:
+        lines += [
+            f"The recipe sets {' and '.join(parsers)} for its gates; a chat or tool request of your own gets "
+            "this base model's noise, not an answer.",
+            "",
+        ]
+    return lines
+
+
 def talk_lines(resolved) -> list[str]:
     r = resolved.recipe
     base, name = endpoint(r)
+    if base_model(r):
+        return ["## Talk to it", "", *base_model_lines(r, base, name)]
     reasoning = _arg(r, "reasoning_parser")
     tools = _arg(r, "tool_call_parser") if _arg(r, "enable_auto_tool_choice") else None
     max_tokens = 2048 if reasoning else 256
