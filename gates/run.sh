@@ -4,7 +4,7 @@
 #   gates/run.sh RECIPE [BASE_URL] [extra `cookbook gates run` options...]
 #
 # BASE_URL defaults to http://127.0.0.1:8000. Gate data: `cookbook gates run` reads
-# $COOKBOOK_DATA, else .cache/data (`cookbook data fetch` fills it); see gates/README.md.
+# $COOKBOOK_DATA, else .cache/data (`cookbook maint data fetch` fills it); see gates/README.md.
 # When the server is local and $COOKBOOK_SERVING_PYTHON (default: the repo's .venv) has
 # vLLM, its `pip freeze` is recorded as the environment lock; against a container, pass
 # --image cookbook/<slug>:<tag> and the bundle records that image's ID and digest instead.

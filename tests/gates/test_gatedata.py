@@ -185,6 +185,6 @@ def test_gates_run_honours_cookbook_data(recipes_dir, tmp_path, data_dir, monkey
 
 def test_data_path_names_the_folder_and_the_builtins(monkeypatch, data_dir):
     monkeypatch.setenv("COOKBOOK_DATA", str(data_dir))
-    res = CliRunner().invoke(main, ["data", "path"])
+    res = CliRunner().invoke(main, ["maint", "data", "path"])
     assert res.exit_code == 0 and res.output.splitlines()[0] == str(data_dir)
     assert "gsm8k: test.jsonl, train.jsonl" in res.output and "builtin:cookbook-prose (8 texts)" in res.output

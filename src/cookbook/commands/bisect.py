@@ -123,7 +123,7 @@ def bisect_cmd(slug, good, bad, gate, out, fixes, recorded):
 
         probe = EngineProbe(slug, gate, out, repo_root() / ".cache", fixes, echo=echo)
 
-    argv = ["cookbook", "bisect", slug, "--good", good, "--bad", bad, "--gate", gate, "--out", str(out)]
+    argv = ["cookbook", "maint", "bisect", slug, "--good", good, "--bad", bad, "--gate", gate, "--out", str(out)]
     argv += ["--fixes", fixes] if fixes != "carried" else []
     argv += ["--from-bundles", str(recorded)] if recorded else []
     report = Report(slug, gate, releases, shlex.join(argv), _now())

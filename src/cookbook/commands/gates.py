@@ -34,12 +34,7 @@ def _finite(param, value):
     return value
 
 
-@click.group()
-def gates():
-    """Run a recipe's gates against a live server; verify a recipe from the evidence."""
-
-
-@gates.command("run")
+@click.command("run")
 @click.argument("recipe")
 @click.option("--base-url", default="http://127.0.0.1:8000", show_default=True, help="OpenAI-compatible server.")
 @click.option("--only", "only", multiple=True, type=click.Choice(GATE_NAMES), help="Run only these gates (repeatable).")
@@ -223,7 +218,7 @@ def run_gates(
     return exit_code(bundle.doc)
 
 
-@gates.command("calibrate")
+@click.command("calibrate")
 @click.argument("recipe")
 @click.argument("bundle", type=click.Path(path_type=Path))
 @click.option("--dry-run", is_flag=True, help="Print the new bars; change nothing.")
@@ -274,7 +269,7 @@ def calibrate_cmd(recipe, bundle, dry_run):
     click.echo(f"wrote {len(changes)} bars into {resolved.path}; now verify with a second gate run")
 
 
-@gates.command("compact")
+@click.command("compact")
 @click.argument("bundle", type=click.Path(path_type=Path, file_okay=False, exists=True))
 def compact_cmd(bundle):
     """gzip BUNDLE's transcripts (and rewrite its manifest) before committing it beside a recipe.
@@ -295,7 +290,7 @@ def compact_cmd(bundle):
         click.echo(f"{name}: {before / 2**20:.1f} MiB -> {after / 2**20:.1f} MiB (.gz)")
 
 
-@gates.command("verify")
+@click.command("verify")
 @click.argument("recipe")
 @click.argument("bundle", type=click.Path(path_type=Path))
 def verify_cmd(recipe, bundle):

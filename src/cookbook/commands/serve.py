@@ -126,7 +126,7 @@ def serve_cmd(
                 cal = bundle.with_name(bundle.name + "-calibration")
                 code = _gates_run(slug, resolved, server, cal, environment, data_dir)
                 local.step(f"calibration gates {'passed' if code == 0 else 'ran (some bars not met)'}: {cal}")
-                argv = [sys.executable, "-m", "cookbook.cli", "gates", "calibrate", slug, str(cal)]
+                argv = [sys.executable, "-m", "cookbook.cli", "maint", "gates", "calibrate", slug, str(cal)]
                 local.step("calibrate: " + local.quote_cmd(argv[2:]))
                 if subprocess.run(argv).returncode != 0:
                     raise CookbookError(f"calibration from {cal} refused (above); the recipe is unchanged")

@@ -50,7 +50,9 @@ def upgrade_cmd(slug, version, dry_run, out, no_regression_tests):
         out = repo_root() / "runs" / f"upgrade-{slug}-{version}-{stamp}"
     if why := out_dir_problem(out):  # before a scratch engine is installed, not after
         raise CookbookError(f"--out {printable(out)}: {why}", help="give a new --out folder")
-    command = shlex.join(["cookbook", "upgrade", *sys.argv[2:]]) if sys.argv[1:2] == ["upgrade"] else ""
+    # the command line as typed: `cookbook maint upgrade ...` (or the old spelling, `cookbook upgrade ...`)
+    typed = sys.argv[1:3] == ["maint", "upgrade"] or sys.argv[1:2] == ["upgrade"]
+    command = shlex.join(["cookbook", *sys.argv[1:]]) if typed else ""
     try:
         rep = run_upgrade(slug, version, out, dry_run, not no_regression_tests, command)
     except KeyboardInterrupt:
