@@ -66,7 +66,7 @@ def test_run_sh_with_a_missing_cookbook_data_says_how_to_get_it(recipes_dir, tmp
         env={"COOKBOOK_DATA": str(tmp_path / "none"), "COOKBOOK_RECIPES": str(recipes_dir), "PATH": "/usr/bin:/bin"},
     )
     assert p.returncode == 2 and "gate data not found: $COOKBOOK_DATA" in p.stderr, p.stderr
-    assert "cookbook data fetch" in p.stderr and "gates/README.md" in p.stderr and not (tmp_path / "o").exists()
+    assert "cookbook maint data fetch" in p.stderr and "gates/README.md" in p.stderr and not (tmp_path / "o").exists()
 
 
 def test_run_sh_passes_through_to_the_cli(recipes_dir, tmp_path, data_dir):

@@ -1,4 +1,4 @@
-"""`cookbook bisect SLUG --good V1 --bad V2 --gate NAME`: the first engine release where a gate fails."""
+"""`cookbook maint bisect SLUG --good V1 --bad V2 --gate NAME`: the first engine release where a gate fails."""
 
 from __future__ import annotations
 
@@ -69,8 +69,8 @@ def bisect_cmd(slug, good, bad, gate, out, fixes, recorded):
     steps and a partial report (exit 130).
 
     \b
-      cookbook bisect gemma3-270m-cpu --good 0.31.0 --bad 0.32.0 --gate greedy
-      cookbook bisect gemma3-270m-cpu --good 0.30.0 --bad 0.32.0 --gate tools --from-bundles runs/old
+      cookbook maint bisect gemma3-270m-cpu --good 0.31.0 --bad 0.32.0 --gate greedy
+      cookbook maint bisect gemma3-270m-cpu --good 0.30.0 --bad 0.32.0 --gate tools --from-bundles runs/old
 
     Exit: 0 an answer (the first bad release, or a range), 1 the ends do not hold or the
     index cannot be read, 2 a refused request, 130 interrupted.

@@ -42,7 +42,7 @@ def _finite(param, value):
     "--data-dir",
     type=click.Path(path_type=Path),
     help="Holds gsm8k/{train,test}.jsonl and haystack/*.txt (default $COOKBOOK_DATA, else .cache/data in "
-    "the checkout, where `cookbook data fetch` writes). Built-in gate data needs none.",
+    "the checkout, where `cookbook maint data fetch` writes). Built-in gate data needs none.",
 )
 @click.option("--gsm8k", type=click.Path(path_type=Path), help="GSM8K folder (overrides --data-dir).")
 @click.option("--haystack", type=click.Path(path_type=Path), help="Haystack text folder (overrides --data-dir).")
@@ -134,7 +134,7 @@ def run_gates(
     if data_from is not None and not data_dir.is_dir():
         raise CookbookError(
             f"gate data not found: {data_from} {data_dir} is not a directory",
-            help="`cookbook data fetch` fills the default (.cache/data); gates/README.md ('Gate data') says more",
+            help="`cookbook maint data fetch` fills the default (.cache/data); gates/README.md ('Gate data') says more",
         )
     for flag, p in (("--gsm8k", gsm8k), ("--haystack", haystack)):
         if p is not None and not p.is_dir():
@@ -230,7 +230,7 @@ def calibrate_cmd(recipe, bundle, dry_run):
     measured, latency ceilings twice it, ...), and every gate's calibrated_on names the run. The
     verified block is removed: verify the recipe with a second gate run against the new bars.
       cookbook gates run gemma3-270m-h200 --out runs/cal    # the calibration run
-      cookbook gates calibrate gemma3-270m-h200 runs/cal
+      cookbook maint gates calibrate gemma3-270m-h200 runs/cal
       cookbook gates run gemma3-270m-h200 --out runs/ver && cookbook gates verify gemma3-270m-h200 runs/ver
     """
     import yaml

@@ -21,7 +21,7 @@ def offline():
       # on the host, once per transfer of one or more pieces (standard library only):
       python3 scripts/offline-gpu/receive.py .carry/gemma3-270m-h200   # into ~/.cache/cookbook-offline
       source "$(python3 scripts/offline-gpu/receive.py --installed)"   # env.sh, once verified
-      cookbook offline lock gemma3-270m-h200            # recipes/gemma3-270m-h200/offline.lock: what pack carries
+      cookbook maint offline lock gemma3-270m-h200            # recipes/gemma3-270m-h200/offline.lock: what pack carries
     """
 
 

@@ -31,7 +31,7 @@ from cookbook.recipe import paths
 @click.option(
     "--calibrate",
     is_flag=True,
-    help="Run the gates once to set the recipe's bars on this machine (`cookbook gates calibrate`), "
+    help="Run the gates once to set the recipe's bars on this machine (`cookbook maint gates calibrate`), "
     "then again against them for the evidence bundle.",
 )
 @click.option("--keep-running", is_flag=True, help="Leave the server up (print how to stop it).")

@@ -1,4 +1,4 @@
-"""`cookbook upgrade SLUG --engine VERSION`: move a recipe's engine pin with evidence (cookbook.upgrade)."""
+"""`cookbook maint upgrade SLUG --engine VERSION`: move a recipe's engine pin with evidence (cookbook.upgrade)."""
 
 from __future__ import annotations
 
@@ -33,8 +33,8 @@ def upgrade_cmd(slug, version, dry_run, out, no_regression_tests):
     the recipe and the evidence bundle, verified.
 
     \b
-      cookbook upgrade gemma3-270m-cpu --engine 0.31.0 --dry-run
-      cookbook upgrade gemma3-270m-cpu --engine 0.31.0 --out fixes/upgrades/0.31.0
+      cookbook maint upgrade gemma3-270m-cpu --engine 0.31.0 --dry-run
+      cookbook maint upgrade gemma3-270m-cpu --engine 0.31.0 --out fixes/upgrades/0.31.0
     """
     from cookbook.files import out_dir_problem, repo_root
     from cookbook.recipe.resolve import all_slugs
