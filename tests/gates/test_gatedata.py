@@ -147,7 +147,7 @@ def test_default_data_dir_is_cookbook_data_else_cache_data(monkeypatch, tmp_path
     monkeypatch.delenv("COOKBOOK_DATA")
     monkeypatch.setenv("COOKBOOK_ROOT", str(tmp_path))
     assert gate_data.default_data_dir() == tmp_path / ".cache" / "data"
-    with pytest.raises(GateFailure, match=r"GSM8K not found at .*\.cache/data/gsm8k.*cookbook data fetch"):
+    with pytest.raises(GateFailure, match=r"GSM8K not found at .*\.cache/data/gsm8k.*cookbook maint data fetch"):
         gate_data.gsm8k(gate_data.DataPaths.from_data_dir(gate_data.default_data_dir()), "test", 1)
 
 
