@@ -71,7 +71,9 @@ def test_every_user_and_maintainer_command_loads():
 
 
 def test_the_readme_shows_cookbook_help_as_it_is():
-    res = CliRunner().invoke(main, ["--help"], prog_name="cookbook", terminal_width=80)  # as an 80-column terminal shows it
+    res = CliRunner().invoke(
+        main, ["--help"], prog_name="cookbook", terminal_width=80
+    )  # as an 80-column terminal shows it
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     block = readme.split("$ cookbook --help\n", 1)[1].split("```", 1)[0]
     assert block == res.output
