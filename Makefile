@@ -42,13 +42,13 @@ lint: setup  ## ruff (lint + format check), recipes, generated schema and docs, 
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/cookbook lint
-	$(BIN)/cookbook schema --check
-	$(BIN)/cookbook docs --check
+	$(BIN)/cookbook maint schema --check
+	$(BIN)/cookbook maint docs --check
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
 
 docs: setup  ## regenerate schema/ and docs/
-	$(BIN)/cookbook schema
-	$(BIN)/cookbook docs
+	$(BIN)/cookbook maint schema
+	$(BIN)/cookbook maint docs
 
 site: setup  ## build docs/ into site/ (mkdocs --strict: every link resolves); view: python3 -m http.server -d site (search needs a server; docs/README.md)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict

@@ -12,7 +12,7 @@ w2 with the scatter, the routing weights and the top-k sum. The outputs are comp
     python benchmarks/mxfp4_moe/compare_vllm.py [--triton-kernels DIR]   # DIR holds triton_kernels/
 
 Without --triton-kernels it uses the copy inside the vLLM on the path (vllm/third_party, as the
-offline payload's unpacked engine has it: `source "$(python3 src/cookbook/offline/receive.py --installed)"` first), found
+offline payload's unpacked engine has it: `source "$(python3 scripts/offline-gpu/receive.py --installed)"` first), found
 without importing vLLM.
 """
 

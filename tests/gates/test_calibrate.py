@@ -75,7 +75,7 @@ def test_written_recipe_keeps_the_rest_and_drops_verified(bundle):
 def test_command_dry_run_changes_nothing(bundle):
     before = RECIPE.read_bytes()
     r = subprocess.run(
-        [sys.executable, "-m", "cookbook.cli", "gates", "calibrate", SLUG, str(bundle), "--dry-run"],
+        [sys.executable, "-m", "cookbook.cli", "maint", "gates", "calibrate", SLUG, str(bundle), "--dry-run"],
         capture_output=True,
         text=True,
     )
@@ -83,7 +83,7 @@ def test_command_dry_run_changes_nothing(bundle):
     assert "speed.min_output_throughput_1_stream" in r.stdout and "dry run" in r.stdout
     assert RECIPE.read_bytes() == before
     r = subprocess.run(
-        [sys.executable, "-m", "cookbook.cli", "gates", "calibrate", "gemma3-270m-cpu", str(bundle)],
+        [sys.executable, "-m", "cookbook.cli", "maint", "gates", "calibrate", "gemma3-270m-cpu", str(bundle)],
         capture_output=True,
         text=True,
     )

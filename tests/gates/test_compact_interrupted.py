@@ -40,7 +40,7 @@ def _originals(root: Path) -> dict[str, bytes]:
 
 def _cli_compact(root: Path):
     return subprocess.run(
-        [sys.executable, "-m", "cookbook.cli", "gates", "compact", str(root)], capture_output=True, text=True
+        [sys.executable, "-m", "cookbook.cli", "maint", "gates", "compact", str(root)], capture_output=True, text=True
     )
 
 

@@ -66,7 +66,7 @@ def test_fetch_gsm8k_from_a_standin_hub(hub, tmp_path, monkeypatch):
         }
     )
     monkeypatch.setenv("COOKBOOK_DATA", str(tmp_path / "data"))  # the default `fetch` writes to
-    res = CliRunner().invoke(main, ["data", "fetch"])
+    res = CliRunner().invoke(main, ["maint", "data", "fetch"])
     assert res.exit_code == 0, res.output
     out = tmp_path / "data" / "gsm8k"
     assert sorted(p.name for p in out.iterdir()) == ["LICENSE", "SOURCE", "test.jsonl", "train.jsonl"]
@@ -85,7 +85,7 @@ def test_fetch_gsm8k_from_a_standin_hub(hub, tmp_path, monkeypatch):
     assert gate_data.gsm8k(gate_data.DataPaths.from_data_dir(tmp_path / "data"), "test", 7)[6] == test_rows[6]
     # a second fetch sees the files and asks the Hub nothing
     n = len(h.requests)
-    res = CliRunner().invoke(main, ["data", "fetch"])
+    res = CliRunner().invoke(main, ["maint", "data", "fetch"])
     assert res.exit_code == 0 and "already in" in res.output and len(h.requests) == n
 
 
@@ -93,7 +93,7 @@ def test_failed_fetch_from_a_standin_hub_leaves_nothing_half_written(hub, tmp_pa
     good = parquet_bytes(problems(3, "test"))
     d = tmp_path / "data"
     hub({"main/test-00000-of-00001.parquet": good})  # train: 404
-    res = CliRunner().invoke(main, ["data", "fetch", "--data-dir", str(d)])
+    res = CliRunner().invoke(main, ["maint", "data", "fetch", "--data-dir", str(d)])
     assert res.exit_code == 1, res.output
     assert "train split" in res.output and "404" in res.output and "by hand" in res.output
     assert "Traceback" not in res.output
@@ -103,12 +103,12 @@ def test_failed_fetch_from_a_standin_hub_leaves_nothing_half_written(hub, tmp_pa
     (d / "gsm8k" / "test.jsonl").write_text("old\n")
     (d / "gsm8k" / "train.jsonl").write_text("old\n")
     hub({"main/test-00000-of-00001.parquet": good, "main/train-00000-of-00001.parquet": good[: len(good) // 2]})
-    res = CliRunner().invoke(main, ["data", "fetch", "--data-dir", str(d), "--force"])
+    res = CliRunner().invoke(main, ["maint", "data", "fetch", "--data-dir", str(d), "--force"])
     assert res.exit_code == 1 and "not GSM8K parquet" in res.output, res.output
     assert (d / "gsm8k" / "train.jsonl").read_text() == "old\n" and leftovers(d) == []
     # ... and a good one replaces them whole
     hub({"main/test-00000-of-00001.parquet": good, "main/train-00000-of-00001.parquet": good})
-    res = CliRunner().invoke(main, ["data", "fetch", "--data-dir", str(d), "--force"])
+    res = CliRunner().invoke(main, ["maint", "data", "fetch", "--data-dir", str(d), "--force"])
     assert res.exit_code == 0, res.output
     assert len((d / "gsm8k" / "train.jsonl").read_text().splitlines()) == 3 and leftovers(d) == []
 
@@ -120,7 +120,7 @@ def test_fetch_with_the_hub_unreachable_says_what_failed_and_how_to_get_the_file
         port = s.getsockname()[1]
     monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{port}")
     d = tmp_path / "data"
-    res = CliRunner().invoke(main, ["data", "fetch", "--data-dir", str(d)])  # the client retries for ~25 s
+    res = CliRunner().invoke(main, ["maint", "data", "fetch", "--data-dir", str(d)])  # the client retries for ~25 s
     assert res.exit_code == 1
     err = res.output
     assert err.count("error:") == 1 and "Traceback" not in err and "Retrying" not in err
@@ -141,7 +141,7 @@ def test_fetch_without_the_data_extra_says_how_to_install_it(tmp_path):
 
 
 def test_fetch_help_documents_the_download():
-    res = CliRunner().invoke(main, ["data", "fetch", "--help"])
+    res = CliRunner().invoke(main, ["maint", "data", "fetch", "--help"])
     for s in (
         "openai/gsm8k",
         "config `main`",

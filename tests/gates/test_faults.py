@@ -102,6 +102,7 @@ def test_only_undeclared_gate_is_refused(recipes_dir):
 
 
 def test_run_sh_with_a_missing_cookbook_data_says_how_to_get_it(recipes_dir, tmp_path):
+    import os
     import subprocess
     from pathlib import Path
 
@@ -110,10 +111,15 @@ def test_run_sh_with_a_missing_cookbook_data_says_how_to_get_it(recipes_dir, tmp
         [str(script), "gates-cpu", "--out", str(tmp_path / "o")],
         capture_output=True,
         text=True,
-        env={"COOKBOOK_DATA": str(tmp_path / "none"), "COOKBOOK_RECIPES": str(recipes_dir), "PATH": "/usr/bin:/bin"},
+        env={
+            "COOKBOOK_DATA": str(tmp_path / "none"),
+            "COOKBOOK_RECIPES": str(recipes_dir),
+            "PATH": "/usr/bin:/bin",
+            "PYTHONPATH": os.environ.get("PYTHONPATH", ""),  # the tree under test, where it is not the venv's
+        },
     )
     assert p.returncode == 2 and "gate data not found: $COOKBOOK_DATA" in p.stderr, p.stderr
-    assert "cookbook data fetch" in p.stderr and "gates/README.md" in p.stderr and not (tmp_path / "o").exists()
+    assert "cookbook maint data fetch" in p.stderr and "gates/README.md" in p.stderr and not (tmp_path / "o").exists()
 
 
 RUN_SH = Path(__file__).resolve().parents[2] / "gates" / "run.sh"

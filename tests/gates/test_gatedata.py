@@ -147,7 +147,7 @@ def test_default_data_dir_is_cookbook_data_else_cache_data(monkeypatch, tmp_path
     monkeypatch.delenv("COOKBOOK_DATA")
     monkeypatch.setenv("COOKBOOK_ROOT", str(tmp_path))
     assert gate_data.default_data_dir() == tmp_path / ".cache" / "data"
-    with pytest.raises(GateFailure, match=r"GSM8K not found at .*\.cache/data/gsm8k.*cookbook data fetch"):
+    with pytest.raises(GateFailure, match=r"GSM8K not found at .*\.cache/data/gsm8k.*cookbook maint data fetch"):
         gate_data.gsm8k(gate_data.DataPaths.from_data_dir(gate_data.default_data_dir()), "test", 1)
 
 
@@ -185,6 +185,6 @@ def test_gates_run_honours_cookbook_data(recipes_dir, tmp_path, data_dir, monkey
 
 def test_data_path_names_the_folder_and_the_builtins(monkeypatch, data_dir):
     monkeypatch.setenv("COOKBOOK_DATA", str(data_dir))
-    res = CliRunner().invoke(main, ["data", "path"])
+    res = CliRunner().invoke(main, ["maint", "data", "path"])
     assert res.exit_code == 0 and res.output.splitlines()[0] == str(data_dir)
     assert "gsm8k: test.jsonl, train.jsonl" in res.output and "builtin:cookbook-prose (8 texts)" in res.output

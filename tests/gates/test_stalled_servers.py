@@ -54,10 +54,10 @@ def test_every_server_facing_command_gives_up_on_a_stalled_server_within_60_s(st
     cases = {
         "gates run": (["gates", "run", "gemma3-270m-cpu", "--base-url", stalled, "--out", str(tmp_path / "b")], {}),
         "bisect": (
-            ["bisect", "gemma3-270m-cpu", "--good", "0.31.0", "--bad", "0.32.0", "--gate", "greedy"],
+            ["maint", "bisect", "gemma3-270m-cpu", "--good", "0.31.0", "--bad", "0.32.0", "--gate", "greedy"],
             {"COOKBOOK_PYPI_URL": stalled},
         ),
-        "data fetch": (["data", "fetch"], {"HF_ENDPOINT": stalled}),
+        "data fetch": (["maint", "data", "fetch"], {"HF_ENDPOINT": stalled}),
         "fetch --dry-run": (["fetch", "dsv4-2", "--dry-run"], {"HF_ENDPOINT": stalled}),
     }
     with ThreadPoolExecutor(len(cases)) as pool:

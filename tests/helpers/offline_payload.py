@@ -5,15 +5,28 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import importlib.util
 import io
 import json
+import sys
 import tarfile
 import zipfile
 from pathlib import Path
 
 from cookbook.files import repo_root
 
-RECEIVE = repo_root() / "src" / "cookbook" / "offline" / "receive.py"
+# a script the GPU host runs by path with its bare python3, outside the package
+RECEIVE = repo_root() / "scripts" / "offline-gpu" / "receive.py"
+
+
+def receive_module():
+    """receive.py loaded as a module, for the tests that call its functions."""
+    spec = importlib.util.spec_from_file_location("offline_receive", RECEIVE)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module
+
 
 # A .pth that puts a folder inside the package on sys.path, as nvidia-cutlass-dsl's does for `cutlass`
 PTH_IMPORT = b"import sys, os, pthdep; sys.path.insert(0, os.path.join(pthdep.__path__[0], 'inner'))\n"

@@ -20,9 +20,11 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from offline_payload import RECEIVE, only, payload_tar
+from offline_payload import RECEIVE, only, payload_tar, receive_module
 
-from cookbook.offline import pack, receive
+from cookbook.offline import pack
+
+receive = receive_module()
 
 
 def _run(*args, env=None, timeout=30):

@@ -16,7 +16,7 @@ from cookbook.offline.pack import check_out
 
 def _pack(*args):
     return subprocess.run(
-        [sys.executable, "-m", "cookbook.cli", "offline", "pack", "gemma3-270m-h200", *map(str, args)],
+        [sys.executable, "-m", "cookbook.cli", "maint", "offline", "pack", "gemma3-270m-h200", *map(str, args)],
         capture_output=True,
         text=True,
         timeout=60,

@@ -116,6 +116,6 @@ def test_the_broken_copy_run_on_the_h200_does_not_earn_it(tmp_path):
 
 def test_the_cli_refuses_the_broken_h200_run_in_one_message():
     before = sorted((ROOT / "recipes" / "glm52-fp8-8x-h200" / E.FOLDER).iterdir())
-    res = CliRunner().invoke(main, ["engine-check", "write", "glm52-fp8-8x-h200", str(BROKEN)])
+    res = CliRunner().invoke(main, ["maint", "engine-check", "write", "glm52-fp8-8x-h200", str(BROKEN)])
     assert res.exit_code == 1 and "does not earn engine-checked" in res.output and "Traceback" not in res.output
     assert sorted((ROOT / "recipes" / "glm52-fp8-8x-h200" / E.FOLDER).iterdir()) == before

@@ -142,11 +142,11 @@ def test_an_unanswered_server_and_hostile_files_are_refused_standin(tmp_path, re
 
 
 def test_the_cli_refuses_in_one_line_and_writes_nothing(tmp_path):
-    res = CliRunner().invoke(main, ["engine-check", "write", SLUG, str(tmp_path / "nope")])
+    res = CliRunner().invoke(main, ["maint", "engine-check", "write", SLUG, str(tmp_path / "nope")])
     assert res.exit_code == 2 and "is not a folder" in res.output and "Traceback" not in res.output
-    res = CliRunner().invoke(main, ["engine-check", "write", SLUG, str(tmp_path), "--explain", "bogus"])
+    res = CliRunner().invoke(main, ["maint", "engine-check", "write", SLUG, str(tmp_path), "--explain", "bogus"])
     assert res.exit_code == 2 and "--explain 'bogus'" in res.output
-    res = CliRunner().invoke(main, ["engine-check", "status", "glm52-2"])
+    res = CliRunner().invoke(main, ["maint", "engine-check", "status", "glm52-2"])
     assert res.exit_code == 1 and "not engine-checked (no bundle)" in res.output
 
 

@@ -2,6 +2,7 @@
 reproduces vllm-gaudi's exponential defaults, and the format check rejects what vllm-gaudi
 would silently skip."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -64,11 +65,15 @@ def test_check_mode_fails_on_a_stale_file(tmp_path):
     (root / "serving/buckets/x.yaml").write_text(spec_text)
     (root / "recipes").mkdir()
     (root / "pyproject.toml").write_text("")
-    env = {"COOKBOOK_ROOT": str(root), "PATH": "/usr/bin:/bin"}
+    env = {"COOKBOOK_ROOT": str(root), "PATH": "/usr/bin:/bin", "PYTHONPATH": os.environ.get("PYTHONPATH", "")}
 
     def run(*a):
         return subprocess.run(
-            [sys.executable, "-m", "cookbook.cli", "buckets", *a], capture_output=True, text=True, cwd=root, env=env
+            [sys.executable, "-m", "cookbook.cli", "maint", "buckets", *a],
+            capture_output=True,
+            text=True,
+            cwd=root,
+            env=env,
         )
 
     missing = run("generate", "--check")

@@ -13,7 +13,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 vllm = pytest.importorskip(
-    "vllm", reason="vLLM is not installed (source the env.sh that src/cookbook/offline/receive.py --installed prints)"
+    "vllm", reason="vLLM is not installed (source the env.sh that scripts/offline-gpu/receive.py --installed prints)"
 )
 if not torch.cuda.is_available() or torch.cuda.get_device_capability() != (9, 0):
     pytest.skip("the plugin runs on an sm_90 GPU (H200)", allow_module_level=True)

@@ -1,4 +1,4 @@
-"""`cookbook bisect SLUG --good V1 --bad V2 --gate NAME`: the first engine release where a gate fails."""
+"""`cookbook maint bisect SLUG --good V1 --bad V2 --gate NAME`: the first engine release where a gate fails."""
 
 from __future__ import annotations
 
@@ -69,8 +69,8 @@ def bisect_cmd(slug, good, bad, gate, out, fixes, recorded):
     steps and a partial report (exit 130).
 
     \b
-      cookbook bisect gemma3-270m-cpu --good 0.31.0 --bad 0.32.0 --gate greedy
-      cookbook bisect gemma3-270m-cpu --good 0.30.0 --bad 0.32.0 --gate tools --from-bundles runs/old
+      cookbook maint bisect gemma3-270m-cpu --good 0.31.0 --bad 0.32.0 --gate greedy
+      cookbook maint bisect gemma3-270m-cpu --good 0.30.0 --bad 0.32.0 --gate tools --from-bundles runs/old
 
     Exit: 0 an answer (the first bad release, or a range), 1 the ends do not hold or the
     index cannot be read, 2 a refused request, 130 interrupted.
@@ -123,7 +123,7 @@ def bisect_cmd(slug, good, bad, gate, out, fixes, recorded):
 
         probe = EngineProbe(slug, gate, out, repo_root() / ".cache", fixes, echo=echo)
 
-    argv = ["cookbook", "bisect", slug, "--good", good, "--bad", bad, "--gate", gate, "--out", str(out)]
+    argv = ["cookbook", "maint", "bisect", slug, "--good", good, "--bad", bad, "--gate", gate, "--out", str(out)]
     argv += ["--fixes", fixes] if fixes != "carried" else []
     argv += ["--from-bundles", str(recorded)] if recorded else []
     report = Report(slug, gate, releases, shlex.join(argv), _now())

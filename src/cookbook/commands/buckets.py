@@ -1,4 +1,4 @@
-"""`cookbook buckets generate | check`: Gaudi warm-up bucket files (logic in cookbook.buckets)."""
+"""`cookbook maint buckets generate | check`: Gaudi warm-up bucket files (logic in cookbook.buckets)."""
 
 from __future__ import annotations
 
@@ -50,7 +50,7 @@ def check_cmd(file, spec):
     if problems:
         raise CookbookError(
             f"{len(problems)} bucket(s) do not fit {spec}:\n  " + "\n  ".join(problems),
-            help=f"regenerate it with `cookbook buckets generate`, or fix {spec}",
+            help=f"regenerate it with `cookbook maint buckets generate`, or fix {spec}",
             exit_code=FAILED,
         )
     click.echo(f"{file}: {len(prompt)} prompt and {len(decode)} decode buckets, format ok")

@@ -1,4 +1,4 @@
-"""`cookbook data fetch | path`: the gate data that does not ship with the cookbook.
+"""`cookbook maint data fetch | path`: the gate data that does not ship with the cookbook.
 
 The embedded default recipe's gates use only the built-in data (cookbook.gates.gatedata).
 GPU recipes also read GSM8K, which `fetch` downloads from the Hugging Face Hub into the
@@ -52,7 +52,7 @@ SOFTWARE.
 
 BY_HAND = """\
 to get the files by hand, either
-    - run `cookbook data fetch --data-dir DIR` on a machine that reaches the Hub and copy DIR/gsm8k/ to {target}/, or
+    - run `cookbook maint data fetch --data-dir DIR` on a machine that reaches the Hub and copy DIR/gsm8k/ to {target}/, or
     - put test.jsonl and train.jsonl from https://github.com/openai/grade-school-math (grade_school_math/data/)
       and its LICENSE into {target}/ (gates/README.md, 'Gate data', has the curl lines), or
     - set COOKBOOK_DATA to a folder that already holds gsm8k/{{test,train}}.jsonl"""
@@ -102,7 +102,7 @@ def path_cmd():
     click.echo(f"  from: {'$' + DATA_ENV if os.environ.get(DATA_ENV) else 'the default (.cache/data in the checkout)'}")
     gsm = [s for s in SPLITS if (d / "gsm8k" / f"{s}.jsonl").is_file()]
     hay = sorted(p.name for p in (d / "haystack").glob("*.txt")) if (d / "haystack").is_dir() else []
-    click.echo(f"  gsm8k: {', '.join(f'{s}.jsonl' for s in gsm) if gsm else 'absent (cookbook data fetch)'}")
+    click.echo(f"  gsm8k: {', '.join(f'{s}.jsonl' for s in gsm) if gsm else 'absent (cookbook maint data fetch)'}")
     click.echo(f"  haystack: {', '.join(hay) if hay else 'none'}")
     click.echo(
         f"  built in: {gatedata.HAYSTACK} ({len(gatedata.haystack_files())} texts), "
@@ -147,7 +147,7 @@ def fetch_cmd(data_dir, revision, force):
         import pyarrow.parquet  # noqa: F401
     except ImportError as e:
         _fail(
-            f"cookbook data fetch needs huggingface_hub and pyarrow ({e})",
+            f"cookbook maint data fetch needs huggingface_hub and pyarrow ({e})",
             "install the data extra: .venv/bin/pip install -e '.[data]'",
         )
     if target_root.exists() and not target_root.is_dir():

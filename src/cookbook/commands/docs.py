@@ -1,4 +1,4 @@
-"""`cookbook docs`: generate docs/ from the recipes and the code (never edited by hand).
+"""`cookbook maint docs`: generate docs/ from the recipes and the code (never edited by hand).
 
 The pages themselves are cookbook.site's; this command writes them, or with --check fails
 when any is stale or extra.

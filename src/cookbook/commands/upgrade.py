@@ -1,4 +1,4 @@
-"""`cookbook upgrade SLUG --engine VERSION`: move a recipe's engine pin with evidence (cookbook.upgrade)."""
+"""`cookbook maint upgrade SLUG --engine VERSION`: move a recipe's engine pin with evidence (cookbook.upgrade)."""
 
 from __future__ import annotations
 
@@ -33,8 +33,8 @@ def upgrade_cmd(slug, version, dry_run, out, no_regression_tests):
     the recipe and the evidence bundle, verified.
 
     \b
-      cookbook upgrade gemma3-270m-cpu --engine 0.31.0 --dry-run
-      cookbook upgrade gemma3-270m-cpu --engine 0.31.0 --out fixes/upgrades/0.31.0
+      cookbook maint upgrade gemma3-270m-cpu --engine 0.31.0 --dry-run
+      cookbook maint upgrade gemma3-270m-cpu --engine 0.31.0 --out fixes/upgrades/0.31.0
     """
     from cookbook.files import out_dir_problem, repo_root
     from cookbook.recipe.resolve import all_slugs
@@ -50,7 +50,9 @@ def upgrade_cmd(slug, version, dry_run, out, no_regression_tests):
         out = repo_root() / "runs" / f"upgrade-{slug}-{version}-{stamp}"
     if why := out_dir_problem(out):  # before a scratch engine is installed, not after
         raise CookbookError(f"--out {printable(out)}: {why}", help="give a new --out folder")
-    command = shlex.join(["cookbook", "upgrade", *sys.argv[2:]]) if sys.argv[1:2] == ["upgrade"] else ""
+    # the command line as typed: `cookbook maint upgrade ...` (or the old spelling, `cookbook upgrade ...`)
+    typed = sys.argv[1:3] == ["maint", "upgrade"] or sys.argv[1:2] == ["upgrade"]
+    command = shlex.join(["cookbook", *sys.argv[1:]]) if typed else ""
     try:
         rep = run_upgrade(slug, version, out, dry_run, not no_regression_tests, command)
     except KeyboardInterrupt:

@@ -10,7 +10,7 @@ prove: output quality (the weights are random), full-depth speed, multi-GPU comm
 
 The run (scripts/offline-gpu/engine-check, on the device) leaves a folder per recipe: launch.sh
 (the block that ran), config.json (the checkpoint's config), server.log, metrics.prom,
-responses.json and rc. `cookbook engine-check write SLUG RUN_DIR` copies them into
+responses.json and rc. `cookbook maint engine-check write SLUG RUN_DIR` copies them into
 recipes/<slug>/evidence/engine-check/<stamp>/ with engine-check.json (the figures, the plan's
 figures, the recipe's content hash) and manifest.json, only when check() finds nothing wrong.
 `write` also takes an existing bundle in place of a run folder: its run files are planned again

@@ -3,7 +3,7 @@
 The built-in prose and prompts (`builtin:` names, cookbook.gates.gatedata) need nothing
 outside the package. Everything else is read from the data path, whose default is
 `default_data_dir()`: $COOKBOOK_DATA if set, else `.cache/data` in the checkout, where
-`cookbook data fetch` writes GSM8K. Loaders fail with one message naming the missing file
+`cookbook maint data fetch` writes GSM8K. Loaders fail with one message naming the missing file
 and how to get it.
 """
 
@@ -19,7 +19,7 @@ from pathlib import Path
 from cookbook.gates.result import GateFailure
 
 FETCH_HELP = (
-    "`cookbook data fetch` downloads GSM8K into the data path; gates/README.md ('Gate data') says "
+    "`cookbook maint data fetch` downloads GSM8K into the data path; gates/README.md ('Gate data') says "
     "how to get the files by hand and where a haystack text goes"
 )
 DATA_ENV = "COOKBOOK_DATA"
@@ -29,7 +29,7 @@ def default_data_dir() -> Path:
     """The one default for the gate-data folder: $COOKBOOK_DATA if set, else <checkout>/.cache/data.
 
     Used by `cookbook gates run`, gates/run.sh (through it), `cookbook serve --gates` and
-    `cookbook data fetch`.
+    `cookbook maint data fetch`.
     """
     env = os.environ.get(DATA_ENV)
     if env:

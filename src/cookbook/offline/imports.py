@@ -9,7 +9,7 @@ package finds them all in seconds, before the server is started:
 Prints one line per module that fails (its error; for a missing library, the module name it
 imported), exit 1 if any failed, 0 with a count otherwise. `--skip` leaves out subpackages
 of other platforms (their libraries are not meant to be there). Standard library only, like
-receive.py: it runs before anything else is known to work.
+scripts/offline-gpu/receive.py: it runs before anything else is known to work.
 """
 
 from __future__ import annotations

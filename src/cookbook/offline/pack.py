@@ -14,7 +14,7 @@ for the host's Python and platform, not this machine's:
 
 These go into one uncompressed tar (the wheels and the xz are compressed already), which
 is cut into pieces with a `pieces.json` of sizes, offsets and sha256s. On the host,
-receive.py (standard library only) appends the pieces and unpacks them.
+scripts/offline-gpu/receive.py (standard library only) appends the pieces and unpacks them.
 
 pip does the resolving and downloading: it knows every wheel tag and marker rule; this
 module only decides what to ask it for.

@@ -7,6 +7,7 @@ itself; if some earlier test imported triton without it, these tests stop with t
 
 import os
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -15,6 +16,7 @@ try:
 except ImportError:  # the tests skip themselves with the reason
     torch = None
 
+HERE = Path(__file__).parent
 _NEED_INTERPRETER = torch is not None and not torch.cuda.is_available()
 _TRITON_WAS_LOADED = "triton" in sys.modules and os.environ.get("TRITON_INTERPRET") != "1"
 if _NEED_INTERPRETER:
@@ -33,10 +35,13 @@ def _interpreter_ready():
 @pytest.hookimpl(tryfirst=True)  # before the root conftest picks the tier
 def pytest_collection_modifyitems(items):
     """`make test` runs the first case of each parametrised kernel test; the rest of the grid is the
-    slow tier's (area "kernels"). In Triton's CPU interpreter each case costs seconds."""
+    slow tier's (area "kernels"). In Triton's CPU interpreter each case costs seconds.
+
+    pytest hands every conftest hook the whole session's items: only this folder's are marked, so a
+    plain `pytest` over tests/ keeps the other folders' parametrised cases in the fast tier."""
     seen = set()
     for item in items:
-        if getattr(item, "callspec", None) is None:
+        if getattr(item, "callspec", None) is None or not item.path.is_relative_to(HERE):
             continue
         fn = (item.path, item.originalname)
         if fn in seen:

@@ -3,11 +3,11 @@
 Runs there with the host's bare python3: standard library only, and nothing else from the
 cookbook is imported, so it works before the engine or the cookbook's dependencies exist.
 
-    python3 src/cookbook/offline/receive.py PIECES_DIR [--into DIR]
-    python3 src/cookbook/offline/receive.py --installed [--into DIR]   # print env.sh once it is verified
-    python3 src/cookbook/offline/receive.py --where [--into DIR]       # print the folder it uses
+    python3 scripts/offline-gpu/receive.py PIECES_DIR [--into DIR]
+    python3 scripts/offline-gpu/receive.py --installed [--into DIR]   # print env.sh once it is verified
+    python3 scripts/offline-gpu/receive.py --where [--into DIR]       # print the folder it uses
 
-PIECES_DIR holds `pieces.json` (written by `cookbook offline pack`) and any subset of the
+PIECES_DIR holds `pieces.json` (written by `cookbook maint offline pack`) and any subset of the
 pieces it lists. Each call appends the pieces present, in order, to DIR/payload.tar, each
 checked against its size and sha256 before it is appended; a piece already received is
 skipped, and a piece that arrives before its predecessor waits in DIR until the gap is filled.
@@ -117,7 +117,8 @@ def _json(data: bytes, what) -> object:
         return json.loads(data.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as e:
         raise Refused(
-            f"{what}: not valid JSON ({type(e).__name__})", help="carry the pieces.json `cookbook offline pack` wrote"
+            f"{what}: not valid JSON ({type(e).__name__})",
+            help="carry the pieces.json `cookbook maint offline pack` wrote",
         ) from None
 
 
@@ -131,13 +132,15 @@ def load_manifest(pieces_dir: Path) -> dict:
     try:
         raw = _json(_read_bounded(open_regular(where), MANIFEST_MAX, where), where)
     except FileNotFoundError:
-        raise Refused(f"{pieces_dir}: no pieces.json", help="carry the folder `cookbook offline pack` wrote") from None
+        raise Refused(
+            f"{pieces_dir}: no pieces.json", help="carry the folder `cookbook maint offline pack` wrote"
+        ) from None
     except NotADirectoryError:
         raise Refused(
             f"{pieces_dir}: is not a folder; give the folder that holds pieces.json and its pieces",
-            help="e.g. receive.py .carry/gemma3-270m-h200 (the folder `cookbook offline pack` wrote)",
+            help="e.g. receive.py .carry/gemma3-270m-h200 (the folder `cookbook maint offline pack` wrote)",
         ) from None
-    fix = "make the pieces again with `cookbook offline pack` and carry its pieces.json unchanged"
+    fix = "make the pieces again with `cookbook maint offline pack` and carry its pieces.json unchanged"
 
     def bad(what: str):
         return Refused(f"{where}: {what}", help=fix)
@@ -392,7 +395,7 @@ def _stage(pieces_dir: Path, todo: list[dict], dfd: int, into: Path) -> None:
             if got != p["sha256"] or n != p["size"]:
                 _unlink(dfd, tmp)
                 raise Refused(
-                    f"{src}: sha256 mismatch", help="make the pieces again with `cookbook offline pack`", code=1
+                    f"{src}: sha256 mismatch", help="make the pieces again with `cookbook maint offline pack`", code=1
                 )
             os.replace(tmp, p["name"], src_dir_fd=dfd, dst_dir_fd=dfd)
         finally:
