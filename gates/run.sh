@@ -6,8 +6,7 @@
 # The server's address is --base-url URL, as `cookbook gates run` takes it (default
 # http://127.0.0.1:8000). The old spelling, a bare URL right after RECIPE, still works and
 # prints a note. Gate data: `cookbook gates run` reads $COOKBOOK_DATA, else .cache/data
-# (`cookbook maint data fetch` fills
-# it); see gates/README.md. When the server is local and
+# (`cookbook maint data fetch` fills it); see gates/README.md. When the server is local and
 # $COOKBOOK_SERVING_PYTHON (default: the repo's .venv) has vLLM, its `pip freeze` is recorded
 # as the environment lock; against a container, pass --image cookbook/<slug>:<tag> and the
 # bundle records that image's ID and digest instead. A server that does not answer is one
