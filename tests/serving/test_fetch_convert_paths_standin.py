@@ -37,6 +37,7 @@ NOT_FROM_THE_HUB = {
     "gemma3-270m-cpu-avx2",
     "gemma3-270m-cpu-w4a16",
     "gemma3-270m-h200",
+    "gemma3-270m-h100",
     "dsv3-perf-h200",
     "dsv4-flash-perf-h200",
 }
@@ -162,4 +163,6 @@ def test_json_without_dry_run_is_refused_before_anything_runs(argv, monkeypatch,
     monkeypatch.setenv("HF_ENDPOINT", "http://127.0.0.1:9")
     monkeypatch.chdir(tmp_path)
     r = CliRunner().invoke(main, argv)
-    assert r.exit_code == 2 and "--json goes with --dry-run" in r.stderr and r.stdout == ""
+    assert r.exit_code == 2 and "--json goes with --dry-run" in r.stderr
+    # with --json, the only thing on stdout is the error object (cookbook.errors.error_document)
+    assert json.loads(r.stdout)["error"]["what"] == "--json goes with --dry-run"
