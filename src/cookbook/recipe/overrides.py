@@ -19,6 +19,8 @@ from cookbook.recipe.model import ENV_NAME, FLAG_KEY, NAME_FORMS, Recipe, json_s
 from cookbook.recipe.validation import schema_node
 
 OPEN_MAPS = ("serve.args", "env")  # --set may add new keys here; elsewhere the schema decides
+# Top-level keys --set may not touch, and why: the block is evidence, written only from a bundle.
+UNSETTABLE = {"verified": "only `cookbook gates verify` writes the verified block, from an evidence bundle"}
 
 
 def apply_sets(data: dict, sets: list[str]) -> tuple[dict, list[E.Diagnostic]]:
@@ -241,6 +243,13 @@ def _unsafe_set(item: str, key: str, value: Any) -> E.Diagnostic | None:
             return E.Diagnostic(
                 E.BAD_SET, key, f"--set {item!r}: holds the control character '{ch}'", shell.CONTROL_HELP
             )
+    if key.split(".", 1)[0] in UNSETTABLE:
+        return E.Diagnostic(
+            E.BAD_SET,
+            key,
+            f"--set {item!r}: {key.split('.', 1)[0]} is not a setting: {UNSETTABLE[key.split('.', 1)[0]]}",
+            "change the recipe's settings (serve.args, env, ...); the verified block follows from its gates",
+        )
     parent, _, leaf = key.rpartition(".")
     if "." not in key and key not in Recipe.model_fields:  # shorthand: UPPER is env, else a flag
         parent = "env" if key.isupper() else "serve.args"
