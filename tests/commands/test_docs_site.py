@@ -255,7 +255,8 @@ def test_an_engine_checked_recipe_says_so_on_the_index_and_its_page(site):
     from cookbook.shown_status import tools
 
     html = (site / "index.html").read_text(encoding="utf-8")
-    assert ">benchmark; engine-checked</span>" in html  # dsv3-perf-h200
+    # glm52-fp8-8x-h200 (dsv3-perf-h200 and gemma3-270m-h200: stale until re-run, issue 64 item 4)
+    assert ">unverified; engine-checked</span>" in html
     checked = [r for r in map(resolve, recipe_slugs()) if E.bundles(r)]
     assert len(checked) >= 3
     for r in checked:

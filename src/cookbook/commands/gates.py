@@ -27,7 +27,7 @@ def _resolve(recipe: str, action: str):
     return resolve_or_refuse(recipe, None, (), action)
 
 
-def _finite(param, value):
+def finite(param, value):
     """click's FloatRange lets nan through (every comparison with it is false)."""
     if value is not None and not math.isfinite(value):
         raise click.BadParameter(f"{value} is not a number of seconds", param=param)
@@ -71,13 +71,13 @@ def gates():
     default=REQUEST_TIMEOUT_S,
     show_default=True,
     type=click.FloatRange(min=0, min_open=True, max=86400),
-    callback=lambda ctx, param, v: _finite(param, v),
+    callback=lambda ctx, param, v: finite(param, v),
     help="Each request's total deadline.",
 )
 @click.option(
     "--suite-timeout-s",
     type=click.FloatRange(min=1, max=7 * 86400),
-    callback=lambda ctx, param, v: _finite(param, v),
+    callback=lambda ctx, param, v: finite(param, v),
     help="Deadline of the whole suite (default: the declared gates' timeout_s added up, plus 120 s).",
 )
 def run_cmd(recipe, **options):

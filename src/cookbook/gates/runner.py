@@ -41,7 +41,8 @@ class SuiteConfig:
 
 async def _probe(server: Server) -> list[dict]:
     body = await asyncio.wait_for(server.get_json("/v1/models"), timeout=15)
-    return body.get("data", []) if isinstance(body, dict) else []
+    data = body.get("data", []) if isinstance(body, dict) else []
+    return [m for m in data if isinstance(m, dict)] if isinstance(data, list) else []
 
 
 # Time for the preflight probes and snapshots around the gates, on top of their own limits.

@@ -221,11 +221,11 @@ def _async_scheduling(resolved, spec: dict | None) -> bool:
 
 def setup_for(resolved, *, gpus=None, ctx=None, seqs=None, platform=None, device_mib=None) -> Setup:
     r = resolved.recipe
-    plat_id = platform or r.hardware.platform
+    plat_id = r.hardware.platform if platform is None else platform  # '' is a platform asked for, and refused
     plat = platforms.CATALOGUE.get(plat_id)
     if plat is None:
         raise CookbookError(
-            f"--platform {plat_id}: not in the platform catalogue",
+            f"--platform {plat_id!r}: not in the platform catalogue",
             help="one of: " + ", ".join(sorted(platforms.CATALOGUE)),
             exit_code=BAD_INPUT,
         )
@@ -487,6 +487,12 @@ def make_plan(
     logged_one = kv.logged_bytes_for_sequence(s.max_model_len)
     logged_seqs = pool / logged_one if logged_one else 0.0
     max_ctx = _largest_ctx(kv, pool_at, s.max_num_seqs, geom.arch.native_context_tokens or s.max_model_len)
+    cpu_total = weights_bytes + act + non_torch + ws + pool
+    if not refusals and s.platform == "cpu" and cpu_total > s.device_bytes:  # never a negative "left"
+        refusals.append(
+            f"the KV cache ({_g(pool)}, VLLM_CPU_KVCACHE_SPACE) with the weights ({_g(weights_bytes)}), activation "
+            f"peak and non-torch memory needs {_g(cpu_total)}; the host has {_g(s.device_bytes)}"
+        )
     if not refusals and kv.parts and max_seqs < 1:  # nothing fits: never a plan that exits 0
         refusals.append(f"not one sequence of {s.max_model_len:,} tokens fits the KV pool of {_g(pool)}")
     assumptions += [
