@@ -13,6 +13,7 @@ from cookbook.errors import BAD_INPUT, CookbookError
 from cookbook.plan import geometry as G
 from cookbook.plan import kv as K
 from cookbook.plan import weights as W
+from cookbook.untrusted import check_regular, loads_json, read_regular
 
 GIB = 2**30
 MIB = 2**20
@@ -285,6 +286,26 @@ def setup_for(resolved, *, gpus=None, ctx=None, seqs=None, platform=None, device
     )
 
 
+# What every checkpoint of one model shares (layers do not: architecture-faithful test checkpoints cut them).
+IDENTITY = ("attention_heads", "hidden_size", "vocab_size")
+
+
+def _same_model(checkpoint, arch, meta: dict) -> None:
+    """Refuse a checkpoint whose header contradicts the recipe's architecture (a Gemma GGUF planned
+    as GLM-5.2): its tensors would be counted as the recipe's model."""
+    clash = [
+        f"{k} {getattr(arch, k):,} (recipe) against {meta[k]:,} (checkpoint)"
+        for k in IDENTITY
+        if isinstance(meta.get(k), int) and isinstance(getattr(arch, k, None), int) and getattr(arch, k) != meta[k]
+    ]
+    if clash:
+        raise CookbookError(
+            f"--checkpoint {checkpoint}: not this recipe's model: " + "; ".join(clash),
+            help="pass the checkpoint the recipe serves, or plan the recipe for that model",
+            exit_code=BAD_INPUT,
+        )
+
+
 def load_checkpoint(path: Path, geom_arch):
     """(weights, file geometry) from a GGUF file, a safetensors file, or a folder of shards."""
     from cookbook.convert.safetensors_io import read_header
@@ -315,6 +336,15 @@ def load_checkpoint(path: Path, geom_arch):
             path = files[0]
     else:
         files = [path]
+    try:  # a FIFO or device would block the header read forever: inputs are regular files
+        for f in files if path.is_dir() else [path]:
+            check_regular(f)
+    except OSError as e:
+        raise CookbookError(
+            f"--checkpoint {e.filename}: {e.strerror}",
+            help="pass a .gguf file, a .safetensors file or a folder of them",
+            exit_code=BAD_INPUT,
+        ) from None
     if path.is_file() and path.suffix == ".gguf" or _is_gguf(path):
         g = read_gguf(path, decode_arrays=True, check_data=True)
         meta = G.gguf_meta(g)
@@ -323,11 +353,14 @@ def load_checkpoint(path: Path, geom_arch):
     tables = [read_header(f)[0] for f in files]
     meta = {}
     cfg = (files[0].parent / "config.json") if files else None
-    if cfg and cfg.is_file():
+    if cfg and cfg.exists():
         try:
-            meta = G.safetensors_config_meta(json.loads(cfg.read_text(encoding="utf-8")))
+            config = loads_json(read_regular(cfg, 16 << 20), what="config.json")
+            if not isinstance(config, dict):
+                raise ValueError("not a JSON object")
+            meta = G.safetensors_config_meta(config)
             meta["sources"] = [f"{cfg}"]
-        except (ValueError, UnicodeDecodeError) as e:
+        except (ValueError, OSError) as e:
             raise CookbookError(
                 f"{cfg}: not a JSON config ({e})",
                 help="fix or remove the config.json beside the checkpoint",
@@ -390,6 +423,7 @@ def make_plan(
     arch = r.model.architecture
     if checkpoint:
         weights, meta = load_checkpoint(Path(checkpoint), arch)
+        _same_model(checkpoint, arch, meta)
         geom = G.from_recipe(arch, meta)
     else:
         geom = G.from_recipe(arch, G.safetensors_config_meta(config) if config else None)
