@@ -287,7 +287,9 @@ def compact_cmd(bundle):
     if not (bundle / MANIFEST).is_file():
         raise CookbookError(f"{bundle}: no {MANIFEST}, so not a finished evidence bundle")
     for rel in compact_leftovers(bundle):
-        click.echo(f"{rel}: removed, left by an interrupted compact (its content is in the other form)")
+        click.echo(
+            f"{rel}: removed, left by an interrupted compact (its content is in the other form, or it was a temporary)"
+        )
     problems = check_manifest(bundle)
     if problems:  # never re-seal a bundle whose files no longer match what the run wrote
         raise CookbookError(f"{bundle}: refused, its files do not match its manifest: " + "; ".join(problems))
