@@ -79,3 +79,13 @@ def test_names_lists_the_keys_a_rule_reads():
         "hardware.gpus",
         "env.X",
     ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["len(a) > 3", "-b == 1", "not -b", "len(a) == len(b) + len(a)"],
+)
+def test_a_rule_that_does_not_fit_its_values_is_one_expr_error(text):
+    """Issue 64, item 10: len() of a number or the negation of text was a TypeError traceback."""
+    with pytest.raises(expr.ExprError, match="cannot evaluate"):
+        expr.evaluate(text, {"a": 8192, "b": "gemma"})
