@@ -57,3 +57,18 @@ def test_another_models_checkpoint_is_refused(gemma_gguf):
     assert "not this recipe's model: attention_heads 64 (recipe) against 4 (checkpoint)" in res.output
     ok = CliRunner().invoke(main, ["plan", "gemma3-270m-cpu", "--checkpoint", str(gemma_gguf)])
     assert ok.exit_code == 0, ok.output
+
+
+def test_a_config_with_numbers_past_int64_is_read_as_absent(tmp_path):
+    """Issue 64, item 10: a 400-digit hidden_size overflowed the plan's float arithmetic (OverflowError)."""
+    import json
+
+    import numpy as np
+    from safetensors.numpy import save_file
+
+    save_file({"model.embed_tokens.weight": np.zeros((4, 4), dtype=np.float32)}, str(tmp_path / "model.safetensors"))
+    big = {"hidden_size": 10**400, "num_hidden_layers": 10**300, "vocab_size": 2**70, "num_attention_heads": 4}
+    (tmp_path / "config.json").write_text(json.dumps(big))
+    res = CliRunner().invoke(main, ["plan", "gemma3-270m-cpu", "--checkpoint", str(tmp_path)])
+    assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
+    assert "Traceback" not in res.output and res.exit_code in (0, 2), res.output
