@@ -31,9 +31,9 @@ import math
 from pathlib import Path
 from typing import Any
 
-from cookbook.versions import same_release
 from cookbook.gates.server_reported import CACHE_INFO, METRICS, MODELS, cache_labels, reported
 from cookbook.recipe.flags import catalogue
+from cookbook.versions import same_release
 
 LABEL_OF = {"kv_cache_dtype": "cache_dtype"}  # serve flag -> its cache_config_info label, where the names differ
 
