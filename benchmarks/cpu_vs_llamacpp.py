@@ -83,7 +83,7 @@ from cookbook.recipe.model import Setting
 from cookbook.recipe.paths import repo_root
 from cookbook.recipe.resolve import resolve
 from cookbook.serving import local
-from cookbook.untrusted import printable, read_regular
+from cookbook.untrusted import loads_json, printable, read_regular
 
 KEEP_FOR_DEFAULTS = ("served_model_name", "host", "port", "max_model_len")
 # The recipe's env a defaults server keeps: where things are and how much memory the KV cache may
@@ -431,6 +431,13 @@ def main() -> None:
     if args.resume:
         if not (args.resume / "round-1").is_dir():
             sys.exit(f"error: --resume {args.resume}: no round-1/ there; give the --out folder of the run to finish")
+        # A round folder that is a link (round-1 -> /etc) would be read from and written into where it points.
+        for entry in sorted(args.resume.glob("round-*")):
+            if entry.is_symlink() or not entry.resolve().is_relative_to(args.resume.resolve()):
+                sys.exit(
+                    f"error: --resume {printable(args.resume)}: {printable(entry.name)} is a link out of the folder; "
+                    "a run writes its rounds as folders: remove the link and resume again"
+                )
         out = args.resume
     out.mkdir(parents=True, exist_ok=True)
     model = str(recipe.recipe.serve.arg("served_model_name"))
@@ -622,7 +629,7 @@ def read_saved(path: Path, kind: type):
     """A JSON file a run being resumed saved (a folder the user names, maybe in /tmp): a regular file
     of at most SAVED_LIMIT bytes holding a `kind`; else one message and exit."""
     try:
-        doc = json.loads(read_regular(path, SAVED_LIMIT))
+        doc = loads_json(read_regular(path, SAVED_LIMIT), what=path.name, max_bytes=SAVED_LIMIT)
     except (OSError, ValueError) as e:
         sys.exit(
             f"error: --resume: {printable(path)}: cannot be read as JSON ({printable(e)}); "

@@ -11,6 +11,7 @@ Imports nothing of the cookbook, so every layer (cookbook.gguf, cookbook.convert
   and directories are refused before anything blocks or reads forever).
 - `inside(root, rel)`: a path a file names, resolved, only if it stays inside `root`.
 - `http_url_problem(url)`: why a server base URL given by a user cannot be used.
+- `loads_json(text)`: the one bounded reader of untrusted JSON (size, depth, digits; one ValueError).
 """
 
 from __future__ import annotations
@@ -179,3 +180,38 @@ def http_url_problem(url) -> str | None:
     if not parts.hostname:
         return "names no host"
     return None
+
+
+JSON_MAX_DEPTH = 64  # nesting of objects and arrays; no file or answer the cookbook reads comes near it
+
+
+def loads_json(text, *, what: str = "the JSON", max_bytes: int = 64 << 20, max_depth: int = JSON_MAX_DEPTH):
+    """The one reader of untrusted JSON (bundle files, server answers, saved measurements, JSON given
+    as a setting): the value, or ValueError in one line for text that is too large, not UTF-8, not
+    JSON, nested deeper than `max_depth` (checked after parsing without recursion, so no reader
+    after it recurses to death), or holding an integer past Python's digit limit."""
+    if isinstance(text, (bytes, bytearray)):
+        if len(text) > max_bytes:
+            raise ValueError(f"{what} is {len(text):,} bytes, more than the {max_bytes:,} allowed")
+        try:
+            text = bytes(text).decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise ValueError(f"{what} is not UTF-8 ({e.reason} at byte {e.start})") from None
+    elif len(text) > max_bytes:
+        raise ValueError(f"{what} is {len(text):,} characters, more than the {max_bytes:,} allowed")
+    import json
+
+    try:
+        value = json.loads(text)
+    except RecursionError:
+        raise ValueError(f"{what} nests more than {max_depth} levels deep") from None
+    except ValueError as e:  # JSONDecodeError, and the integer-string limit (a 5,000-digit number)
+        raise ValueError(f"{what} is not JSON a reader can take ({str(e).splitlines()[0][:200]})") from None
+    stack = [(value, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, (dict, list)):
+            if depth > max_depth:
+                raise ValueError(f"{what} nests more than {max_depth} levels deep")
+            stack.extend((v, depth + 1) for v in (node.values() if isinstance(node, dict) else node))
+    return value

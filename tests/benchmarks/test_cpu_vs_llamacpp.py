@@ -215,3 +215,29 @@ def test_a_resumed_run_refuses_what_is_not_a_regular_file_where_a_measurement_wo
         bench.read_saved(dangling, dict)
     assert "cannot be read as JSON" in str(e.value)
     assert not (tmp_path / "gone.json").exists()
+
+
+def test_resume_refuses_a_round_folder_that_links_out(tmp_path):
+    """Issue 64, item 10: --resume followed a round-1 linking to /etc, reading and writing there."""
+    import subprocess
+    import sys
+
+    (tmp_path / "round-1").symlink_to("/etc")
+    run = subprocess.run(
+        [sys.executable, str(benchmark_scripts.path("cpu_vs_llamacpp")), "--resume", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=benchmark_scripts.env("cpu_vs_llamacpp"),
+    )
+    assert run.returncode != 0 and "round-1 is a link out of the folder" in run.stderr, run.stderr
+    assert "Traceback" not in run.stderr
+
+
+def test_a_deeply_nested_saved_measurement_is_one_message(bench, tmp_path):
+    """Issue 64, item 10: read_saved recursed to death on deeply nested JSON."""
+    deep = tmp_path / "load-prose-quiet-c4.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(SystemExit) as e:
+        bench.read_saved(deep, list)
+    assert "cannot be read as JSON" in str(e.value) and "nests more than" in str(e.value)

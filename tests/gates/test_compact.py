@@ -30,9 +30,15 @@ def plain_bundle(tmp_path):
     return dst
 
 
+# The committed bundle predates the recipe hash covering the chat template (issue 64, item 4): until
+# the H200 runs the gates again, its one refusal is the hash; compaction must change nothing else.
+NOW_STALE = "the recipe is now"
+
+
 def test_compacted_bundle_rechecks_the_same(plain_bundle):
     resolved = resolve(SLUG)
-    assert recheck(resolved, plain_bundle) == []
+    before = recheck(resolved, plain_bundle)
+    assert all(NOW_STALE in r for r in before), before
     records = recorded.transcript(plain_bundle, "speed")
     sizes = compact(plain_bundle)
     assert {name for name, _, _ in sizes} >= {"transcripts/speed.jsonl", "transcripts/needles.jsonl"}
@@ -41,7 +47,7 @@ def test_compacted_bundle_rechecks_the_same(plain_bundle):
     assert not list((plain_bundle / "transcripts").glob("*.jsonl"))
     assert check_manifest(plain_bundle) == []
     assert recorded.transcript(plain_bundle, "speed") == records
-    assert recheck(resolved, plain_bundle) == []  # every gate recomputed from the .gz transcripts
+    assert recheck(resolved, plain_bundle) == before  # every gate recomputed from the .gz transcripts
 
 
 def test_compaction_is_deterministic(plain_bundle, tmp_path):

@@ -145,3 +145,19 @@ def test_a_real_kill_mid_compact_is_recovered(plain, tmp_path):
     r = _cli_compact(plain)
     assert r.returncode == 0, r.stderr
     _finished(plain, originals)
+
+
+def test_a_compact_killed_mid_gzip_resumes(plain):
+    """Issue 64, item 3: a compact killed inside the gzip of a large transcript leaves the atomic
+    writer's hidden temporary (.greedy.jsonl.gz.PID.XXXXXXXX.tmp). The next compact removes it (its
+    writer is gone) and finishes; verify's manifest check says what it is meanwhile."""
+    originals = _originals(plain)
+    dead = 4_000_000  # above any PID this machine hands out (pid_max is at most 4,194,304; none lives there)
+    leftover = plain / "transcripts" / f".greedy.jsonl.gz.{dead}.k1ll3d00.tmp"
+    leftover.write_bytes(gzip.compress(b'{"i": 0')[:20])  # cut short, as a kill leaves it
+    problems = check_manifest(plain)
+    assert any("writer's temporary" in p and "gates compact" in p for p in problems), problems
+    run = _cli_compact(plain)
+    assert run.returncode == 0, run.stderr
+    assert not leftover.exists()
+    _finished(plain, originals)

@@ -8,6 +8,7 @@ temperature 0), and a needle near the end of the served window. The vision gate 
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import shutil
 
 import pytest
@@ -56,7 +57,8 @@ def test_golden_recorded_then_matched_on_the_cpu_server(cpu_server, tmp_path):
     assert first["fault"] == "cannot_run" and (tmp_path / "record" / "golden.json").is_file()
     (tmp_path / "data" / "golden").mkdir(parents=True)
     shutil.copy(tmp_path / "record" / "golden.json", tmp_path / "data" / "golden" / "gemma.json")
-    g = run_one(cpu_server, tmp_path, "golden", cfg)
+    digest = hashlib.sha256((tmp_path / "record" / "golden.json").read_bytes()).hexdigest()
+    g = run_one(cpu_server, tmp_path, "golden", {**cfg, "golden_sha256": f"sha256:{digest}"})
     assert g["status"] == "passed", g["reason"]
     assert g["measured"]["positions"] == 511
 

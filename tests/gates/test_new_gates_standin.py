@@ -7,6 +7,7 @@ counts chunks, a golden that differs. Every run's figures are recomputed from it
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
 import shutil
 
@@ -183,24 +184,33 @@ def test_decode_judges_the_prefix_cache_speedup_standin(tmp_path):
 GOLDEN = {"length_tokens": 400, "golden": "standin.json"}
 
 
-def _recorded_golden(tmp_path):
-    """A golden recorded on the good stand-in, copied where the gate reads it."""
+def _recorded_golden(tmp_path) -> dict:
+    """A golden recorded on the good stand-in, copied where the gate reads it; the gate config that pins it."""
     first = run_gate(tmp_path, "golden", GOLDEN, out="record", fault="cannot_run")
     assert first["status"] == "failed" and "no recorded golden" in first["reason"]
     (tmp_path / "data" / "golden").mkdir(parents=True)
     shutil.copy(tmp_path / "record" / "golden.json", tmp_path / "data" / "golden" / "standin.json")
+    digest = hashlib.sha256((tmp_path / "record" / "golden.json").read_bytes()).hexdigest()
+    return {**GOLDEN, "golden_sha256": f"sha256:{digest}"}
 
 
 def test_golden_agrees_with_a_golden_of_the_same_server_standin(tmp_path):
-    _recorded_golden(tmp_path)
-    g = run_gate(tmp_path, "golden", GOLDEN)
+    g = run_gate(tmp_path, "golden", _recorded_golden(tmp_path))
     assert g["status"] == "passed", g["reason"]
     assert g["measured"]["top1_agreement"] == 1.0 and g["measured"]["positions"] == 399
 
 
-def test_golden_fails_against_a_server_that_differs_standin(tmp_path):
+def test_an_unpinned_golden_cannot_pass_even_when_it_agrees_standin(tmp_path):
+    """Issue 64, item 5: without golden_sha256 the golden is the runner's word (here, recorded from
+    the very server under test), so agreement proves nothing."""
     _recorded_golden(tmp_path)
-    g = run_gate(tmp_path, "golden", GOLDEN, breaks=["wrong_golden"])
+    g = run_gate(tmp_path, "golden", GOLDEN)
+    assert g["measured"]["top1_agreement"] == 1.0
+    assert g["status"] == "failed" and "pins no gates.golden.golden_sha256" in g["reason"], g["reason"]
+
+
+def test_golden_fails_against_a_server_that_differs_standin(tmp_path):
+    g = run_gate(tmp_path, "golden", _recorded_golden(tmp_path), breaks=["wrong_golden"])
     assert g["status"] == "failed"
     assert "top1_agreement 0.9" in g["reason"] and "mean_abs_logprob_diff 0.3" in g["reason"]
 

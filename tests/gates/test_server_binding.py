@@ -74,3 +74,81 @@ def test_a_results_claim_of_the_server_that_its_files_do_not_bear_is_refused(gen
     write_manifest(genuine)
     reasons = recheck(resolve(evidence_bundles.SLUG), genuine)
     assert any("server_reported differs" in r for r in reasons), reasons
+
+
+# ---- issue 64, items 6 and 7 ----------------------------------------------------------------------
+
+
+def relabel_recipe(bundle, edit) -> list[str]:
+    """As relabel(), for an edit anywhere in the recipe (not only serve.args)."""
+    r = resolve(evidence_bundles.SLUG, check=False)
+    data = yaml.safe_load(r.path.read_text())
+    edit(data)
+    r.path.write_text(yaml.safe_dump(data, sort_keys=False))
+    r = resolve(evidence_bundles.SLUG, check=False)
+    (bundle / "recipe.resolved.json").write_text(json.dumps(r.recorded, indent=2, default=str) + "\n")
+    evidence_bundles.edit_results(bundle, lambda doc: doc.update(recipe_hash=r.content_hash))
+    write_manifest(bundle)
+    return recheck(r, bundle)
+
+
+@pytest.mark.parametrize("pin", ["0.3", "0", "0.32.0.1", "0.32.1", "0.32.0rc1"])
+def test_a_bundle_relabelled_for_another_engine_pin_is_refused(genuine, pin):
+    reasons = relabel_recipe(genuine, lambda d: d["image"]["engine"].update(version=pin))
+    assert any(f"the server reports vLLM 0.32.0 (/version), the recipe pins {pin}" in r for r in reasons), reasons
+
+
+def test_the_engine_version_is_compared_as_a_release():
+    from cookbook.versions import same_release
+
+    assert (
+        same_release("0.32.0", "0.32.0") and same_release("0.32.0", "0.32") and same_release("0.26.0+cu129", "0.26.0")
+    )
+    for reported, pinned in [
+        ("0.32.0", "0.3"),
+        ("0.32.0", "0"),
+        ("0.32.0", ""),
+        ("x", "0.32.0"),
+        ("0.32.0", "0.32.0.post1"),
+    ]:
+        assert not same_release(reported, pinned), (reported, pinned)
+
+
+@pytest.mark.parametrize(
+    "edit,why",
+    [
+        (lambda a: a.update(prefix_caching_hash_algo="xxhash"), "prefix_caching_hash_algo=sha256"),
+        (lambda a: a.update(num_gpu_blocks_override=64), "num_gpu_blocks_override=None"),
+        (lambda a: a.update(kv_sharing_fast_prefill=True), "kv_sharing_fast_prefill=False"),
+    ],
+)
+def test_every_flag_the_server_reports_is_compared(genuine, edit, why):
+    reasons = relabel(genuine, edit)
+    assert any(why in r for r in reasons), reasons
+
+
+@pytest.mark.parametrize(
+    "edit",
+    [lambda a: a.update(dtype={"value": "float32"}), lambda a: a.update(tool_call_parser={"value": "mistral"})],
+    ids=["dtype", "tool_call_parser"],
+)
+def test_settings_the_server_cannot_report_are_the_listed_limit(genuine, edit):
+    assert relabel(genuine, edit) == []  # the documented limit: vLLM reports neither
+
+
+@pytest.mark.parametrize("slug", ["gemma3-270m-cpu", "gemma3-270m-cpu-avx2", "gemma3-270m-h200"])
+def test_every_serve_flag_of_a_verified_recipe_is_compared_or_listed_as_unreported(slug):
+    from pathlib import Path
+
+    from cookbook.evidence.server_config import reported_flags
+    from cookbook.gates.server_reported import cache_labels
+
+    repo = Path(__file__).resolve().parents[2]
+    labels = cache_labels(repo / "recipes" / "gemma3-270m-cpu" / "evidence" / evidence_bundles.RUN)
+    compared = set(reported_flags(labels)) | {"max_model_len", "speculative_config", "served_model_name"}
+    readme = (repo / "gates" / "README.md").read_text()
+    limits = readme[readme.index("**What still cannot be detected**") :]
+    r = resolve(slug, check=False)
+    for key, setting in r.recipe.serve.args.items():
+        if setting is not None and setting.value is not None and key not in compared:
+            assert f"`{key}`" in limits, f"{slug}: serve.args.{key} is neither compared nor listed in gates/README.md"

@@ -81,3 +81,21 @@ def test_an_interrupted_suite_records_the_running_gate_as_failed(stalling_server
     doc = json.loads((out / "results.json").read_text())
     assert doc["complete"] is False and doc["fault"] == "interrupted"
     assert doc["gates"]["greedy"]["status"] == "failed" and doc["gates"]["greedy"]["fault"] == "interrupted"
+
+
+def test_after_a_gate_times_out_a_stalled_engine_stops_the_suite(stalling_server, tmp_path, monkeypatch):
+    """Issue 64, item 11: a server whose /v1/models answers but whose completions stall. Without the
+    stall probe every later gate waited out its own request timeout (600 s each by default); now
+    one gate times out, a 1-token completion gets no answer, and the rest are not run."""
+    from cookbook.gates import runner
+
+    monkeypatch.setattr(runner, "STALL_PROBE_S", 1.0)
+    t0 = time.monotonic()
+    cfg = _cfg(stalling_server, tmp_path / "b")
+    cfg.request_timeout_s = 2
+    bundle = asyncio.run(run_suite(cfg))
+    gates = bundle.doc["gates"]
+    assert gates["greedy"]["fault"] == "request_timeout", gates["greedy"]
+    assert gates["logprobs"]["fault"] == "server_stalled" and "not run" in gates["logprobs"]["reason"], gates
+    assert bundle.doc["fault"] == "server_stalled"
+    assert time.monotonic() - t0 < 8  # the timed-out gate (2 s) and the probe (1 s), not a second gate

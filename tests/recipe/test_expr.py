@@ -100,3 +100,13 @@ def test_version_of_a_missing_key_is_missing_and_of_junk_refused():
     with pytest.raises(expr.ExprError, match="only defined"):
         expr.parse("version('1', '2')")
     assert expr.evaluate("version('0.100.0') > version('0.27.1')", {}) is True
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["len(a) > 3", "-b == 1", "not -b", "len(a) == len(b) + len(a)"],
+)
+def test_a_rule_that_does_not_fit_its_values_is_one_expr_error(text):
+    """Issue 64, item 10: len() of a number or the negation of text was a TypeError traceback."""
+    with pytest.raises(expr.ExprError, match="cannot evaluate"):
+        expr.evaluate(text, {"a": 8192, "b": "gemma"})

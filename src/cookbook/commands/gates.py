@@ -27,7 +27,7 @@ def _resolve(recipe: str, action: str):
     return resolve_or_refuse(recipe, None, (), action)
 
 
-def _finite(param, value):
+def finite(param, value):
     """click's FloatRange lets nan through (every comparison with it is false)."""
     if value is not None and not math.isfinite(value):
         raise click.BadParameter(f"{value} is not a number of seconds", param=param)
@@ -66,13 +66,13 @@ def _finite(param, value):
     default=REQUEST_TIMEOUT_S,
     show_default=True,
     type=click.FloatRange(min=0, min_open=True, max=86400),
-    callback=lambda ctx, param, v: _finite(param, v),
+    callback=lambda ctx, param, v: finite(param, v),
     help="Each request's total deadline.",
 )
 @click.option(
     "--suite-timeout-s",
     type=click.FloatRange(min=1, max=7 * 86400),
-    callback=lambda ctx, param, v: _finite(param, v),
+    callback=lambda ctx, param, v: finite(param, v),
     help="Deadline of the whole suite (default: the declared gates' timeout_s added up, plus 120 s).",
 )
 def run_cmd(recipe, **options):
@@ -291,7 +291,9 @@ def compact_cmd(bundle):
     if not (bundle / MANIFEST).is_file():
         raise CookbookError(f"{bundle}: no {MANIFEST}, so not a finished evidence bundle")
     for rel in compact_leftovers(bundle):
-        click.echo(f"{rel}: removed, left by an interrupted compact (its content is in the other form)")
+        click.echo(
+            f"{rel}: removed, left by an interrupted compact (its content is in the other form, or it was a temporary)"
+        )
     problems = check_manifest(bundle)
     if problems:  # never re-seal a bundle whose files no longer match what the run wrote
         raise CookbookError(f"{bundle}: refused, its files do not match its manifest: " + "; ".join(problems))

@@ -38,6 +38,12 @@ def plan_for(slug, quant, sets, **kw):
 
     action = f"cannot plan {slug}"
     as_written = resolve_or_refuse(slug, quant, sets, action) if kw.get("gpus") else None
+    if as_written is not None and (kw.get("platform") or as_written.recipe.hardware.platform) == "cpu":
+        raise CookbookError(
+            f"--gpus {kw['gpus']}: {slug} is planned on the cpu platform, which has no GPUs",
+            help="leave --gpus out, or plan on a GPU platform with --platform (e.g. --platform h200)",
+            exit_code=BAD_INPUT,
+        )
     extra = plan_sets(as_written, sets, kw.get("gpus"), kw.get("ctx"), kw.get("seqs"))
     return make_plan(resolve_or_refuse(slug, quant, extra, action), **kw)
 
@@ -65,7 +71,8 @@ def plan_for(slug, quant, sets, **kw):
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output (its schema: cookbook.plan.render).")
 def plan_cmd(slug, quant, sets, gpus, ctx, seqs, checkpoint, platform, device_mib, as_json):
     """Per GPU: weights by tensor group, KV bytes per token, reserves, the KV pool, and the
-    largest context and concurrency that fit. Refuses (exit 2, with the numbers) what does not fit.
+    largest context and concurrency that fit. Refuses (exit 2, naming the numbers that decide, before any
+    table) what does not fit.
 
     \b
       cookbook plan glm52-2                      # the recipe as written
@@ -87,13 +94,17 @@ def plan_cmd(slug, quant, sets, gpus, ctx, seqs, checkpoint, platform, device_mi
         platform=platform,
         device_mib=device_mib,
     )
-    if p.fits or not as_json:  # with --json a refusal is one document: the error object, the plan in it
+    # A plan that does not fit is refused before its table (no negative pool or "-9 fit at once" is
+    # printed as a figure); with --json the refusal is one document, the error object with the plan in it.
+    if p.fits:
         click.echo(json.dumps(to_json(p), indent=2) if as_json else as_text(p).rstrip())
     if not p.fits:
         raise CookbookError(
             f"{slug}" + (f" --quant {p.quant}" if p.quant else "") + " does not fit: " + "; ".join(p.refusals),
             help=(
-                f"--ctx {p.max_ctx_at_seqs} fits {p.setup.max_num_seqs} sequence(s); or fewer --seqs, more --gpus"
+                "a smaller --set env.VLLM_CPU_KVCACHE_SPACE (GiB), or a host with more memory"
+                if p.setup.platform == "cpu"
+                else f"--ctx {p.max_ctx_at_seqs} fits {p.setup.max_num_seqs} sequence(s); or fewer --seqs, more --gpus"
                 if p.max_ctx_at_seqs
                 else "a smaller quant or more --gpus"
             ),

@@ -207,7 +207,10 @@ def show_cmd(slug, quant, sets, as_json):
     from cookbook.shown_status import shown_status
 
     as_written = resolve(resolved.path.parent.name, check=False)  # the status is the recipe's as written
-    click.echo(render_show(resolved, shown_status(as_written, verified_status(resolved.path))), nl=False)
+    status = shown_status(as_written, verified_status(resolved.path))
+    if resolved.content_hash != as_written.content_hash:  # --set/--quant made a configuration never verified
+        status = f"unverified (this --set/--quant configuration; the recipe as written is {status})"
+    click.echo(render_show(resolved, status), nl=False)
 
 
 @click.command("launch")

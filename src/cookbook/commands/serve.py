@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 
+from cookbook.commands.gates import finite
 from cookbook.commands.recipes import quant_option, resolve_or_refuse, set_option
 from cookbook.errors import FAILED, INTERRUPTED, CookbookError
 from cookbook.recipe import paths
@@ -27,7 +28,14 @@ from cookbook.recipe import paths
     "`cookbook gates run` decides). Built-in gate data needs none.",
 )
 @click.option("--out", type=click.Path(path_type=Path), help="Evidence bundle folder (default runs/<slug>-<time>).")
-@click.option("--ready-timeout-s", default=900.0, show_default=True, help="How long to wait for the server.")
+@click.option(
+    "--ready-timeout-s",
+    default=900.0,
+    show_default=True,
+    type=click.FloatRange(min=1, max=7 * 86400),
+    callback=lambda ctx, param, v: finite(param, v),
+    help="How long to wait for the server.",
+)
 @click.option(
     "--calibrate",
     is_flag=True,

@@ -3,6 +3,7 @@ no file or link that it does not list. A bundle without a manifest cannot be che
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from cookbook.gates.bundle import MANIFEST, MANIFEST_FORMAT, bundle_files, sha256_file
@@ -39,5 +40,8 @@ def check_manifest(root: Path) -> list[str]:
             out.append(f"{rel} differs from {MANIFEST} (edited after the run: size or sha256 changed)")
     for rel in sorted(present - set(files)):
         kind = "a link" if (root / rel).is_symlink() else "a file"
-        out.append(f"{rel} is {kind} in the bundle that {MANIFEST} does not list (added after the run)")
+        hint = ""
+        if re.fullmatch(r"(?:.*/)?\.[^/]+\.[0-9]+\.[A-Za-z0-9_]{6,}\.tmp", rel):
+            hint = "; it is a writer's temporary: `cookbook gates compact BUNDLE` removes one left by a killed run"
+        out.append(f"{rel} is {kind} in the bundle that {MANIFEST} does not list (added after the run){hint}")
     return out

@@ -10,19 +10,19 @@ genuine bundle relabelled for an edited recipe (recipe.resolved.json replaced, r
 manifest rewritten) is refused when the edit touches any of:
 
     serve.args.max_model_len                          /v1/models max_model_len of the served name
-    serve.args.block_size                             cache_config_info block_size
-    serve.args.kv_cache_dtype                         cache_config_info cache_dtype
-    serve.args.gpu_memory_utilization                 cache_config_info gpu_memory_utilization
-    serve.args.enable_prefix_caching                  cache_config_info enable_prefix_caching
-    serve.args.kv_cache_memory_bytes                  cache_config_info kv_cache_memory_bytes
+    every serve.args flag that is a cache_config_info label (kv_cache_dtype as cache_dtype):
+      block_size, kv_cache_dtype, gpu_memory_utilization, enable_prefix_caching,
+      kv_cache_memory_bytes, num_gpu_blocks_override, prefix_caching_hash_algo,
+      kv_offloading_backend, kv_offloading_size, kv_sharing_fast_prefill, the mamba cache flags, ...
     serve.args.speculative_config (on/off, and its num_speculative_tokens)
                                                       vllm:spec_decode_num_accepted_tokens_per_pos positions
-    image.engine.version                              /version (the version the engine reports begins with it)
+    image.engine.version                              /version, the same release (cookbook.versions.same_release)
 
-What it cannot detect (gates/README.md says so too): settings the server does not report,
-such as max_num_seqs, max_num_batched_tokens, tensor or data parallel sizes, compilation and
-environment variables; and a server that reports another configuration than it runs, or a
-bundle forged consistently from scratch (these files rewritten to match).
+What it cannot detect (gates/README.md lists them): settings the server does not report, such as
+dtype, tool_call_parser, chat_template, max_num_seqs, max_num_batched_tokens, tensor or data
+parallel sizes, compilation and environment variables; and a server that reports another
+configuration than it runs, or a bundle forged consistently from scratch (these files rewritten
+to match).
 """
 
 from __future__ import annotations
@@ -31,7 +31,17 @@ import math
 from pathlib import Path
 from typing import Any
 
-from cookbook.gates.server_reported import CACHE_INFO, CACHE_LABELS, METRICS, MODELS, reported
+from cookbook.gates.server_reported import CACHE_INFO, METRICS, MODELS, cache_labels, reported
+from cookbook.recipe.flags import catalogue
+from cookbook.versions import same_release
+
+LABEL_OF = {"kv_cache_dtype": "cache_dtype"}  # serve flag -> its cache_config_info label, where the names differ
+
+
+def reported_flags(labels: dict[str, str]) -> dict[str, str]:
+    """{serve flag: the label reporting it} for every vLLM serve flag cache_config_info reports."""
+    flags = catalogue()
+    return {k: LABEL_OF.get(k, k) for k in flags if LABEL_OF.get(k, k) in labels}
 
 
 def _same(want: Any, got: str | None) -> bool:
@@ -65,14 +75,14 @@ def check_server(root: Path, doc: dict, resolved, served: str) -> list[str]:
         out.append(
             f"the server served max_model_len {got.get('max_model_len')} (/v1/models), the recipe sets {want_len}"
         )
-    cache = got.get("cache_config")
-    if cache is None:
+    labels = cache_labels(root)
+    if labels is None:
         out.append(f"{METRICS} holds no {CACHE_INFO}, so the server's cache configuration cannot be checked")
     else:
-        for key, label in CACHE_LABELS.items():
+        for key, label in reported_flags(labels).items():
             want = serve.arg(key)
-            if want is not None and not _same(want, cache.get(label)):
-                out.append(f"the server ran {label}={cache.get(label)} ({CACHE_INFO}), the recipe sets {key} {want}")
+            if want is not None and not _same(want, labels.get(label)):
+                out.append(f"the server ran {label}={labels.get(label)} ({CACHE_INFO}), the recipe sets {key} {want}")
     spec = serve.arg("speculative_config")
     k = spec.get("num_speculative_tokens") if isinstance(spec, dict) else None
     positions = got.get("spec_positions") or 0
@@ -85,6 +95,6 @@ def check_server(root: Path, doc: dict, resolved, served: str) -> list[str]:
     engine = resolved.recipe.image.engine
     pinned = getattr(engine, "version", None) if engine is not None else None
     version = got.get("version")
-    if pinned and isinstance(version, str) and not version.startswith(str(pinned)):
+    if pinned and isinstance(version, str) and not same_release(version, pinned):
         out.append(f"the server reports vLLM {version} (/version), the recipe pins {pinned}")
     return out

@@ -32,15 +32,21 @@ from cookbook.recipe import errors as E
 from cookbook.recipe import paths
 from cookbook.recipe.resolve import resolve
 from cookbook.recipe.verified import BUNDLE_MISSING, BUNDLE_REFUSED, UNVERIFIED, VERIFIED, block_status
+from cookbook.untrusted import inside, printable
 
 
 def bundle_path(ref: str) -> Path:
-    """A verified block's `bundle:`, relative to the checkout root (or the recipes folder's parent)."""
-    p = Path(ref)
-    if p.is_absolute():
-        return p
-    root = paths.repo_root() / p
-    return root if root.exists() else paths.recipes_dir().parent / p
+    """A verified block's `bundle:`, relative to the checkout root (or the recipes folder's parent).
+    ValueError for a path `gates verify` would never write: absolute, or leading out of the checkout
+    (`..`, a link), so a hand-written block cannot point at evidence the repository does not hold."""
+    try:
+        root = inside(paths.repo_root(), ref)
+    except ValueError as e:
+        raise ValueError(
+            f"the verified block's bundle {printable(str(ref)[:200])!r} {e}; `gates verify` writes only paths "
+            "inside the repository"
+        ) from None
+    return root if root.exists() else inside(paths.recipes_dir().parent, ref)
 
 
 def bundle_problem(resolved) -> tuple[str, list[str]] | None:
@@ -49,7 +55,10 @@ def bundle_problem(resolved) -> tuple[str, list[str]] | None:
     block = resolved.recipe.verified
     if not block.bundle:
         return BUNDLE_MISSING, ["the verified block names no bundle"]
-    path = bundle_path(block.bundle)
+    try:
+        path = bundle_path(block.bundle)
+    except ValueError as e:
+        return BUNDLE_REFUSED, [str(e)]
     if not (path / RESULTS).is_file():
         return BUNDLE_MISSING, [f"the verified block's bundle {block.bundle} is not there"]
     try:

@@ -73,6 +73,8 @@ def parse(path: Path) -> Patch:
         text = path.read_text(encoding="utf-8")
     except OSError as e:
         raise PatchError(f"cannot read patch {path}: {e.strerror}") from None
+    except UnicodeDecodeError as e:
+        raise PatchError(f"patch {path} is not UTF-8 text (byte {e.start})") from None
     return parse_text(text, path)
 
 

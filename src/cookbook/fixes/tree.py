@@ -28,6 +28,7 @@ from cookbook.fixes.pack import (
     resolve_profile,
     set_hash,
 )
+from cookbook.untrusted import loads_json
 
 STATE_DIR = ".cookbook-fixes"
 STATE_FILE = "state.json"
@@ -68,7 +69,7 @@ def target_version(target: Path) -> str:
         )
     try:
         m = _VERSION_RE.search(vfile.read_text(encoding="utf-8"))
-    except OSError:
+    except (OSError, UnicodeDecodeError):  # missing, or not text: not a vllm package
         m = None
     if not m:
         raise FixError(
@@ -116,8 +117,8 @@ def _read_state(target: Path) -> dict | None:
     if not path.is_file():
         return None
     try:
-        state = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError:
+        state = loads_json(path.read_bytes(), what=STATE_FILE)
+    except (ValueError, OSError):
         raise FixError(
             f"{path} is corrupt\nhelp: reinstall the engine (scripts/setup-engine) to get a clean tree"
         ) from None
@@ -152,7 +153,7 @@ def _check_state_paths(state: object, target: Path, path: Path) -> None:
     originals lie inside the state dir. Anything else is refused, whole, before a write."""
     files = state.get("files") if isinstance(state, dict) else None
     if not isinstance(files, dict) or not all(
-        isinstance(rec, dict) and all(isinstance(rec.get(k), (str, type(None))) for k in ("before", "after"))
+        isinstance(rec, dict) and all(k in rec and isinstance(rec[k], (str, type(None))) for k in ("before", "after"))
         for rec in files.values()
     ):
         raise FixError(
@@ -235,7 +236,14 @@ def _stage(
                 else:
                     raw = src.read_bytes() if src.is_file() else None
                 originals[fp.path] = raw
-                staged[fp.path] = raw.decode("utf-8") if raw is not None else None
+                try:
+                    staged[fp.path] = raw.decode("utf-8") if raw is not None else None
+                except UnicodeDecodeError as e:
+                    errors.append(
+                        f"fix {fix.name}: {fp.path} is not UTF-8 text (byte {e.start}); not the pinned source"
+                    )
+                    staged[fp.path] = None
+                    continue
         results, upstream, failed = patchfile.sort_files(patch, staged)
         if upstream and not failed and not results:
             errors.append(

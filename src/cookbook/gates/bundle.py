@@ -23,7 +23,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from cookbook.files import atomic_file, atomic_write
+from cookbook.files import atomic_file, atomic_write, clean_leftovers
 from cookbook.gates.result import GateResult
 
 RESULTS = "results.json"
@@ -108,6 +108,12 @@ def compact_leftovers(root: Path) -> list[str]:
     except (OSError, ValueError, KeyError, TypeError, RecursionError):
         return []  # not a manifest compact can read: check_manifest says why
     removed = []
+    # A compact killed inside atomic_file leaves its hidden temporary (.NAME.PID.XXXXXXXX.tmp) beside
+    # the .gz or the manifest it was writing; a dead writer's is removed (files.clean_leftovers).
+    targets = {root / MANIFEST} | {root / f"{rel}.gz" for rel in listed if str(rel).endswith(".jsonl")}
+    targets |= {root / rel for rel in listed if str(rel).endswith(".jsonl.gz")}
+    for target in sorted(targets):
+        removed += [p.relative_to(root).as_posix() for p in clean_leftovers(target)]
     for gz in sorted((root / "transcripts").glob("*.jsonl.gz")):
         jl, rel_gz = gz.with_suffix(""), f"transcripts/{gz.name}"
         rel_jl = f"transcripts/{jl.name}"

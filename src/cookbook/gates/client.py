@@ -26,6 +26,8 @@ from typing import Any
 import aiohttp
 import httpx
 
+from cookbook.untrusted import loads_json
+
 
 class ServerDown(Exception):
     """The server cannot be reached or dropped the connection."""
@@ -181,7 +183,11 @@ class Server:
         return r.text
 
     async def get_json(self, path: str) -> Any:
-        return json.loads(await self.get_text(path))
+        text = await self.get_text(path)
+        try:
+            return loads_json(text, what=f"GET {path}'s answer")
+        except ValueError as e:  # a 200 that is not JSON (a proxy's page): a broken server, one line
+            raise ServerError(path, 200, str(e)) from None
 
     async def post(self, path: str, payload: dict, tag: str = "") -> dict:
         payload = {"model": self.model, **payload, **self.extra}

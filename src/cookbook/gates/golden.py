@@ -13,7 +13,9 @@ read the same ids; the golden records the ids' sha256 and a mismatch is a failur
 comparison. Every run writes its own figures as golden.json in the bundle (that file, copied
 to the data path's golden/ folder, is how a golden is recorded) and a copy of the reference it
 compared with as golden-reference.json (recompute reads it; verify checks it is the file whose
-sha256 the recipe pins in golden_sha256, when set).
+sha256 the recipe pins in golden_sha256). A recipe that pins no golden_sha256 cannot pass this
+gate: the golden would be whatever file the runner supplies, even one recorded from the server
+under test.
 """
 
 from __future__ import annotations
@@ -95,8 +97,18 @@ def verdict(measured: dict, items: list[dict], cfg: GoldenGate) -> list[tuple[bo
             f"mean_abs_logprob_diff {diff} > {cfg.max_mean_abs_logprob_diff} against the golden {cfg.golden}",
         ),
     ]
-    if cfg.golden_sha256 is not None:
-        got = measured.get("reference_sha256")
+    got = measured.get("reference_sha256")
+    if cfg.golden_sha256 is None:
+        # Unpinned, the golden is whatever file the runner supplies (even one recorded from the
+        # server under test), so agreeing with it proves nothing: the gate cannot pass.
+        checks.append(
+            (
+                False,
+                f"the recipe pins no gates.golden.golden_sha256, so the golden compared with ({got}) is only "
+                "the runner's word; record it on the reference server and pin its sha256 in the recipe",
+            )
+        )
+    else:
         checks.append(
             (got == cfg.golden_sha256, f"the golden compared with has {got}, the recipe pins {cfg.golden_sha256}")
         )

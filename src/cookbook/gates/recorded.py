@@ -16,16 +16,15 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from cookbook.untrusted import loads_json
+
 MAX_FILE_BYTES = 256 << 20  # a transcript or results.json larger than this is not a gate run's
 
 
 def read_json(path: Path) -> Any:
     if path.stat().st_size > MAX_FILE_BYTES:
         raise ValueError(f"{path.name} is over {MAX_FILE_BYTES >> 20} MiB")
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except RecursionError:  # thousands of nested brackets: a forgery, refused like any bad JSON
-        raise ValueError(f"{path.name} nests too deeply to be a bundle file") from None
+    return loads_json(path.read_bytes(), what=path.name, max_bytes=MAX_FILE_BYTES)
 
 
 def transcript(root: Path, gate: str) -> list[dict]:

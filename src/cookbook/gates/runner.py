@@ -41,7 +41,8 @@ class SuiteConfig:
 
 async def _probe(server: Server) -> list[dict]:
     body = await asyncio.wait_for(server.get_json("/v1/models"), timeout=15)
-    return body.get("data", []) if isinstance(body, dict) else []
+    data = body.get("data", []) if isinstance(body, dict) else []
+    return [m for m in data if isinstance(m, dict)] if isinstance(data, list) else []
 
 
 PREFLIGHT_TIMEOUT_S = 15.0
@@ -70,6 +71,22 @@ def unreachable(base_url: str, timeout_s: float = PREFLIGHT_TIMEOUT_S) -> str | 
 
 # Time for the preflight probes and snapshots around the gates, on top of their own limits.
 SUITE_SLACK_S = 120.0
+
+
+# After a gate timed out, one token must come back within this before the next gate runs: a server
+# whose API answers but whose engine stalls would otherwise hold every later gate to its full timeout.
+STALL_PROBE_S = 60.0
+
+
+async def _answers_a_token(server: Server) -> str | None:
+    """None when a 1-token completion comes back within STALL_PROBE_S; else why not. Sent outside
+    any transcript, so no gate's evidence holds it."""
+    body = {"model": server.model, "prompt": "Hello", "max_tokens": 1, "temperature": 0.0}
+    try:
+        r = await asyncio.wait_for(server._send("POST", "/v1/completions", json=body), timeout=STALL_PROBE_S)
+    except (ServerDown, RequestTimeout, asyncio.TimeoutError) as e:
+        return str(e) or f"no answer within {STALL_PROBE_S:g} s"
+    return None if r.status_code == 200 else f"HTTP {r.status_code}"
 
 
 class SuiteDeadline(Exception):
@@ -158,7 +175,7 @@ async def _run(cfg: SuiteConfig, declared: list[str], bundle: Bundle, server: Se
     except (ValueError, UnicodeDecodeError, OSError) as e:
         bundle.doc["server_reported"] = {"error": str(e)[:300]}
 
-    fault = None
+    fault, stalled_why = None, ""
     budget_s = cfg.suite_timeout_s or sum(getattr(cfg.spec, n).timeout_s for n in declared) + SUITE_SLACK_S
     deadline = time.monotonic() + budget_s
     for name in declared:
@@ -177,6 +194,19 @@ async def _run(cfg: SuiteConfig, declared: list[str], bundle: Bundle, server: Se
             except (ServerDown, ServerError, RequestTimeout, asyncio.TimeoutError):
                 _not_run(bundle, [name], "the server went down during an earlier gate", "server_down", echo)
                 continue
+        if fault == "timed_out":  # the last gate timed out: is the engine still answering at all?
+            why = await _answers_a_token(server)
+            fault = None if why is None else "server_stalled"
+            stalled_why = why
+        if fault == "server_stalled":
+            _not_run(
+                bundle,
+                [name],
+                f"the server stopped answering: after a gate timed out, a 1-token completion got no answer ({stalled_why})",
+                "server_stalled",
+                echo,
+            )
+            continue
         result = GateResult(name=name, thresholds={})
         server.transcript.close()
         server.transcript = Transcript(bundle.path(f"transcripts/{name}.jsonl"))
@@ -204,13 +234,13 @@ async def _run(cfg: SuiteConfig, declared: list[str], bundle: Bundle, server: Se
                 f"{len(result.items)} items kept"
             )
         except asyncio.TimeoutError:
-            result.status, result.fault = "failed", "timeout"
+            result.status, result.fault, fault = "failed", "timeout", "timed_out"
             result.reason = f"timed out after {gate_cfg.timeout_s:g} s (timeout_s); {len(result.items)} items kept"
         except ServerDown as e:
             result.status, result.fault, fault = "failed", "server_down", "server_down"
             result.reason = f"server connection lost: {e}"
         except RequestTimeout as e:
-            result.status, result.fault = "failed", "request_timeout"
+            result.status, result.fault, fault = "failed", "request_timeout", "timed_out"
             result.reason = f"{e} (--request-timeout-s); {len(result.items)} items kept"
         except GateFailure as e:
             result.status, result.fault, result.reason = "failed", "cannot_run", str(e)
@@ -227,7 +257,7 @@ async def _run(cfg: SuiteConfig, declared: list[str], bundle: Bundle, server: Se
         bundle.write_text("metrics-after.prom", await server.get_text("/metrics"))
     except (ServerDown, ServerError, RequestTimeout) as e:
         bundle.doc["metrics_after_error"] = str(e)
-    bundle.finish(fault=fault)
+    bundle.finish(fault=None if fault == "timed_out" else fault)
     return bundle
 
 

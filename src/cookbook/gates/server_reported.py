@@ -29,6 +29,15 @@ CACHE_LABELS = {
 }
 
 
+def cache_labels(root: Path) -> dict[str, str] | None:
+    """Every label of the first vllm:cache_config_info sample in metrics-before.prom (None when absent)."""
+    f = root / METRICS
+    if not f.is_file() or f.stat().st_size > MAX_FILE_BYTES:
+        return None
+    info = [labels for name, labels, _ in parse(f.read_text(encoding="utf-8", errors="replace")) if name == CACHE_INFO]
+    return dict(info[0]) if info else None
+
+
 def reported(root: Path, served: str) -> dict[str, Any]:
     """What the server reported of itself, from the bundle's files (ValueError when one is unreadable)."""
     out: dict[str, Any] = {}

@@ -31,6 +31,7 @@ import email.parser
 import hashlib
 import io
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -46,6 +47,7 @@ import yaml
 from cookbook.errors import BAD_INPUT, FAILED, CookbookError
 from cookbook.files import atomic_dir, repo_root
 from cookbook.offline import lock as lockfile
+from cookbook.untrusted import loads_json, read_regular
 
 SPEC_NAME = "offline.yaml"
 
@@ -374,6 +376,33 @@ def split(payload: Path, out_dir: Path, piece_bytes: int) -> dict:
 PIECE_FILE = re.compile(r"piece-[0-9]{2,6}")
 
 
+def _not_an_earlier_pack(out: Path) -> list[str]:
+    """What in `out` an earlier pack did not write, judged by content as well as names: pieces.json
+    must be a regular file holding a pack's index, and each piece-NN a regular file it lists, of the
+    size it records (a user's folder named piece-01 or pieces.json is not a pack's)."""
+    entries = sorted(os.scandir(out), key=lambda e: e.name)
+    index = next((e for e in entries if e.name == "pieces.json"), None)
+    listed: dict[str, int] | None = None  # None: no pack index there
+    if index is not None and index.is_file(follow_symlinks=False):
+        try:
+            doc = loads_json(read_regular(index.path, 1 << 20), what="pieces.json")
+            listed = {p["name"]: p["size"] for p in doc["pieces"]}
+            if not all(isinstance(n, str) and isinstance(z, int) for n, z in listed.items()):
+                raise TypeError
+        except (ValueError, OSError, KeyError, TypeError):
+            listed = None
+    foreign = []
+    for e in entries:
+        if e.name == "pieces.json":
+            if not e.is_file(follow_symlinks=False) or listed is None:
+                foreign.append(e.name)
+        elif not PIECE_FILE.fullmatch(e.name) or not e.is_file(follow_symlinks=False):
+            foreign.append(e.name)
+        elif (listed or {}).get(e.name) != e.stat(follow_symlinks=False).st_size:
+            foreign.append(e.name)
+    return foreign
+
+
 def check_out(out: Path, force: bool) -> None:
     """`--out` must be absent, empty, or a folder only an earlier pack filled (pieces.json and
     piece-NN files); anything else is replaced only with --force. Checked before the first download
@@ -390,7 +419,7 @@ def check_out(out: Path, force: bool) -> None:
             help="name a folder for the pieces (it is created)",
             exit_code=BAD_INPUT,
         )
-    foreign = sorted(e.name for e in out.iterdir() if e.name != "pieces.json" and not PIECE_FILE.fullmatch(e.name))
+    foreign = _not_an_earlier_pack(out)
     if foreign and not force:
         shown = ", ".join(foreign[:3]) + (f" and {len(foreign) - 3} more" if len(foreign) > 3 else "")
         raise CookbookError(

@@ -14,6 +14,7 @@ from cookbook.plan import concurrency as C
 from cookbook.plan import geometry as G
 from cookbook.plan import kv as K
 from cookbook.plan import weights as W
+from cookbook.untrusted import check_regular, loads_json, read_regular
 
 GIB = 2**30
 MIB = 2**20
@@ -226,11 +227,11 @@ def _async_scheduling(resolved, spec: dict | None) -> bool:
 
 def setup_for(resolved, *, gpus=None, ctx=None, seqs=None, platform=None, device_mib=None) -> Setup:
     r = resolved.recipe
-    plat_id = platform or r.hardware.platform
+    plat_id = r.hardware.platform if platform is None else platform  # '' is a platform asked for, and refused
     plat = platforms.CATALOGUE.get(plat_id)
     if plat is None:
         raise CookbookError(
-            f"--platform {plat_id}: not in the platform catalogue",
+            f"--platform {plat_id!r}: not in the platform catalogue",
             help="one of: " + ", ".join(sorted(platforms.CATALOGUE)),
             exit_code=BAD_INPUT,
         )
@@ -297,6 +298,26 @@ def _ep_kv_cut(r, expert_parallel: bool) -> int:
     return int(cut * GIB) if cut and expert_parallel else 0
 
 
+# What every checkpoint of one model shares (layers do not: architecture-faithful test checkpoints cut them).
+IDENTITY = ("attention_heads", "hidden_size", "vocab_size")
+
+
+def _same_model(checkpoint, arch, meta: dict) -> None:
+    """Refuse a checkpoint whose header contradicts the recipe's architecture (a Gemma GGUF planned
+    as GLM-5.2): its tensors would be counted as the recipe's model."""
+    clash = [
+        f"{k} {getattr(arch, k):,} (recipe) against {meta[k]:,} (checkpoint)"
+        for k in IDENTITY
+        if isinstance(meta.get(k), int) and isinstance(getattr(arch, k, None), int) and getattr(arch, k) != meta[k]
+    ]
+    if clash:
+        raise CookbookError(
+            f"--checkpoint {checkpoint}: not this recipe's model: " + "; ".join(clash),
+            help="pass the checkpoint the recipe serves, or plan the recipe for that model",
+            exit_code=BAD_INPUT,
+        )
+
+
 def load_checkpoint(path: Path, geom_arch):
     """(weights, file geometry) from a GGUF file, a safetensors file, or a folder of shards."""
     from cookbook.convert.safetensors_io import read_header
@@ -327,6 +348,15 @@ def load_checkpoint(path: Path, geom_arch):
             path = files[0]
     else:
         files = [path]
+    try:  # a FIFO or device would block the header read forever: inputs are regular files
+        for f in files if path.is_dir() else [path]:
+            check_regular(f)
+    except OSError as e:
+        raise CookbookError(
+            f"--checkpoint {e.filename}: {e.strerror}",
+            help="pass a .gguf file, a .safetensors file or a folder of them",
+            exit_code=BAD_INPUT,
+        ) from None
     if path.is_file() and path.suffix == ".gguf" or _is_gguf(path):
         g = read_gguf(path, decode_arrays=True, check_data=True)
         meta = G.gguf_meta(g)
@@ -335,11 +365,14 @@ def load_checkpoint(path: Path, geom_arch):
     tables = [read_header(f)[0] for f in files]
     meta = {}
     cfg = (files[0].parent / "config.json") if files else None
-    if cfg and cfg.is_file():
+    if cfg and cfg.exists():
         try:
-            meta = G.safetensors_config_meta(json.loads(cfg.read_text(encoding="utf-8")))
+            config = loads_json(read_regular(cfg, 16 << 20), what="config.json")
+            if not isinstance(config, dict):
+                raise ValueError("not a JSON object")
+            meta = G.safetensors_config_meta(config)
             meta["sources"] = [f"{cfg}"]
-        except (ValueError, UnicodeDecodeError) as e:
+        except (ValueError, OSError) as e:
             raise CookbookError(
                 f"{cfg}: not a JSON config ({e})",
                 help="fix or remove the config.json beside the checkpoint",
@@ -402,6 +435,7 @@ def make_plan(
     arch = r.model.architecture
     if checkpoint:
         weights, meta = load_checkpoint(Path(checkpoint), arch)
+        _same_model(checkpoint, arch, meta)
         geom = G.from_recipe(arch, meta)
     else:
         geom = G.from_recipe(arch, G.safetensors_config_meta(config) if config else None)
@@ -502,6 +536,12 @@ def make_plan(
     max_ctx = _largest_ctx(
         kv, pool_at, s.max_num_seqs, geom.arch.native_context_tokens or s.max_model_len, _own_in_flight(s)
     )
+    cpu_total = weights_bytes + act + non_torch + ws + pool
+    if not refusals and s.platform == "cpu" and cpu_total > s.device_bytes:  # never a negative "left"
+        refusals.append(
+            f"the KV cache ({_g(pool)}, VLLM_CPU_KVCACHE_SPACE) with the weights ({_g(weights_bytes)}), activation "
+            f"peak and non-torch memory needs {_g(cpu_total)}; the host has {_g(s.device_bytes)}"
+        )
     if not refusals and kv.parts and max_seqs < 1:  # nothing fits: never a plan that exits 0
         refusals.append(f"not one sequence of {s.max_model_len:,} tokens fits the KV pool of {_g(pool)}")
     assumptions += [

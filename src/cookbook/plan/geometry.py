@@ -52,6 +52,12 @@ def from_recipe(arch: Architecture, file_meta: dict | None = None) -> Geometry:
     return Geometry(arch, filled)
 
 
+def _count(v) -> bool:
+    """A geometry figure a header may give: a whole number within int64. A larger one (a 400-digit
+    hidden_size) would overflow to inf in the plan's float arithmetic, so it is left out, as absent."""
+    return isinstance(v, int) and not isinstance(v, bool) and 0 <= v < 2**63
+
+
 def gguf_meta(g) -> dict:
     """Architecture fields from a GGUF header (cookbook.gguf.reader.GGUFFile)."""
     arch = g.get("general.architecture")
@@ -60,7 +66,7 @@ def gguf_meta(g) -> dict:
 
     def get(key):
         v = g.get(f"{arch}.{key}")
-        return v if isinstance(v, int) and not isinstance(v, bool) else None
+        return v if _count(v) else None
 
     layers = get("block_count")
     heads = get("attention.head_count")
@@ -100,7 +106,7 @@ def safetensors_config_meta(config: dict) -> dict:
 
     def get(key):
         v = c.get(key)
-        return v if isinstance(v, int) and not isinstance(v, bool) else None
+        return v if _count(v) else None
 
     meta = {
         "layers": get("num_hidden_layers"),

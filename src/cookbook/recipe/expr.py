@@ -125,7 +125,11 @@ def lookup(context: dict[str, Any], dotted: str, unwrap: bool = True) -> Any:
 
 
 def evaluate(text: str, context: dict[str, Any]) -> Any:
-    return _eval(parse(text).body, context)
+    try:
+        return _eval(parse(text).body, context)
+    except (TypeError, ValueError, OverflowError, RecursionError) as exc:
+        # len() of a number, -"text", a comparison past int-string limits: the values do not fit the rule
+        raise ExprError(f"cannot evaluate {text[:200]!r} on these values: {exc}") from None
 
 
 def _eval(node: ast.AST, ctx: dict[str, Any]) -> Any:

@@ -542,8 +542,8 @@ class GoldenGate(GateBase):
     golden_sha256: str | None = Field(
         None,
         pattern=r"^sha256:[0-9a-f]{64}$",
-        description="sha256 of the golden file (sha256:<64 hex>); when set, a run or a bundle compared with any "
-        "other golden fails.",
+        description="sha256 of the golden file (sha256:<64 hex>): a run or a bundle compared with any other golden "
+        "fails. Required for the gate to pass: without it the golden is whatever file the runner supplies.",
     )
     min_top1_agreement: float = Field(
         1.0,

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from cookbook import platforms
-from cookbook.recipe import checks_paths, expr, gate_consistency
+from cookbook.recipe import bounds, checks_paths, expr, gate_consistency
 from cookbook.recipe import errors as E
 from cookbook.recipe.chain import load_chain, locator, merge_chain
 from cookbook.recipe.quants import apply_quant
@@ -56,7 +56,7 @@ def lint_file(path: Path, status_check: StatusCheck | None = None) -> list[E.Dia
         return _in_file_order(out)
     out += _fix_diagnostics(recipe, diag)
     out += checks_paths.check(recipe, diag)
-    out += file_diagnostics(data, locate)
+    out += file_diagnostics(data, locate) + bounds.check(data, locate)
     resolved_data, quant, qd = apply_quant(data, None, folder) if not recipe.abstract else (data, None, [])
     if not recipe.abstract and not any(d.kind is E.BAD_EXPRESSION for d in out):
         for d in qd:

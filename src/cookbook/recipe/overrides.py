@@ -19,6 +19,18 @@ from cookbook.recipe.model import ENV_NAME, FLAG_KEY, NAME_FORMS, Recipe, json_s
 from cookbook.recipe.validation import schema_node
 
 OPEN_MAPS = ("serve.args", "env")  # --set may add new keys here; elsewhere the schema decides
+# Top-level keys --set may not touch, and why: the block is evidence, written only from a bundle.
+UNSETTABLE = {
+    "verified": (
+        "only `cookbook gates verify` writes the verified block, from an evidence bundle",
+        "change the recipe's settings (serve.args, env, ...); the verified block follows from its gates",
+    ),
+    # The platform is what the recipe's image, flags and header are for (an 8x H200 block stays one).
+    "hardware.platform": (
+        "the platform is the recipe's identity: its image, flags and page are for it",
+        "use the recipe for that platform (`cookbook list`), or `cookbook plan SLUG --platform P` for a what-if",
+    ),
+}
 
 
 def apply_sets(data: dict, sets: list[str]) -> tuple[dict, list[E.Diagnostic]]:
@@ -182,11 +194,18 @@ def parse_set(item: str) -> tuple[str, Any]:
                 )
             ]
         )
+    problem = None
     try:
         value = yaml.safe_load(raw) if raw.strip() else ""
     except (yaml.YAMLError, RecursionError):  # not YAML (or nested past the parser's depth): the text itself
         value = raw
-    problem = _bad_set_value(value)
+    except ValueError:  # an integer past Python's digit limit (int-string conversion)
+        value, problem = raw, f"a number of {len(raw.strip()):,} characters is past any setting's range"
+    if problem is None and isinstance(value, int) and not isinstance(value, bool):
+        if not re.fullmatch(r"[-+]?(?:0|[1-9][0-9]*)", raw.strip()):
+            # YAML 1.1 reads 0x100 as 256, 010 as 8, 1_000 as 1000 and 1:30 as 90: say so, never guess
+            problem = f"{raw.strip()[:40]!r} is read by YAML as the integer {value}; write integers in plain decimal"
+    problem = problem or _bad_set_value(value)
     if problem:
         raise E.RecipeError(
             [
@@ -241,6 +260,9 @@ def _unsafe_set(item: str, key: str, value: Any) -> E.Diagnostic | None:
             return E.Diagnostic(
                 E.BAD_SET, key, f"--set {item!r}: holds the control character '{ch}'", shell.CONTROL_HELP
             )
+    for fixed, (why, fix) in UNSETTABLE.items():
+        if key == fixed or key.startswith(fixed + ".") or fixed.startswith(key + "."):
+            return E.Diagnostic(E.BAD_SET, key, f"--set {item!r}: {fixed} is not a setting: {why}", fix)
     parent, _, leaf = key.rpartition(".")
     if "." not in key and key not in Recipe.model_fields:  # shorthand: UPPER is env, else a flag
         parent = "env" if key.isupper() else "serve.args"

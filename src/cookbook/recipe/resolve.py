@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from cookbook.recipe import bounds
 from cookbook.recipe import errors as E
 from cookbook.recipe.chain import all_slugs, load_chain, locator, merge_chain, variants
 from cookbook.recipe.model import Recipe
@@ -84,6 +85,9 @@ def resolve(
     diags += file_diagnostics(data, locate)
     if any(d.kind is E.UNUSABLE_FILE for d in diags):
         raise E.RecipeError(diags)
+    out_of_bounds = bounds.check(data, locate)  # with check, reported beside the rules it may also break
+    if out_of_bounds and not check:
+        raise E.RecipeError(diags + out_of_bounds)
     if check:
         if recipe.abstract:
             diags.append(
@@ -94,7 +98,11 @@ def resolve(
                     "use a recipe that extends it: " + ", ".join(variants(name)) or None,
                 )
             )
-        diags += check_rules(recipe, data, chosen, locate)
+        refused = check_rules(recipe, data, chosen, locate)
+        # A rule that refused over the same key says it with its document's reason: the bound stays quiet.
+        fired = {d.key.removeprefix("rules.") for d in refused}
+        covered = " ".join(f"{r.when} {r.require or ''}" for r in recipe.rules if r.id in fired)
+        diags += [d for d in out_of_bounds if d.key not in covered] + refused
         if diags:
             raise E.RecipeError(diags)
     return resolved_from(chain, data, recipe, chosen, sets)

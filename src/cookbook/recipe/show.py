@@ -9,6 +9,7 @@ from cookbook import platforms
 from cookbook.recipe.launch import flag_tokens
 from cookbook.recipe.model import Setting
 from cookbook.recipe.resolve import ResolvedRecipe
+from cookbook.untrusted import printable
 
 WIDTH = 88
 
@@ -216,5 +217,9 @@ def render_show(resolved: ResolvedRecipe, status: str) -> str:
             out += textwrap.wrap(issue, WIDTH, initial_indent="  - ", subsequent_indent="    ")
     if r.verified:
         out.append("")
-        out.append(f"verified {r.verified.date} (recipe {r.verified.recipe_hash[:19]}…, bundle {r.verified.bundle})")
+        of = "" if r.verified.recipe_hash == resolved.content_hash else ", of another configuration than shown"
+        out.append(
+            f"verified block {r.verified.date} (recipe {r.verified.recipe_hash[:19]}…{of}, bundle "
+            f"{printable(str(r.verified.bundle)[:200])}; the status line says whether it holds)"
+        )
     return "\n".join(out) + "\n"

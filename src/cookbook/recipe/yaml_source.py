@@ -101,7 +101,22 @@ def _construct(node: yaml.Node, prefix: str, positions: dict, path: Path, budget
             items.append(_construct(item, dotted, positions, path, budget))
         return items
     # Scalars: let the safe loader's resolver type them (int, float, bool, null, str).
-    value = _scalar(node)
+    try:
+        value = _scalar(node)
+    except ValueError:  # an integer past Python's int-string digit limit (4,300 digits)
+        raise E.RecipeError(
+            [
+                E.Diagnostic(
+                    E.YAML_SYNTAX,
+                    prefix,
+                    f"a number of {len(str(node.value)):,} digits is past any setting's range",
+                    "write the number the setting needs",
+                    path,
+                    node.start_mark.line + 1,
+                    node.start_mark.column + 1,
+                )
+            ]
+        ) from None
     if isinstance(value, float) and not math.isfinite(value):
         # .inf, .nan or a literal past float range (1e400): no setting means that.
         raise E.RecipeError(
@@ -197,6 +212,14 @@ def _load_cached(path: Path, size: int, mtime_ns: int) -> SourceFile:
         problem = " ".join(p for p in (exc.context, exc.problem) if p)
         raise E.RecipeError(
             [E.Diagnostic(E.YAML_SYNTAX, "", problem, "fix the YAML syntax at this position", path, line, col)]
+        ) from None
+    except yaml.YAMLError as exc:  # ReaderError: a NUL or other control character YAML refuses
+        at = getattr(exc, "position", 0) or 0
+        line, col = text.count("\n", 0, at) + 1, at - (text.rfind("\n", 0, at) + 1) + 1
+        char = getattr(exc, "character", "")
+        problem = f"character {char!r} is not allowed in YAML" if char else str(exc).splitlines()[0]
+        raise E.RecipeError(
+            [E.Diagnostic(E.YAML_SYNTAX, "", problem, "remove the control character", path, line, col)]
         ) from None
     if not isinstance(node, yaml.MappingNode):
         raise E.RecipeError(

@@ -29,6 +29,7 @@ from cookbook.plan.launch_block import launch_block
 from cookbook.recipe import shell
 from cookbook.recipe.launch import export_lines
 from cookbook.recipe.resolve import ResolvedRecipe
+from cookbook.untrusted import loads_json, printable
 
 
 class ServeError(CookbookError, RuntimeError):
@@ -288,6 +289,21 @@ def _get(url: str, timeout: float) -> bytes | None:
     return r.content if r.status_code == 200 else None
 
 
+def _served_names(body: bytes) -> list[str]:
+    """The model ids a /v1/models answer names; ServeError in one line when it is not vLLM's answer."""
+    try:
+        data = loads_json(body, what="the server's /v1/models answer", max_bytes=1 << 20)
+        names = [m["id"] for m in data["data"]]
+        if not all(isinstance(n, str) for n in names):
+            raise TypeError("an id is not text")
+    except (ValueError, KeyError, TypeError) as e:
+        raise ServeError(
+            f"what answers at the server's address is not vLLM: /v1/models gave {printable(body[:120])!r} ({e})",
+            help="is another program listening on that port? choose another port (--set serve.args.port=...)",
+        ) from None
+    return names
+
+
 def wait_ready(server: Server, timeout_s: float) -> float:
     """Wait for /health and /v1/models; return seconds taken."""
     t0 = time.monotonic()
@@ -301,7 +317,7 @@ def wait_ready(server: Server, timeout_s: float) -> float:
         if _get(server.base_url + "/health", 2) is not None:
             models = _get(server.base_url + "/v1/models", 5)
             if models:
-                names = [m["id"] for m in json.loads(models).get("data", [])]
+                names = _served_names(models)
                 took = time.monotonic() - t0
                 step(f"server ready after {took:.0f} s at {server.base_url}, serving {', '.join(names)}")
                 return took
