@@ -199,4 +199,4 @@ def test_largest_context_at_max_num_seqs_counts_the_batch_budget_once():
     assert C.at_length(p.kv, p.pool_bytes, p.max_ctx_at_seqs, 2).seqs >= 512
     assert C.at_length(p.kv, p.pool_bytes, p.max_ctx_at_seqs + 256, 2).seqs < 512
     # without windows nothing changes: GLM-5.2 on 2 MI300X, 32 sequences
-    assert make_plan(resolve("glm52-2")).max_ctx_at_seqs == 34_522
+    assert make_plan(resolve("glm52-2")).max_ctx_at_seqs == 34_063  # the draft KV at fp8 (issue 65)

@@ -140,6 +140,9 @@ def test_mtp_and_draft_kv_are_counted():
 def test_plan_json_matches_its_schema(args):
     r, out = plan_json(*args)
     assert out is not None, r.output
+    if "error" in out:  # a refused plan: the one document is the error object, the plan in it
+        assert out["error"]["exit_code"] == r.exit_code == 2
+        out = out["error"]["plan"]
     jsonschema.validate(out, PLAN_JSON_SCHEMA)
     assert r.exit_code == (0 if out["fits"] else 2)
     assert out["fits"] == (not out["refusals"])
