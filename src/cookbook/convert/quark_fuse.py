@@ -40,7 +40,8 @@ from cookbook.convert.safetensors_io import (
     write_index,
 )
 from cookbook.errors import CookbookError
-from cookbook.files import atomic_dir, copy_range
+from cookbook import model_folder
+from cookbook.files import copy_range
 from cookbook.untrusted import check_regular, is_plain_name, open_regular, printable, read_regular
 
 EXPERT_RE = re.compile(
@@ -434,6 +435,7 @@ def fuse_checkpoint(
     progress: bool = True,
 ) -> dict:
     src_dir, out_dir = Path(src_dir), Path(out_dir)
+    model_folder.check(out_dir)
     if not src_dir.is_dir():
         raise QuarkError(f"{src_dir}: not a directory")
     tensors = _load_tensors(src_dir)  # a bad shard is a SafetensorsError (one message, help line kept)
@@ -453,7 +455,7 @@ def fuse_checkpoint(
     cfg = _read_config(src_dir / "config.json") if "config.json" in side_files else None
     fds = _Fds()
     try:
-        with atomic_dir(out_dir, force=force) as tmp:
+        with model_folder.replacing(out_dir, force=force) as tmp:
             scratch = _Scratch(tmp)
             try:
                 for fname, grp in zip(files, shards):
