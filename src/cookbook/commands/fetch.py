@@ -130,9 +130,15 @@ def fetch_cmd(slug, quant, sets, dry_run, local_dir, no_convert, as_json):
             free = F.free_bytes(target)[0]
         served = F.served_folder(resolved, env)
         if as_json:
-            click.echo(json.dumps(_dry_run_json(resolved, plan, dls, target, listed_error, need, free, served), indent=2))
+            click.echo(
+                json.dumps(_dry_run_json(resolved, plan, dls, target, listed_error, need, free, served), indent=2)
+            )
             return
-        click.echo(f"files into {target}" + (" (the model folder, $CHECKPOINT_DIR: launch and serve read it)" if served == target else "") + ":")
+        click.echo(
+            f"files into {target}"
+            + (" (the model folder, $CHECKPOINT_DIR: launch and serve read it)" if served == target else "")
+            + ":"
+        )
         if (refused := model_folder.problem(target)) is not None:
             click.echo(f"  refused: {target} {refused}; the cookbook writes only into a folder it created")
         for d in dls:

@@ -130,7 +130,9 @@ def convert_steps(resolved: ResolvedRecipe, env: dict[str, str]) -> list[Convert
                 f"  help: export {exc.args[0]}, or give it a value in the recipe's env"
             ) from None
         folder = env.get(model_folder.VARIABLE) if f"${model_folder.VARIABLE}" in conv.args else None
-        steps.append(ConvertStep(label, convert_command() + [conv.tool, *args], creates, Path(folder) if folder else None))
+        steps.append(
+            ConvertStep(label, convert_command() + [conv.tool, *args], creates, Path(folder) if folder else None)
+        )
     return steps
 
 
