@@ -27,7 +27,6 @@ def _convert_rows(resolved) -> list[dict]:
 
 def _dry_run_json(resolved, plan, dls, target, listed_error, need, free, served) -> dict:
     from cookbook import model_folder
-
     from cookbook.plan.render import as_json
 
     return {

@@ -14,8 +14,8 @@ import json
 import os
 from pathlib import Path
 
-from cookbook.convert.gguf_to_hf import ARCHS, _require_libraries, write_tokenizer
 from cookbook import model_folder
+from cookbook.convert.gguf_to_hf import ARCHS, _require_libraries, write_tokenizer
 from cookbook.gguf.errors import GGUFError
 from cookbook.gguf.reader import read_gguf
 from cookbook.untrusted import open_regular

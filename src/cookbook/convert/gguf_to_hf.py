@@ -18,9 +18,9 @@ import os
 import re
 from pathlib import Path
 
+from cookbook import model_folder
 from cookbook.convert.fileio import Progress
 from cookbook.convert.safetensors_io import Writer, plan_shards, shard_names, write_index
-from cookbook import model_folder
 from cookbook.gguf.errors import GGUFError
 from cookbook.gguf.format import BLOCK_LAYOUT
 from cookbook.gguf.reader import GGUFFile, read_gguf

@@ -29,6 +29,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cookbook import model_folder
 from cookbook.convert.fileio import Progress
 from cookbook.convert.safetensors_io import (
     STensor,
@@ -40,7 +41,6 @@ from cookbook.convert.safetensors_io import (
     write_index,
 )
 from cookbook.errors import CookbookError
-from cookbook import model_folder
 from cookbook.files import copy_range
 from cookbook.untrusted import check_regular, is_plain_name, open_regular, printable, read_regular
 
