@@ -147,4 +147,5 @@ def replacing(out_dir, *, force: bool = False):
     with atomic_dir(out_dir, force=full) as tmp:
         yield tmp
         check(out_dir)  # nothing of a user's may have appeared in it while the conversion ran
+        (tmp / MARKER).unlink(missing_ok=True)  # a converter that copied a source's marker: ours is written
         _write_marker(tmp)

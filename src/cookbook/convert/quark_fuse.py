@@ -140,7 +140,8 @@ def _side_files(src_dir: Path) -> list[str]:
     Folders are skipped; FIFOs, devices and links leaving the folder are refused."""
     names = []
     for p in sorted(src_dir.iterdir()):
-        if p.name.endswith(".safetensors") or p.name == INDEX or (p.is_dir() and not p.is_symlink()):
+        skip = p.name in (INDEX, model_folder.MARKER)  # the source's marker says who wrote the source, not the output
+        if p.name.endswith(".safetensors") or skip or (p.is_dir() and not p.is_symlink()):
             continue
         if p.is_symlink() and p.is_dir():
             continue
