@@ -24,7 +24,7 @@ def relabel(bundle, edit) -> list[str]:
     edit(data["serve"]["args"])
     r.path.write_text(yaml.safe_dump(data, sort_keys=False))
     r = resolve(evidence_bundles.SLUG)
-    (bundle / "recipe.resolved.json").write_text(json.dumps(r.data, indent=2, default=str) + "\n")
+    (bundle / "recipe.resolved.json").write_text(json.dumps(r.recorded, indent=2, default=str) + "\n")
     evidence_bundles.edit_results(bundle, lambda doc: doc.update(recipe_hash=r.content_hash))
     write_manifest(bundle)
     return recheck(r, bundle)

@@ -36,7 +36,8 @@ def counts(monkeypatch):
 @pytest.mark.parametrize("slug", ["gemma3-270m-cpu", "glm52-4", "glm52-mxfp4-8x-gaudi2"])
 def test_lint_resolves_each_file_once(counts, slug):
     loads, validations = counts
-    assert lint_file(paths.recipe_file(slug)) == []
+    # R015 (stale, a hint) until the gates run again on the recipe hash that covers the chat template
+    assert {d.kind.id for d in lint_file(paths.recipe_file(slug))} <= {"R015"}
     assert loads and set(loads.values()) == {1}, loads  # the file and each recipe it extends
     assert validations == {slug: 1}
 

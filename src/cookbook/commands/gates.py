@@ -210,7 +210,7 @@ def run_gates(
         + ")"
     )
     out.mkdir(parents=True, exist_ok=True)
-    atomic_write(out / "recipe.resolved.json", json.dumps(resolved.data, indent=2, default=str) + "\n")
+    atomic_write(out / "recipe.resolved.json", json.dumps(resolved.recorded, indent=2, default=str) + "\n")
     bundle = asyncio.run(run_suite(cfg))
     table = summary_table(bundle.doc)
     bundle.write_text("summary.txt", table + "\n")

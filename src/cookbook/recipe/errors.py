@@ -181,6 +181,14 @@ BENCHMARK_VERIFIED = _kind(
     "gates.benchmark_only marks a recipe whose answers mean nothing (dummy weights), so it can never "
     "be verified; remove its `verified:` block, or drop benchmark_only if the recipe serves a real model.",
 )
+UNUSABLE_FILE = _kind(
+    "R025",
+    "a file the recipe serves with cannot be used",
+    "A value of serve, convert or env names a file of the checkout ($COOKBOOK/<path>, or the path an "
+    "image copies the checkout to), and that file is part of the recipe's content hash. It must be a "
+    "regular file inside the checkout (no `..` or link leading out), named without shell variables, "
+    "and at most 16 MiB. Fix the path, or add the file to the checkout.",
+)
 UNKNOWN_RECIPE = _kind(
     "R101",
     "unknown recipe",

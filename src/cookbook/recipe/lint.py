@@ -10,7 +10,7 @@ from cookbook.recipe import checks_paths, expr
 from cookbook.recipe import errors as E
 from cookbook.recipe.chain import load_chain, locator, merge_chain
 from cookbook.recipe.quants import apply_quant
-from cookbook.recipe.resolve import ResolvedRecipe, resolved_from
+from cookbook.recipe.resolve import ResolvedRecipe, file_diagnostics, resolved_from
 from cookbook.recipe.rules import WHY_REF, check_rules
 from cookbook.recipe.validation import validate
 from cookbook.recipe.verified import BUNDLE_MISSING, BUNDLE_REFUSED, STALE, UNVERIFIED, block_status
@@ -56,6 +56,7 @@ def lint_file(path: Path, status_check: StatusCheck | None = None) -> list[E.Dia
         return _in_file_order(out)
     out += _fix_diagnostics(recipe, diag)
     out += checks_paths.check(recipe, diag)
+    out += file_diagnostics(data, locate)
     resolved_data, quant, qd = apply_quant(data, None, folder) if not recipe.abstract else (data, None, [])
     if not recipe.abstract and not any(d.kind is E.BAD_EXPRESSION for d in out):
         for d in qd:

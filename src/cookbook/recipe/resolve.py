@@ -17,8 +17,10 @@ from cookbook.recipe import errors as E
 from cookbook.recipe.chain import all_slugs, load_chain, locator, merge_chain, variants
 from cookbook.recipe.model import Recipe
 from cookbook.recipe.overrides import apply_sets
+from cookbook.recipe.paths import repo_root
 from cookbook.recipe.quants import apply_quant
 from cookbook.recipe.rules import check_rules
+from cookbook.recipe.used_files import used_files
 from cookbook.recipe.validation import validate
 from cookbook.recipe.yaml_source import SourceFile
 
@@ -34,10 +36,17 @@ class ResolvedRecipe:
     recipe: Recipe
     quant: str | None
     sets: list[str] = field(default_factory=list)
+    # The checkout's files it serves with: {path: sha256:<hex>} (cookbook.recipe.used_files).
+    files: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def recorded(self) -> dict[str, Any]:
+        """What a bundle records as recipe.resolved.json: the data, and the digests of its files."""
+        return {**self.data, "used_files": self.files} if self.files else self.data
 
     @property
     def content_hash(self) -> str:
-        return content_hash({**self.data, "selected_quant": self.quant})
+        return content_hash({**self.recorded, "selected_quant": self.quant})
 
     def where(self, key: str) -> tuple[Path, int, int]:
         """File and position that defined `key` (the nearest recipe in the chain)."""
@@ -45,7 +54,9 @@ class ResolvedRecipe:
 
 
 def content_hash(data: dict[str, Any]) -> str:
-    """sha256 over the canonical JSON of the resolved recipe, minus its verified block."""
+    """sha256 over the canonical JSON of the resolved recipe, minus its verified block. The one
+    recipe hash: ResolvedRecipe.content_hash passes it its `recorded` form (with `used_files`, the
+    sha256 of every checkout file it serves with), and a bundle's recipe.resolved.json is that form."""
     body = {k: v for k, v in data.items() if k != "verified"}
     blob = json.dumps(body, sort_keys=True, separators=(",", ":"), default=str).encode()
     return "sha256:" + hashlib.sha256(blob).hexdigest()
@@ -70,6 +81,9 @@ def resolve(
     if val_diags:
         raise E.RecipeError(diags + val_diags)
     assert recipe is not None
+    diags += file_diagnostics(data, locate)
+    if any(d.kind is E.UNUSABLE_FILE for d in diags):
+        raise E.RecipeError(diags)
     if check:
         if recipe.abstract:
             diags.append(
@@ -86,6 +100,26 @@ def resolve(
     return resolved_from(chain, data, recipe, chosen, sets)
 
 
+def file_diagnostics(data: dict, locate) -> list[E.Diagnostic]:
+    """One R025 for every file reference in serve/convert/env that cannot be hashed."""
+    out = []
+    for key, rel, why in used_files(data, repo_root())[1]:
+        file, line, col = locate(key)
+        out.append(
+            E.Diagnostic(
+                E.UNUSABLE_FILE,
+                key,
+                f"names {rel or '(nothing)'}, which {why}" if why.startswith("is ") else f"names {rel}: {why}",
+                "name a regular file of the checkout as $COOKBOOK/<path> (at most 16 MiB, no `..`, "
+                "no link leading out, no variables inside the path)",
+                file,
+                line,
+                col,
+            )
+        )
+    return out
+
+
 def resolved_from(
     chain: list[SourceFile], data: dict, recipe: Recipe, quant: str | None, sets: list[str] | tuple = ()
 ) -> ResolvedRecipe:
@@ -97,4 +131,5 @@ def resolved_from(
     if data.get("verified") is not None:
         normalized["verified"] = data["verified"]
     leaf = chain[-1]
-    return ResolvedRecipe(leaf.path.parent.name, leaf.path, chain, normalized, recipe, quant, list(sets))
+    files = used_files(normalized, repo_root())[0]
+    return ResolvedRecipe(leaf.path.parent.name, leaf.path, chain, normalized, recipe, quant, list(sets), files)
