@@ -124,7 +124,7 @@ def fixes_line(resolved: ResolvedRecipe) -> str | None:
     except shell.UnsafeText as exc:
         raise _unsafe(resolved, "image.fixes.launch_script", exc) from None
     opt = " ".join(_quote(f.name) for f in fixes.opt_in)
-    hint = f"this engine lacks the fixes of the recipe: apply them ({fix_apply_command(resolved)}), or serve from the image"
+    hint = f"this engine lacks the fixes of the recipe: apply them ({fix_apply_command(resolved)}), or run the recipe image"
     line = (
         f"{python} {script} --check --profile {_quote(fixes.profile)}"
         + (f" \\\n    {opt}" if opt else "")

