@@ -158,3 +158,14 @@ def test_a_folder_of_another_user_in_tmp_is_refused(tmp_path):
 
 def test_refusals_are_cookbook_errors_with_exit_2():
     assert issubclass(FolderRefused, CookbookError) and FolderRefused("x").exit_code == 2
+
+
+def test_a_folder_or_entry_name_with_escapes_is_printed_escaped(tmp_path):
+    d = tmp_path / "evil\x1b[31m"
+    d.mkdir()
+    (d / "f\u202e").write_text("x")
+    with pytest.raises(FolderRefused) as exc:
+        model_folder.claim(d)
+    text = exc.value.format_message()
+    assert "\x1b" not in text and "\u202e" not in text and "\\x1b" in text
+    assert sorted(p.name for p in d.iterdir()) == ["f\u202e"]

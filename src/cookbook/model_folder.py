@@ -21,6 +21,7 @@ from pathlib import Path
 
 from cookbook.errors import BAD_INPUT, CookbookError
 from cookbook.files import atomic_dir
+from cookbook.untrusted import printable
 
 MARKER = ".cookbook-model"
 MARKER_TEXT = "This folder was created by the cookbook; it may replace what is in it.\n"
@@ -36,7 +37,7 @@ class FolderRefused(CookbookError):
 
 def _refuse(folder: Path, why: str, help: str | None = None) -> FolderRefused:
     return FolderRefused(
-        f"model folder {folder} {why}; the cookbook writes only into a folder it created",
+        f"model folder {printable(str(folder))} {why}; the cookbook writes only into a folder it created",
         help=help
         or f"point {VARIABLE} (or fetch's --local-dir) at a new or empty folder, which the cookbook creates and "
         f"marks ({MARKER}); a folder that already holds the served model needs no writing: `cookbook launch` "
@@ -76,7 +77,7 @@ def problem(folder) -> str | None:
     except OSError as e:
         return f"cannot be read ({e.strerror or e})"
     if stat.S_ISLNK(st.st_mode):
-        return f"is a link (to {os.readlink(folder)})"
+        return f"is a link (to {printable(os.readlink(folder))})"
     if not stat.S_ISDIR(st.st_mode):
         return "exists and is not a folder"
     if not _owned(st):
@@ -92,7 +93,7 @@ def problem(folder) -> str | None:
     except OSError as e:
         return f"cannot be listed ({e.strerror or e})"
     if entries:
-        shown = ", ".join(sorted(entries)[:3]) + (", ..." if len(entries) > 3 else "")
+        shown = ", ".join(printable(e) for e in sorted(entries)[:3]) + (", ..." if len(entries) > 3 else "")
         return f"holds {len(entries)} entr{'y' if len(entries) == 1 else 'ies'} the cookbook did not write ({shown}) and no {MARKER} marker"
     return None
 
@@ -125,7 +126,7 @@ def claim(folder) -> Path:
         raise _refuse(folder, f"gained a {MARKER} meanwhile that the cookbook did not write") from None
     except OSError as e:
         raise FolderRefused(
-            f"cannot create the model folder {folder}: {e.strerror or e}",
+            f"cannot create the model folder {printable(str(folder))}: {e.strerror or e}",
             help=f"point {VARIABLE} (or --local-dir) at a folder you can write",
         ) from None
     return folder

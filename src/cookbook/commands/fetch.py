@@ -90,6 +90,7 @@ def fetch_cmd(slug, quant, sets, dry_run, local_dir, no_convert, as_json):
     from cookbook.plan.render import as_text
     from cookbook.serving import fetch as F
     from cookbook.serving import local
+    from cookbook.untrusted import printable
 
     if as_json and not dry_run:
         raise CookbookError("--json goes with --dry-run", help="add --dry-run, or drop --json")
@@ -134,12 +135,14 @@ def fetch_cmd(slug, quant, sets, dry_run, local_dir, no_convert, as_json):
             )
             return
         click.echo(
-            f"files into {target}"
+            f"files into {printable(str(target))}"
             + (" (the model folder, $CHECKPOINT_DIR: launch and serve read it)" if served == target else "")
             + ":"
         )
         if (refused := model_folder.problem(target)) is not None:
-            click.echo(f"  refused: {target} {refused}; the cookbook writes only into a folder it created")
+            click.echo(
+                f"  refused: {printable(str(target))} {refused}; the cookbook writes only into a folder it created"
+            )
         for d in dls:
             size = f"; {d.size_gib:,.2f} GiB by the recipe" if d.size_gib else ""
             rev = f" @ {d.commit[:12]}" if d.commit else (f" @ {d.revision}" if d.revision else "")
