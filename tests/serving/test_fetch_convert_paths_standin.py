@@ -36,6 +36,7 @@ NOT_FROM_THE_HUB = {
     "gemma3-270m-cpu",
     "gemma3-270m-cpu-avx2",
     "gemma3-270m-h200",
+    "gemma3-270m-h100",
     "dsv3-perf-h200",
     "dsv4-flash-perf-h200",
 }

@@ -32,7 +32,8 @@ def dry_run_text(p, context_dir: str, quant: str | None = None) -> str:
     if p.port.wheels:
         lines.append("wheels/*.whl (the host's wheel set, .cache/wheels; scripts/fetch-wheels fills it)")
     lines += ["", "## build", p.build_command(context_dir)]
-    lines += ["", "## run (the model folder mounted, the recipe's port, the platform's accelerators)", run_line(p)]
+    lines += ["", "## run (the model folder mounted, the recipe's port, the platform's accelerators)"]
+    lines += run_line(p).split("\n")
     lines += ["", "## launch.sh (the image runs it; `cookbook launch` prints the same)"]
     lines += p.files["launch.sh"].rstrip("\n").split("\n")
     return "".join(printable(line) + "\n" for line in lines)
