@@ -134,3 +134,33 @@ def test_an_error_event_mid_stream_still_fails_a_timed_level_standin(tmp_path):
         srv.shutdown()
         srv.server_close()
     assert (tmp_path / "speed.jsonl").read_text().count("engine died") >= 1  # the evidence is kept
+
+
+def test_a_level_is_timed_as_verify_recomputes_it_standin(timed_server, tmp_path, monkeypatch):
+    """The live figures equal `gates verify`'s recomputation from the transcript, even when the
+    client spends time after the last response (at 256 streams on an H100 the wall clock around
+    the level read 2.8% longer than the records' window, and verify refused the bundle)."""
+    gather = speed.bounded_gather
+
+    async def gather_with_tail(c, coros):
+        out = await gather(c, coros)
+        await asyncio.sleep(0.3)  # the client's own tail: tasks wound down after the last response
+        return out
+
+    monkeypatch.setattr(speed, "bounded_gather", gather_with_tail)
+
+    async def go():
+        server = Server(timed_server, "m", 60)
+        server.transcript = Transcript(tmp_path / "speed.jsonl")
+        ctx = Context(server=server, data=DataPaths(), out_dir=tmp_path, result=GateResult(name="speed"))
+        try:
+            return await speed.measure_level(ctx, [f"prompt {i}" for i in range(8)], 8, TOKENS)
+        finally:
+            server.transcript.close()
+            await server.aclose()
+
+    row, _ = asyncio.run(go())
+    recs = [json.loads(x) for x in (tmp_path / "speed.jsonl").read_text().splitlines()]
+    again = speed.level_metrics([speed.stream_of(r) for r in recs], speed.level_window_s(recs))
+    assert row["duration_s"] == again["duration_s"] < TTFT_S + TOKENS * ITL_S + 0.25, (row, again)
+    assert row["output_throughput"] == again["output_throughput"]

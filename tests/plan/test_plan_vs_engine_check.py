@@ -137,12 +137,3 @@ def test_glm_pool_differs_by_exactly_the_two_stated_reasons(glm):
     assert glm.logged_seqs_at_ctx / GLM_VLLM["max_concurrency"] == pytest.approx(
         plan / GLM_VLLM["available_kv_gib"], rel=1e-3
     )
-
-
-@pytest.mark.parametrize(
-    ("slug", "seqs"), [("dsv4-flash-8x-h200", 9), ("dsv4-flash-4x-h200", 7), ("glm52-fp8-8x-h200", 5)]
-)
-def test_the_recipes_max_num_seqs_is_what_the_plan_fits(slug, seqs):
-    r = resolve(slug)
-    p = make_plan(r)
-    assert p.fits and p.max_seqs_at_ctx == seqs == r.recipe.serve.args["max_num_seqs"].value

@@ -4,6 +4,7 @@ here, so each test writes the files scripts/offline-gpu/engine-check leaves (lau
 are pushed off it) into a copy of a real recipe, and checks what is written, refused and shown."""
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -121,7 +122,9 @@ def test_a_block_changed_beyond_the_parallel_sizes_is_refused_standin(tmp_path, 
         E.write(run, r, *tools(r), {})
     launch = run / "launch.sh"
     launch.write_text(
-        launch.read_text().replace("--max-num-seqs 5", "--max-num-seqs 50").replace(" \\\n  --enforce-eager true", "")
+        re.sub(r"--max-num-seqs \d+", "--max-num-seqs 999", launch.read_text()).replace(
+            " \\\n  --enforce-eager true", ""
+        )
     )
     with pytest.raises(ValueError, match="not the recipe's launch block"):
         E.write(run, r, *tools(r), {})

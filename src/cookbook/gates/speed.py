@@ -25,7 +25,6 @@ random prefix, so the prefix cache cannot serve them; the prefix-cache hit delta
 from __future__ import annotations
 
 import random
-import time
 import uuid
 from pathlib import Path
 
@@ -36,7 +35,7 @@ from cookbook.gates import data as gate_data
 from cookbook.gates import gatedata, metrics
 from cookbook.gates.client import Stream, bounded_gather
 from cookbook.gates.context import Context
-from cookbook.gates.recorded import RecordedRun, end_time, need, sent_time, stream_of
+from cookbook.gates.recorded import RecordedRun, level_window_s, need, stream_of
 from cookbook.recipe.gates_spec import SpeedChat, SpeedGate
 
 FORMULAS = {
@@ -161,12 +160,12 @@ async def _timed_level(ctx: Context, path: str, bodies: list[dict], c: int, tag:
     async def one(i: int, body: dict) -> Stream:
         return await ctx.server.stream(path, body, tag=f"{tag}{c}/{i}", deferred=deferred)
 
-    t0 = time.perf_counter()
     try:
         streams = await bounded_gather(c, [one(i, b) for i, b in enumerate(bodies)])
-        duration = time.perf_counter() - t0
     finally:
         ctx.server.write_deferred(deferred)
+    # Timed as verify recomputes it, from what the transcript records of each stream (recorded.py).
+    duration = level_window_s([{"time": s.finished, "elapsed_s": round(s.done_s, 4)} for s in streams])
     return {"concurrency": c, **level_metrics([s.parse() for s in streams], duration)}, streams
 
 
@@ -432,8 +431,7 @@ def recompute(recorded: RecordedRun, cfg: SpeedGate) -> tuple[dict, None]:
                 raise ValueError(f"request {rec['tag']!r} is not a greedy {cfg.sweep_max_tokens}-token completion")
             prompts.append(req.get("prompt"))
         streams = [stream_of(rec) for rec in level]
-        # The level's duration: first send to last response, from the records' end times and elapsed.
-        duration = max(end_time(rec) for rec in level) - min(sent_time(rec) for rec in level) if level else 0.0
+        duration = level_window_s(level)
         rows.append({"concurrency": c, **level_metrics(streams, duration)})
     m: dict = {
         "sweep": rows,
@@ -474,6 +472,6 @@ def recompute_chat(recs: dict, cfg: SpeedGate) -> dict:
                 raise ValueError(f"request {rec['tag']!r} was sent with {got}, the gate asks {chat_sampling(chat)}")
             questions.append((msgs[0] or {}).get("content") if isinstance(msgs[0], dict) else None)
         streams = [stream_of(rec) for rec in level]
-        duration = max(end_time(rec) for rec in level) - min(sent_time(rec) for rec in level) if level else 0.0
+        duration = level_window_s(level)
         rows.append({"concurrency": c, **level_metrics(streams, duration)})
     return chat_measured(chat, rows, questions)

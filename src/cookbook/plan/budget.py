@@ -10,6 +10,7 @@ from pathlib import Path
 
 from cookbook import platforms
 from cookbook.errors import BAD_INPUT, CookbookError
+from cookbook.plan import concurrency as C
 from cookbook.plan import geometry as G
 from cookbook.plan import kv as K
 from cookbook.plan import weights as W
@@ -124,6 +125,9 @@ class Plan:
     warnings: list[str] = field(default_factory=list)
     assumptions: list[str] = field(default_factory=list)
     logged_seqs_at_ctx: float = 0.0  # vLLM's "Maximum concurrency" log figure for the pool
+    full_length: C.Concurrency | None = None  # max_model_len sequences running at once (plan/concurrency.py)
+    typical: C.Concurrency | None = None  # the recipe's typical request (plan.traffic) running at once
+    traffic: object | None = None  # recipe.plan.traffic, where the typical request's lengths come from
 
     @property
     def vllm_kv_bytes_per_token(self) -> float:
@@ -486,7 +490,9 @@ def make_plan(
     max_seqs = int(pool // need_one) if need_one else 0
     logged_one = kv.logged_bytes_for_sequence(s.max_model_len)
     logged_seqs = pool / logged_one if logged_one else 0.0
-    max_ctx = _largest_ctx(kv, pool_at, s.max_num_seqs, geom.arch.native_context_tokens or s.max_model_len)
+    max_ctx = _largest_ctx(
+        kv, pool_at, s.max_num_seqs, geom.arch.native_context_tokens or s.max_model_len, _own_in_flight(s)
+    )
     if not refusals and kv.parts and max_seqs < 1:  # nothing fits: never a plan that exits 0
         refusals.append(f"not one sequence of {s.max_model_len:,} tokens fits the KV pool of {_g(pool)}")
     assumptions += [
@@ -524,6 +530,7 @@ def make_plan(
         )
     if geom.filled_from_file:
         assumptions.append("from the checkpoint's header: " + ", ".join(sorted(geom.filled_from_file)))
+    full_length, typical = _concurrency(kv, pool, s, r.plan.traffic if r.plan else None)
     return Plan(
         slug=resolved.slug,
         quant=resolved.quant,
@@ -545,20 +552,44 @@ def make_plan(
         max_seqs_at_ctx=max_seqs,
         max_ctx_at_seqs=max_ctx,
         logged_seqs_at_ctx=logged_seqs,
+        full_length=full_length,
+        typical=typical,
+        traffic=r.plan.traffic if r.plan else None,
         refusals=refusals,
         warnings=warnings + weights.notes + kv.notes,
         assumptions=assumptions,
     )
 
 
-def _largest_ctx(kv: K.KV, pool_at, seqs: int, ceiling: int) -> int:
-    """Largest max_model_len at which `seqs` full-length sequences fit (workspaces grow with it)."""
+def _concurrency(kv: K.KV, pool: int, s: Setup, traffic) -> tuple[C.Concurrency | None, C.Concurrency | None]:
+    """The two concurrency figures: full-length sequences, and the typical request (capped at
+    max_model_len), each with the batch's in-flight tokens counted once (plan/concurrency.py)."""
+    own = _own_in_flight(s)
+    full = C.at_length(kv, pool, s.max_model_len, own)
+    typical = None
+    if traffic is not None:
+        typical = C.at_length(kv, pool, min(traffic.prompt_tokens + traffic.output_tokens, s.max_model_len), own)
+    return full, typical
+
+
+def _own_in_flight(s: Setup) -> int:
+    spec_tokens = int((s.speculative or {}).get("num_speculative_tokens") or 0)
+    return C.decode_in_flight(2 if s.async_scheduling else 1, spec_tokens)
+
+
+def _largest_ctx(kv: K.KV, pool_at, seqs: int, ceiling: int, own_in_flight: int = 0) -> int:
+    """Largest max_model_len at which `seqs` full-length sequences run at once (plan/concurrency.py:
+    the batch's in-flight window pages counted once), vLLM's start-up check for one sequence passing
+    too (workspaces grow with it)."""
     if not kv.parts:
         return 0
 
     def fits(n: int) -> bool:
         pool, _ = pool_at(n)
-        return seqs * kv.bytes_for_sequence(n) <= pool
+        if kv.bytes_for_sequence(n) > pool:
+            return False
+        c = C.at_length(kv, pool, n, own_in_flight)
+        return c is not None and c.seqs >= seqs
 
     lo, hi = 0, max(ceiling, 1)
     if fits(hi):

@@ -8,8 +8,27 @@ from cookbook.untrusted import printable
 PLAN_JSON_SCHEMA = {
     "$schema": "https://json-schema.org/draft/2020-12/schema",
     "title": "cookbook plan --json",
+    "$defs": {
+        "concurrency": {
+            "type": ["object", "null"],
+            "required": ["tokens", "seqs", "held_bytes", "in_flight_bytes"],
+            "properties": {"seqs": {"type": "integer", "minimum": 0}, "tokens": {"type": "integer", "minimum": 1}},
+        }
+    },
     "type": "object",
-    "required": ["recipe", "quant", "fits", "setup", "weights", "kv", "memory", "fit", "refusals", "warnings"],
+    "required": [
+        "recipe",
+        "quant",
+        "fits",
+        "setup",
+        "weights",
+        "kv",
+        "memory",
+        "fit",
+        "concurrency",
+        "refusals",
+        "warnings",
+    ],
     "properties": {
         "recipe": {"type": "string"},
         "quant": {"type": ["string", "null"]},
@@ -65,11 +84,27 @@ PLAN_JSON_SCHEMA = {
             ],
         },
         "fit": {"type": "object", "required": ["seq_bytes_at_ctx", "max_seqs_at_ctx", "max_ctx_at_seqs"]},
+        "concurrency": {
+            "type": "object",
+            "description": "Sequences running at once with no preemption (plan/concurrency.py): at max_model_len "
+            "and at the recipe's typical request (null where it states none or the KV geometry is unknown)",
+            "required": ["in_flight_tokens", "full_length", "typical", "traffic"],
+            "properties": {
+                "full_length": {"$ref": "#/$defs/concurrency"},
+                "typical": {"$ref": "#/$defs/concurrency"},
+            },
+        },
         "refusals": {"type": "array", "items": {"type": "string"}},
         "warnings": {"type": "array", "items": {"type": "string"}},
         "assumptions": {"type": "array", "items": {"type": "string"}},
     },
 }
+
+
+def _conc_json(c) -> dict | None:
+    if c is None:
+        return None
+    return {"tokens": c.tokens, "seqs": c.seqs, "held_bytes": c.held_bytes, "in_flight_bytes": c.in_flight_bytes}
 
 
 def as_json(p: Plan) -> dict:
@@ -146,6 +181,21 @@ def as_json(p: Plan) -> dict:
             "max_ctx_at_seqs": p.max_ctx_at_seqs,
             "vllm_logged_seqs_at_ctx": round(p.logged_seqs_at_ctx, 2),
         },
+        "concurrency": {
+            "in_flight_tokens": s.in_flight_tokens,
+            "full_length": _conc_json(p.full_length),
+            "typical": _conc_json(p.typical),
+            "traffic": (
+                {
+                    "prompt_tokens": p.traffic.prompt_tokens,
+                    "output_tokens": p.traffic.output_tokens,
+                    "concurrency": p.traffic.concurrency,
+                    "source": p.traffic.source,
+                }
+                if p.traffic is not None
+                else None
+            ),
+        },
         "refusals": p.refusals,
         "warnings": p.warnings,
         "assumptions": p.assumptions,
@@ -154,6 +204,34 @@ def as_json(p: Plan) -> dict:
 
 def _g(n: float) -> str:
     return f"{n / GIB:10,.2f} GiB"
+
+
+def _size(n: float) -> str:
+    return f"{n / GIB:,.2f} GiB" if n >= GIB else f"{n / 2**20:,.1f} MiB"
+
+
+def concurrency_lines(p: Plan) -> list[str]:
+    """The two concurrency figures (plan/concurrency.py): full length and the typical request."""
+    s, full = p.setup, p.full_length
+    if full is None:
+        return []
+    windows = f" (the {s.in_flight_tokens:,} tokens in flight across the batch counted once)"
+    out = ["sequences running at once with no preemption" + (windows if full.in_flight_bytes else "") + ":"]
+
+    def row(label: str, c) -> str:
+        extra = f", + {_size(c.in_flight_bytes)} once for the tokens in flight" if c.in_flight_bytes else ""
+        cap = f"; max_num_seqs {s.max_num_seqs} caps it" if c.seqs > s.max_num_seqs else ""
+        return f"  {label}: {c.seqs:,} ({_size(c.held_bytes)} each{extra}){cap}"
+
+    out.append(row(f"full length, {full.tokens:,} tokens", full))
+    t, typ = p.traffic, p.typical
+    if typ is not None and t is not None:
+        capped = " (capped at max_model_len)" if typ.tokens < t.prompt_tokens + t.output_tokens else ""
+        out.append(row(f"typical request, {t.prompt_tokens:,} + {t.output_tokens:,} tokens{capped}", typ))
+        out.append(f"    typical request from: {printable(t.source)}")
+    else:
+        out.append("  typical request: the recipe states none (plan.traffic)")
+    return out
 
 
 def as_text(p: Plan) -> str:
@@ -220,16 +298,20 @@ def as_text(p: Plan) -> str:
     ]
     if p.kv.parts:
         lines += [
-            f"one sequence of {s.max_model_len:,} tokens: {p.seq_bytes_at_ctx / GIB:,.2f} GiB of KV; "
-            f"{p.max_seqs_at_ctx} fit at once"
-            + (
-                f" (vLLM's log will say {p.logged_seqs_at_ctx:,.1f}: it charges each group's pages at their own "
-                "bytes, not in whole blocks)"
-                if p.kv.layout is not None
-                else ""
+            (
+                f"one sequence of {s.max_model_len:,} tokens: {p.seq_bytes_at_ctx / GIB:,.2f} GiB of KV; "
+                f"{p.max_seqs_at_ctx} fit at once"
+            )
+            if p.kv.layout is None
+            else (
+                f"vLLM's start-up check charges one sequence of {s.max_model_len:,} tokens "
+                f"{p.seq_bytes_at_ctx / GIB:,.2f} GiB (window pages for every token in flight): {p.max_seqs_at_ctx} "
+                f"if each held that (its log will say {p.logged_seqs_at_ctx:,.1f}: it charges each group's pages at "
+                "their own bytes, not in whole blocks)"
             ),
             f"largest max_model_len with {s.max_num_seqs} full-length sequences: {p.max_ctx_at_seqs:,} tokens",
         ]
+        lines += concurrency_lines(p)
     else:  # no attention geometry: how many fit is unknown, never "0"
         lines.append("sequences that fit: unknown (the recipe gives no attention geometry; --checkpoint reads it)")
     if s.plan_sets_kv_bytes and p.fits and p.pool_bytes > 0:

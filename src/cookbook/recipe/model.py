@@ -347,6 +347,19 @@ class Reported(Strict):
     notes: list[str] = Field(default_factory=list)
 
 
+class Traffic(Strict):
+    """The recipe's typical request, from its document or its peer: `cookbook plan` says how many
+    such requests run at once beside how many full-length ones do."""
+
+    prompt_tokens: int = Field(ge=1, le=2**31 - 1, description="Prompt tokens of a typical request.")
+    output_tokens: int = Field(ge=1, le=2**31 - 1, description="Output tokens of a typical request.")
+    concurrency: int | None = Field(
+        None, ge=1, le=2**20, description="Concurrent requests the source drives, when it says (informative)."
+    )
+    why: str = Field(min_length=1, description="Why this is the typical request.")
+    source: str = Field(min_length=1, description="The document or peer stating these lengths.")
+
+
 class PlanSpec(Strict):
     """What `cookbook plan` and `cookbook launch` do with the memory plan."""
 
@@ -354,6 +367,9 @@ class PlanSpec(Strict):
         False,
         description="Render --kv-cache-memory-bytes from the plan into the launch block (vLLM's auto-sizer "
         "misjudges the model), instead of letting gpu_memory_utilization size the pool.",
+    )
+    traffic: Traffic | None = Field(
+        None, description="The typical request (prompt and output tokens) and where its lengths come from."
     )
     why: str | None = None
     source: str | None = None

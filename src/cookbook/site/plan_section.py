@@ -41,8 +41,23 @@ def plan_lines(resolved) -> list[str]:
                 f"{p.max_ctx_at_seqs:,} tokens (the recipe sets {s.max_model_len:,})",
             )
         )
-    if p.max_seqs_at_ctx > 0:
+    if p.full_length is not None and p.full_length.seqs > 0:
+        rows.append(
+            (
+                f"full-length sequences ({s.max_model_len:,} tokens) running at once, none preempted",
+                f"{p.full_length.seqs:,}",
+            )
+        )
+    elif p.max_seqs_at_ctx > 0:
         rows.append((f"sequences of {s.max_model_len:,} tokens at once", f"{p.max_seqs_at_ctx:,}"))
+    if p.typical is not None and p.traffic is not None:
+        t = p.traffic
+        rows.append(
+            (
+                f"typical requests ({t.prompt_tokens:,} + {t.output_tokens:,} tokens) running at once",
+                f"{p.typical.seqs:,}; max_num_seqs {s.max_num_seqs} (typical request: {t.source})",
+            )
+        )
     lines += ["| figure | per GPU |", "|---|---|"] + [f"| {k} | {v} |" for k, v in rows] + [""]
     if not p.fits:
         lines += ["**It does not fit as written:** " + "; ".join(p.refusals), ""]
