@@ -9,6 +9,7 @@ non-zero when the target is not the profile's pinned vLLM or any fix does not ap
 """
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -22,10 +23,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--profile", required=True, help="fix profile (fixes/profiles/<name>.yaml)")
     ap.add_argument("opt_in", nargs="*", metavar="OPT_IN", help="opt-in fixes to include")
-    ap.add_argument("--target", type=Path, default=None, help="vllm package directory (default: the installed one)")
+    ap.add_argument(
+        "--target", type=Path, default=None, help="vllm package directory (default: the one this python imports)"
+    )
     ap.add_argument("--check", action="store_true", help="only verify; non-zero on drift")
     ap.add_argument("--replace", action="store_true", help="first revert a different fix set on the target")
     args = ap.parse_args(argv)
+    # The installed one is this interpreter's: a launch block runs this with the engine's python.
+    os.environ.setdefault("COOKBOOK_ENGINE_PYTHON", sys.executable)
     try:
         target = args.target if args.target is not None else tree.default_target()
         if args.check:

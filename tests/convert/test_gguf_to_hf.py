@@ -78,7 +78,7 @@ def greedy(model, ids):
 def test_checkpoint_files_and_metadata(gemma_checkpoint):
     """The recipe's own conversion (bf16, its chat template), the one the fast tier shares."""
     out = gemma_checkpoint
-    names = sorted(p.name for p in out.iterdir())
+    names = sorted(p.name for p in out.iterdir() if p.name != ".cookbook-model")  # the marker: cookbook.model_folder
     assert names == [
         "chat_template.jinja",
         "config.json",
@@ -229,14 +229,20 @@ def test_cpu_vllm_serves_converted_checkpoint_with_same_greedy_tokens(gemma_hf, 
             proc.kill()
 
 
-def test_force_replaces_a_non_empty_folder_with_the_recipes_conversion(gemma_gguf, gemma_checkpoint, tmp_path):
+def test_force_replaces_only_a_folder_the_cookbook_made_with_the_recipes_conversion(
+    gemma_gguf, gemma_checkpoint, tmp_path
+):
     """The fast tier's one conversion of its own: refusals first (an empty template, a non-empty
-    folder without --force), then the recipe's arguments (bf16, its chat template) with --force
-    over a folder holding a stranger's file. Peer tools (`vllm bench serve`, transformers'
-    apply_chat_template) read the template from tokenizer_config.json; the packaged GGUF has none,
-    so the recipe passes its own. The result must equal the recipe's cached conversion."""
+    folder without --force, and with --force a folder holding a stranger's file: issue 64, the
+    recipe's step passes --force and used to delete it), then the recipe's arguments (bf16, its chat
+    template) with --force over a folder the cookbook made (its marker). Peer tools (`vllm bench
+    serve`, transformers' apply_chat_template) read the template from tokenizer_config.json; the
+    packaged GGUF has none, so the recipe passes its own. The result must equal the recipe's cached
+    conversion."""
     from safetensors import safe_open
     from transformers import AutoTokenizer
+
+    from cookbook import model_folder
 
     template = (TOOLS.parents[1] / "recipes" / "gemma3-270m-cpu" / "chat_template.jinja").read_text()
     empty = tmp_path / "empty.jinja"
@@ -251,30 +257,26 @@ def test_force_replaces_a_non_empty_folder_with_the_recipes_conversion(gemma_ggu
 
     out.mkdir()
     (out / "keep.txt").write_text("x")
-    with pytest.raises(GGUFError, match="not empty"):
+    with pytest.raises(model_folder.FolderRefused, match="did not write"):
         convert_gguf_to_hf(gemma_gguf, out, progress=False)
     r = subprocess.run([str(TOOLS / "gguf-to-hf"), str(gemma_gguf), str(out)], capture_output=True, text=True)
-    assert r.returncode == 2 and "--force" in r.stderr and "Traceback" not in r.stderr
+    assert r.returncode == 2 and "did not write (keep.txt)" in r.stderr and "Traceback" not in r.stderr
     assert (out / "keep.txt").exists()
 
     src = tmp_path / "t.jinja"
     src.write_text(template)
-    r = subprocess.run(
-        [
-            str(TOOLS / "gguf-to-hf"),
-            str(gemma_gguf),
-            str(out),
-            "--dtype",
-            "bfloat16",
-            "--chat-template",
-            str(src),
-            "--force",
-        ],
-        capture_output=True,
-        text=True,
-    )
+    argv = [str(TOOLS / "gguf-to-hf"), str(gemma_gguf), str(out), "--dtype", "bfloat16"]
+    argv += ["--chat-template", str(src), "--force"]
+    r = subprocess.run(argv, capture_output=True, text=True)
+    assert r.returncode == 2 and f"model folder {out}" in r.stderr and "help:" in r.stderr
+    assert (out / "keep.txt").read_text() == "x", "--force replaced a folder the cookbook did not make"
+
+    (out / "keep.txt").unlink()
+    model_folder.claim(out)
+    (out / "left-from-an-earlier-conversion.json").write_text("{}")
+    r = subprocess.run(argv, capture_output=True, text=True)
     assert r.returncode == 0, r.stderr
-    assert not (out / "keep.txt").exists()
+    assert not (out / "left-from-an-earlier-conversion.json").exists() and (out / model_folder.MARKER).is_file()
     assert json.loads((out / "tokenizer_config.json").read_text())["chat_template"] == template
     assert (out / "chat_template.jinja").read_text() == template
     with safe_open(out / "model.safetensors", framework="pt") as f:

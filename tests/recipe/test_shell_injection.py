@@ -118,12 +118,13 @@ def _expected_calls(resolved, env: dict[str, str]) -> list[list[str]]:
     with plain references expanded as bash expands them and everything else as written."""
     calls = []
     fixes = resolved.recipe.image.fixes
-    if fixes.check_at_launch and fixes.profile:
+    if fixes.profile:
         script = fixes.launch_script
         if shell.quote_word(script) == script and script.startswith('"'):
             script = script[1:-1]
         calls.append(
-            ["python3", shell.expand(script, env), "--profile", fixes.profile] + [f.name for f in fixes.opt_in]
+            ["python3", shell.expand(script, env), "--check", "--profile", fixes.profile]
+            + [f.name for f in fixes.opt_in]
         )
     argv = [shell.expand(t, env) for t in server_argv(resolved, planned(resolved))]
     argv[0] = os.path.basename(argv[0])

@@ -155,7 +155,7 @@ def test_quant_and_fix_names_are_names_or_refused_stub_server(quant, profile, op
             return
         assert ok
         calls = _run_no_shell(tmp, got, sentinel)
-        assert calls[0][2:] == ["--profile", profile, opt]
+        assert calls[0][2:] == ["--check", "--profile", profile, opt]
 
 
 @SETTINGS

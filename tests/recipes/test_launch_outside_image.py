@@ -1,4 +1,4 @@
-"""A launch block that checks the fix pack (image.fixes.check_at_launch) fails as it promises when
+"""A launch block that checks the fix pack (every recipe with a fix profile) fails as it promises when
 pasted outside the image: from the cookbook checkout it finds the pack (COOKBOOK defaults to the
 directory it is run from) and stops on "the image does not match"; anywhere else it says how to
 point COOKBOOK at the checkout, instead of python's "can't open file '/fixes/apply_all.py'"."""
@@ -21,7 +21,7 @@ def fix_lines() -> str:
     """The block's lines from the guard through the pack's check (the server is not started)."""
     lines = launch_block(resolve(SLUG)).splitlines()
     start = next(i for i, ln in enumerate(lines) if ln.startswith("[ -f "))
-    end = next(i for i, ln in enumerate(lines) if i > start and ln.endswith("|| exit 1"))
+    end = next(i for i, ln in enumerate(lines) if i > start and ln.endswith("exit 1; }"))
     return "\n".join(lines[start : end + 1]) + "\necho reached-the-server\n"
 
 
@@ -41,7 +41,7 @@ def test_outside_the_checkout_it_says_how_to_point_at_the_cookbook(tmp_path):
 
 
 def test_from_the_checkout_it_runs_the_packs_check(tmp_path):
-    """The pack is found and its check runs: on this machine's engine it is not the v0.30.0 image."""
+    """The pack is found and its check runs: this machine's engine is not the v0.30.0 image's."""
     p = run(ROOT)
     assert p.returncode == 1 and "reached-the-server" not in p.stdout
     assert "apply_all" in p.stderr and "no fixes/apply_all.py" not in p.stderr

@@ -4,6 +4,7 @@ then run the recipe's convert steps (the runner `cookbook serve` uses)."""
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 
 import click
@@ -15,23 +16,25 @@ GIB = 2**30
 
 
 def _local_dir(resolved, local_dir: Path | None, env: dict) -> Path:
-    if local_dir is not None:
-        return local_dir
-    base = Path(env["MODELS"]) if env.get("MODELS") else Path(".cache") / "models"
-    return base / resolved.recipe.model.source.repo.rsplit("/", 1)[-1]
+    from cookbook.serving.fetch import download_folder
+
+    return download_folder(resolved, env, local_dir)
 
 
 def _convert_rows(resolved) -> list[dict]:
     return [{"tool": c.tool, "args": list(c.args), "creates": c.creates} for c in resolved.recipe.convert]
 
 
-def _dry_run_json(resolved, plan, dls, target, listed_error, need, free) -> dict:
+def _dry_run_json(resolved, plan, dls, target, listed_error, need, free, served) -> dict:
+    from cookbook import model_folder
     from cookbook.plan.render import as_json
 
     return {
         "recipe": resolved.slug,
         "quant": resolved.quant,
         "local_dir": str(target),
+        "model_folder": str(served) if served is not None else None,
+        "refused": model_folder.problem(target),
         "downloads": [
             {
                 "repo": d.repo,
@@ -82,10 +85,12 @@ def fetch_cmd(slug, quant, sets, dry_run, local_dir, no_convert, as_json):
       cookbook fetch glm52-2 --dry-run            # without a network: what the recipe knows
       cookbook fetch glm52-4 --quant Q4_K --local-dir /data/models/GLM-5.2-Vision-GGUF
     """
+    from cookbook import model_folder
     from cookbook.plan.budget import make_plan
     from cookbook.plan.render import as_text
     from cookbook.serving import fetch as F
     from cookbook.serving import local
+    from cookbook.untrusted import printable
 
     if as_json and not dry_run:
         raise CookbookError("--json goes with --dry-run", help="add --dry-run, or drop --json")
@@ -123,10 +128,21 @@ def fetch_cmd(slug, quant, sets, dry_run, local_dir, no_convert, as_json):
         if listed_error is None:
             need = F.check_disk(dls, target) if not dry_run else sum(F.still_needed(d, target) for d in dls)
             free = F.free_bytes(target)[0]
+        served = F.served_folder(resolved, env)
         if as_json:
-            click.echo(json.dumps(_dry_run_json(resolved, plan, dls, target, listed_error, need, free), indent=2))
+            click.echo(
+                json.dumps(_dry_run_json(resolved, plan, dls, target, listed_error, need, free, served), indent=2)
+            )
             return
-        click.echo(f"files into {target}:")
+        click.echo(
+            f"files into {printable(str(target))}"
+            + (" (the model folder, $CHECKPOINT_DIR: launch and serve read it)" if served == target else "")
+            + ":"
+        )
+        if (refused := model_folder.problem(target)) is not None:
+            click.echo(
+                f"  refused: {printable(str(target))} {refused}; the cookbook writes only into a folder it created"
+            )
         for d in dls:
             size = f"; {d.size_gib:,.2f} GiB by the recipe" if d.size_gib else ""
             rev = f" @ {d.commit[:12]}" if d.commit else (f" @ {d.revision}" if d.revision else "")
@@ -151,6 +167,7 @@ def fetch_cmd(slug, quant, sets, dry_run, local_dir, no_convert, as_json):
                 )
         if dry_run:
             return
+        model_folder.claim(target)  # a folder of the user's is refused before the first byte
         for d in dls:
             local.step(f"fetch {d.repo} ({d.size / GIB:,.2f} GiB)")
             F.download(d, target)
@@ -158,6 +175,10 @@ def fetch_cmd(slug, quant, sets, dry_run, local_dir, no_convert, as_json):
         if resolved.recipe.convert and not no_convert:
             local.run_convert_steps(resolved, convert_env(env, target, dls), expand_globs=True)
         local.step(f"fetched {slug} into {target}")
+        if served is not None and served != target:  # --local-dir: the block serves $CHECKPOINT_DIR
+            local.note(f"serve it: CHECKPOINT_DIR={shlex.quote(str(target))} cookbook launch {slug}")
+        elif served is not None:
+            local.note(f"serve it: cookbook launch {slug}")
     except KeyboardInterrupt:
         raise CookbookError("interrupted; run the same command again to resume", exit_code=INTERRUPTED) from None
 

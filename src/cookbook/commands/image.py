@@ -9,6 +9,12 @@ import click
 from cookbook.commands.recipes import quant_option, resolve_or_refuse
 
 
+def run_line(p) -> str:
+    from cookbook.image.run import run_command
+
+    return run_command(p.resolved, p.tag)
+
+
 def dry_run_text(p, context_dir: str, quant: str | None = None) -> str:
     from cookbook.untrusted import printable
 
@@ -26,6 +32,8 @@ def dry_run_text(p, context_dir: str, quant: str | None = None) -> str:
     if p.port.wheels:
         lines.append("wheels/*.whl (the host's wheel set, .cache/wheels; scripts/fetch-wheels fills it)")
     lines += ["", "## build", p.build_command(context_dir)]
+    lines += ["", "## run (the model folder mounted, the recipe's port, the platform's accelerators)"]
+    lines += run_line(p).split("\n")
     lines += ["", "## launch.sh (the image runs it; `cookbook launch` prints the same)"]
     lines += p.files["launch.sh"].rstrip("\n").split("\n")
     return "".join(printable(line) + "\n" for line in lines)
@@ -42,6 +50,7 @@ def dry_run_json(p, context_dir: str) -> dict:
         "dockerfile": p.dockerfile,
         "context": sorted(k for k in p.files if not k.startswith("wheels/")),
         "build": p.build_command(context_dir),
+        "run": run_line(p),
         "launch_sh": p.files["launch.sh"],
     }
 
@@ -50,7 +59,9 @@ def dry_run_json(p, context_dir: str) -> dict:
 @click.argument("slug")
 @quant_option
 @click.option(
-    "--dry-run", is_flag=True, help="Print the Dockerfile, the context's files and the build command; no daemon."
+    "--dry-run",
+    is_flag=True,
+    help="Print the Dockerfile, the context's files, the build command and the run line; no daemon.",
 )
 @click.option("--base", help="Base image to build on (default: the recipe's, else docker/<platform>/base.yaml).")
 @click.option("--tag", help="Image reference to tag (default cookbook/<slug>:<recipe-hash12>).")

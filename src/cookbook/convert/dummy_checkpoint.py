@@ -14,8 +14,8 @@ import json
 import os
 from pathlib import Path
 
+from cookbook import model_folder
 from cookbook.convert.gguf_to_hf import ARCHS, _require_libraries, write_tokenizer
-from cookbook.files import atomic_dir
 from cookbook.gguf.errors import GGUFError
 from cookbook.gguf.reader import read_gguf
 from cookbook.untrusted import open_regular
@@ -42,6 +42,7 @@ def _read_config(path: Path) -> dict:
 def make_dummy_checkpoint(tokenizer_gguf, config_file, out_dir, *, force: bool = False) -> dict:
     """config.json from `config_file`, tokenizer files from `tokenizer_gguf`, into `out_dir`."""
     config_file, out_dir = Path(config_file), Path(out_dir)
+    model_folder.check(out_dir)
     config = _read_config(config_file)
     g = read_gguf(tokenizer_gguf)
     arch = g.get("general.architecture")
@@ -66,7 +67,7 @@ def make_dummy_checkpoint(tokenizer_gguf, config_file, out_dir, *, force: bool =
         if v is not None:
             config[key] = v
     try:
-        with atomic_dir(out_dir, force=force) as tmp:
+        with model_folder.replacing(out_dir, force=force) as tmp:
             (tmp / "config.json").write_text(json.dumps(config, indent=2) + "\n")
             tok = write_tokenizer(g, arch, tmp)
     except FileExistsError:

@@ -18,9 +18,9 @@ import os
 import re
 from pathlib import Path
 
+from cookbook import model_folder
 from cookbook.convert.fileio import Progress
 from cookbook.convert.safetensors_io import Writer, plan_shards, shard_names, write_index
-from cookbook.files import atomic_dir
 from cookbook.gguf.errors import GGUFError
 from cookbook.gguf.format import BLOCK_LAYOUT
 from cookbook.gguf.reader import GGUFFile, read_gguf
@@ -288,6 +288,7 @@ def convert_gguf_to_hf(
     chat_template: str | None = None,
 ) -> dict:
     """`chat_template`: a Jinja template's text that replaces the GGUF's own (or supplies one it lacks)."""
+    model_folder.check(out_dir)  # a folder of the user's is refused before anything is read
     g = read_gguf(src)  # first: a bad input is named before a missing library
     arch = g.get("general.architecture")
     if arch not in ARCHS:
@@ -309,7 +310,7 @@ def convert_gguf_to_hf(
     _require_libraries()
     out_dir = Path(out_dir)
     try:
-        with atomic_dir(out_dir, force=force) as tmp:
+        with model_folder.replacing(out_dir, force=force) as tmp:
             config = build_config(g, arch, dtype)
             (tmp / "config.json").write_text(json.dumps(config, indent=2) + "\n")
             (tmp / "generation_config.json").write_text(json.dumps(generation_config(g), indent=2) + "\n")

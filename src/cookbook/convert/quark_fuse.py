@@ -29,6 +29,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from cookbook import model_folder
 from cookbook.convert.fileio import Progress
 from cookbook.convert.safetensors_io import (
     STensor,
@@ -40,7 +41,7 @@ from cookbook.convert.safetensors_io import (
     write_index,
 )
 from cookbook.errors import CookbookError
-from cookbook.files import atomic_dir, copy_range
+from cookbook.files import copy_range
 from cookbook.untrusted import check_regular, is_plain_name, open_regular, printable, read_regular
 
 EXPERT_RE = re.compile(
@@ -139,7 +140,8 @@ def _side_files(src_dir: Path) -> list[str]:
     Folders are skipped; FIFOs, devices and links leaving the folder are refused."""
     names = []
     for p in sorted(src_dir.iterdir()):
-        if p.name.endswith(".safetensors") or p.name == INDEX or (p.is_dir() and not p.is_symlink()):
+        skip = p.name in (INDEX, model_folder.MARKER)  # the source's marker says who wrote the source, not the output
+        if p.name.endswith(".safetensors") or skip or (p.is_dir() and not p.is_symlink()):
             continue
         if p.is_symlink() and p.is_dir():
             continue
@@ -434,6 +436,7 @@ def fuse_checkpoint(
     progress: bool = True,
 ) -> dict:
     src_dir, out_dir = Path(src_dir), Path(out_dir)
+    model_folder.check(out_dir)
     if not src_dir.is_dir():
         raise QuarkError(f"{src_dir}: not a directory")
     tensors = _load_tensors(src_dir)  # a bad shard is a SafetensorsError (one message, help line kept)
@@ -453,7 +456,7 @@ def fuse_checkpoint(
     cfg = _read_config(src_dir / "config.json") if "config.json" in side_files else None
     fds = _Fds()
     try:
-        with atomic_dir(out_dir, force=force) as tmp:
+        with model_folder.replacing(out_dir, force=force) as tmp:
             scratch = _Scratch(tmp)
             try:
                 for fname, grp in zip(files, shards):

@@ -38,6 +38,8 @@ from pathlib import Path
 from cookbook.evidence.manifest import check_manifest
 from cookbook.files import atomic_dir
 from cookbook.gates.bundle import MANIFEST, manifest_of
+from cookbook.model_folder import VARIABLE
+from cookbook.recipe.launch import export_lines, fixes_line
 
 ENGINE_CHECKED, STALE, REFUSED = "engine-checked", "engine-check stale", "engine-check refused"
 RECORD = "engine-check.json"
@@ -154,11 +156,27 @@ def geometry_sets(config: dict) -> list[str]:
     return sets
 
 
-def block_differences(ran: str, expected: str) -> list[str]:
+def host_side_lines(resolved) -> list[str]:
+    """Lines of the block the engine never sees: the fix-pack check (it runs before the server; the
+    run applied the profile itself: scripts/offline-gpu/engine-check), and the model folder's export
+    when the run's checkpoint replaced serve.model (scaled_sets), so the export is unused."""
+    out = [fixes_line(resolved) or ""]
+    if resolved.recipe.serve.model.strip('"') in (f"${VARIABLE}", f"${{{VARIABLE}}}"):
+        out += [x for x in export_lines(resolved) if x.startswith(f"export {VARIABLE}=")]
+    return [x for x in out if x]
+
+
+def block_differences(ran: str, expected: str, host_side: list[str] | tuple = ()) -> list[str]:
     """The run's launch.sh against the recipe's block rendered with scaled_sets: the same lines,
-    then only the flags ADDED_FLAGS allows."""
-    want = [x for x in expected.rstrip("\n").splitlines() if not x.startswith("#")]
-    got = [x for x in ran.rstrip("\n").splitlines() if not x.startswith("#")]
+    then only the flags ADDED_FLAGS allows. `host_side`: groups of the block's lines that change
+    nothing the engine runs (host_side_lines); a run recorded before blocks carried one is compared
+    without it."""
+    want = [x for x in expected.rstrip("\n").splitlines() if x and not x.startswith("#")]  # blank lines neither
+    got = [x for x in ran.rstrip("\n").splitlines() if x and not x.startswith("#")]
+    for group in host_side:
+        lines = group.splitlines()
+        if lines and not any(x in got for x in lines):
+            want = [x for x in want if x not in lines]
     if got[: len(want) - 1] != want[:-1] or not got[len(want) - 1 :] or got[len(want) - 1].rstrip(" \\") != want[-1]:
         return ["launch.sh is not the recipe's launch block with only its parallel sizes scaled to one GPU"]
     out = []
@@ -199,7 +217,7 @@ def figures(
     serve_line = next((x for x in texts["launch.sh"].splitlines() if x.startswith("vllm serve ")), "")
     checkpoint = serve_line.split()[2] if len(serve_line.split()) > 2 else ""
     sets = scaled_sets(resolved, checkpoint)
-    reasons += block_differences(texts["launch.sh"], block_fn(sets))
+    reasons += block_differences(texts["launch.sh"], block_fn(sets), host_side_lines(resolved))
     log = parse_server_log(texts["server.log"])
     n = answered(texts["responses.json"])
     if rc.startswith("ready") and n == 0:

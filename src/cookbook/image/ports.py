@@ -40,6 +40,7 @@ class Port:
     # rather than on the platform's base (docker/<folder>/base.yaml); empty for the others.
     base: str = ""
     base_why: str = ""  # how that base is pinned, and why
+    built: str = ""  # where an image of this port was built and served, with its record; empty: never yet
 
     def base_for(self, pin: str | None) -> str | None:
         return self.base.replace("{pin}", pin) if self.base and pin else None
@@ -81,6 +82,7 @@ def load(family: str, root: Path | None = None) -> Port:
         inputs=inputs,
         base=str(data.get("base") or ""),
         base_why=_norm(data.get("base_why")),
+        built=_norm(data.get("built")),
     )
 
 

@@ -101,18 +101,37 @@ def planned_tokens(planned: Planned) -> list[str]:
     return out
 
 
-def fixes_line(resolved: ResolvedRecipe) -> str | None:
+def fix_apply_command(resolved: ResolvedRecipe) -> str | None:
+    """The command that applies the recipe's fix profile (and its opt-ins) to the installed engine."""
     fixes = resolved.recipe.image.fixes
-    if not (fixes.check_at_launch and fixes.profile):
+    if not fixes.profile:
+        return None
+    return f"cookbook fixes apply --profile {fixes.profile}" + "".join(f" --opt-in {f.name}" for f in fixes.opt_in)
+
+
+def fixes_line(resolved: ResolvedRecipe) -> str | None:
+    """Every recipe with a fix profile: the check that the engine this block is about to run holds the
+    profile's fixes (the vllm that python3 imports, or serve.python's for an api-server recipe: the
+    pack's apply_all.py checks the vllm of the interpreter that runs it). On an unfixed engine, or
+    another version, the block stops before the server, printing the command that applies them."""
+    r = resolved.recipe
+    fixes = r.image.fixes
+    if not fixes.profile:
         return None
     try:
         script = shell.quote_word(fixes.launch_script)
+        python = shell.quote_arg(r.serve.python) if r.serve.command == "api-server" else "python3"
     except shell.UnsafeText as exc:
         raise _unsafe(resolved, "image.fixes.launch_script", exc) from None
     opt = " ".join(_quote(f.name) for f in fixes.opt_in)
-    line = f"python3 {script} --profile {_quote(fixes.profile)}" + (f" \\\n    {opt}" if opt else "") + " || exit 1"
+    hint = f"this engine lacks the fixes of the recipe: apply them ({fix_apply_command(resolved)}), or run the recipe image"
+    line = (
+        f"{python} {script} --check --profile {_quote(fixes.profile)}"
+        + (f" \\\n    {opt}" if opt else "")
+        + f' \\\n  || {{ echo "{hint}" >&2; exit 1; }}'
+    )
     plain = re.fullmatch(r'"?\$COOKBOOK/([A-Za-z0-9_./-]+)"?', fixes.launch_script.strip())
-    if plain is None or "COOKBOOK" in resolved.recipe.env:  # a path of the recipe's own: as written
+    if plain is None or "COOKBOOK" in r.env:  # a path of the recipe's own: as written
         return line
     # The image sets COOKBOOK; outside it, the checkout the block is run from (as the CPU block's
     # COOKBOOK=${COOKBOOK:-$PWD}), and a block run elsewhere says how to point at it.
@@ -178,10 +197,9 @@ def prelude(resolved: ResolvedRecipe, planned: Planned, comments: bool = True, t
     if fix:
         if comments:
             lines.append("")
-            lines.append(
-                f"# Fixes: the {r.image.fixes.profile} profile plus this recipe's opt-in fixes, in the pack's order."
-            )
-            lines.append("# Stops with a non-zero exit code if the image does not match.")
+            opt = " and this recipe's opt-in fixes" if r.image.fixes.opt_in else ""
+            lines.append(f"# Fixes: the engine must hold the {r.image.fixes.profile} profile{opt};")
+            lines.append("# on one without them the block stops here, naming the command that applies them.")
         lines.append(fix)
     kernels = kernel_lines(resolved)
     if kernels:

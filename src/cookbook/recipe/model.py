@@ -223,7 +223,12 @@ class FixRef(Strict):
 class Fixes(Strict):
     profile: ItemName | None = Field(None, description="Fix profile in fixes/profiles/ for the pinned vLLM.")
     opt_in: list[FixRef] = Field(default_factory=list, description="Opt-in fixes, named explicitly.")
-    check_at_launch: bool = Field(False, description="Render the pack's apply/check line into the launch block.")
+    # Not read: every block of a recipe with a profile checks its engine (cookbook.recipe.launch.fixes_line).
+    # The field stays, false, so the content hash of every recipe (it is in the resolved data) stays put.
+    check_at_launch: bool = Field(
+        False,
+        description="Not read: every launch block of a recipe with a fix profile checks its engine. Leave it out.",
+    )
     launch_script: Text = Field(
         '"$COOKBOOK/fixes/apply_all.py"',
         description="How the launch block calls the pack inside the image: a path that may use "
@@ -232,6 +237,15 @@ class Fixes(Strict):
     provided_by_port: list[FixRef] = Field(
         default_factory=list, description="Patches that exist only inside the port image."
     )
+
+    @model_validator(mode="after")
+    def _check_at_launch_is_gone(self):
+        if self.check_at_launch:
+            raise ValueError(
+                "check_at_launch is no longer read: every launch block of a recipe with a fix profile checks "
+                "its engine; remove the key"
+            )
+        return self
 
 
 class KernelRef(Strict):

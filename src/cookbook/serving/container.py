@@ -11,13 +11,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from cookbook.image.run import CACHE_IN_IMAGE, CHECKPOINT_IN_IMAGE, SHM_SIZE
 from cookbook.serving.local import ServeError, _exit_on_sigterm, _get, step
-
-CHECKPOINT_IN_IMAGE = "/models/checkpoint"  # ports/cpu/Dockerfile: CHECKPOINT_DIR
-CACHE_IN_IMAGE = "/cache"
-# vLLM's engine core and API server share a 160 MiB+ buffer in /dev/shm (Docker's default is
-# 64 MiB: "Insufficient space in /dev/shm").
-SHM_SIZE = "2g"
 
 
 @dataclass

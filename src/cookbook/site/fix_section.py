@@ -21,7 +21,7 @@ def fix_section(r) -> list[str]:
             infos = []
         lines += [
             f"Profile `{fixes.profile}` (`fixes/profiles/{fixes.profile}.yaml`), applied in this order"
-            + (", and checked by the launch block" if fixes.check_at_launch else "")
+            + ", and checked by the launch block before the server starts"
             + ":",
             "",
         ]

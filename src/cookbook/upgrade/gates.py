@@ -59,10 +59,15 @@ def run_gates(
 
     apply_profile(engine, profile_name, pack)
     env_over = {"COOKBOOK_RECIPES": str(recipes)} if recipes else {}
-    resolved = resolve(Path(recipes) / slug / "recipe.yaml" if recipes else slug)
+    # The block checks the scratch engine for the fixes applied to it just now (or none), not for the
+    # recipe's own pin, which this engine is not; from `pack` when the profile lives there.
+    fixes = [f"image.fixes.profile={profile_name}"] if profile_name else ["image.fixes.profile=null"]
+    resolved = resolve(Path(recipes) / slug / "recipe.yaml" if recipes else slug, sets=fixes)
     workdir = engine.root.parent / "serve" / f"{slug}-{engine.version}"
     workdir.mkdir(parents=True, exist_ok=True)
     env = local.prepare(resolved, workdir, engine.bin_dir)
+    if pack:
+        env["COOKBOOK_FIXES_DIR"] = str(pack)
     server = local.launch(resolved, env, workdir)
     try:
         local.wait_ready(server, ready_timeout_s)
