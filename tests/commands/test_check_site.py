@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.machinery
 import importlib.util
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -65,6 +66,9 @@ def test_chromium_renders_the_launch_blocks(tmp_path):
     assert (tmp_path / "gemma3-270m-cpu.html").is_file()
     assert (tmp_path / "search-1280.png").is_file() and (tmp_path / "search-none-1280.png").is_file()
     assert "index at 1280 px: no clipped table, no placeholder" in p.stdout
+    for hw in ("h100", "a100-40gb"):  # the filter checks ran, passed and left their screenshots
+        assert re.search(rf"index\?hw={hw}: \d+ {hw} recipe\(s\), no lone heading; its notes: ", p.stdout), p.stdout
+        assert (tmp_path / f"index-{hw}-1280.png").is_file()
 
 
 @chromium
