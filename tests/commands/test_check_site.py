@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.machinery
 import importlib.util
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -65,6 +66,9 @@ def test_chromium_renders_the_launch_blocks(tmp_path):
     assert (tmp_path / "gemma3-270m-cpu.html").is_file()
     assert (tmp_path / "search-1280.png").is_file() and (tmp_path / "search-none-1280.png").is_file()
     assert "index at 1280 px: no clipped table, no placeholder" in p.stdout
+    for hw in ("h100", "a100-40gb"):  # the filter checks ran, passed and left their screenshots
+        assert re.search(rf"index\?hw={hw}: \d+ {hw} recipe\(s\), no lone heading; its notes: ", p.stdout), p.stdout
+        assert (tmp_path / f"index-{hw}-1280.png").is_file()
 
 
 @chromium
@@ -197,3 +201,91 @@ def test_search_types_into_the_box_and_waits_for_the_workers_answer(tmp_path):
     assert nothing["answered"] and nothing["items"] == [] and nothing["meta"] == "No matching documents"
     assert mod.search_verdict("qzxvkjwq", nothing, url, []) == []
     assert (tmp_path / "shot.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_filter_verdict_names_a_wrong_recipe_a_lone_heading_and_missing_notes():
+    m = load()
+    want = ["recipes/dsv4-flash-8x-h100.html", "recipes/gemma3-270m-h100.html"]
+    notes = ["None of GLM-5.2 or Kimi K3 fits one H100 80GB by the planner."]
+    good = {"shown": want + want[:1], "orphans": [], "notes": notes}
+    assert m.filter_verdict("h100", good, want) == []
+    wrong = m.filter_verdict("h100", {**good, "shown": [*want, "recipes/glm52-8.html"]}, want)
+    assert wrong == [f"index?hw=h100: the filter shows {sorted([*want, 'recipes/glm52-8.html'])}, not {want}"]
+    lone = m.filter_verdict("h100", {**good, "orphans": ["GLM-5.2"]}, want)
+    assert lone == ["index?hw=h100: heading(s) with nothing under them: GLM-5.2"]
+    assert "no note says which families fit no single h100" in m.filter_verdict("h100", {**good, "notes": []}, want)[0]
+    # nothing written for it: the notes must say so and name the nearest
+    empty = {"shown": [], "orphans": [], "notes": ["None of GLM-5.2 fits one A100 40GB."]}
+    assert "no note says so or what is nearest" in m.filter_verdict("a100-40gb", empty, [])[0]
+    said = [*empty["notes"], "No recipe is written for the A100 40GB yet. The nearest: glm52-fp8-8x-a100."]
+    assert m.filter_verdict("a100-40gb", {**empty, "notes": said}, []) == []
+    assert m.filter_verdict("h100", None, want) == ["index?hw=h100: the probe page got no measurements"]
+
+
+# A stand-in for the index and its filter script (the real one is docs/assets/cookbook.js): every
+# element with data-hw shows only under ?hw= one of its kinds; a note shows under its own kind.
+FAKE_INDEX = """<!doctype html><html><head><style>.cb-note {{ display: none }}</style></head><body><article>
+<h1>What can I run</h1>
+<h2 data-hw="h100 a100-40gb">Intro</h2><p data-hw="h100 a100-40gb">Pick your hardware.</p>
+<ul data-hw="h100 a100-40gb"><li>the filter</li></ul>
+<h2 data-hw="h100">H100 recipes</h2><p data-hw="h100">intro text</p><table data-hw="h100"><tbody>{rows}</tbody></table>
+<h2 data-hw="{glm_hw}">GLM-5.2</h2><p data-hw="{glm_hw}">GLM intro text only</p>
+<table data-hw="h200"><tbody><tr><td><a href="recipes/glm52-8.html">glm52-8</a></td></tr></tbody></table>
+{stray}
+<p class="cb-note" data-hw-note="h100">None of GLM-5.2 or Kimi K3 fits one H100 80GB. Nearest:
+ <a href="recipes/gemma3-270m-h200.html">gemma3-270m-h200</a></p>
+<p class="cb-note" data-hw-note="{empty}">No recipe is written for it yet; the nearest:
+ <a href="recipes/glm52-8.html">glm52-8</a>. None of GLM-5.2 fits one.</p>
+</article><script>
+var hw = new URLSearchParams(location.search).get("hw");
+document.querySelectorAll("[data-hw]").forEach(function (el) {{
+  if (el.dataset.hw.split(" ").indexOf(hw) < 0) el.style.display = "none";
+}});
+document.querySelectorAll(".cb-note").forEach(function (p) {{
+  if (p.dataset.hwNote === hw) p.style.display = "block";
+}});
+</script></body></html>"""
+
+
+def _filter_site(mod, tmp_path, glm_hw="h200", stray=""):
+    """The stand-in index, its H100 rows from the real recipes; `glm_hw` and `stray` spoil it."""
+    site = tmp_path / "site"
+    site.mkdir(parents=True)
+    recipes = mod.Site(None, "", [], tmp_path).recipes()
+    rows = "".join(
+        f'<tr><td><a href="recipes/{x.slug}.html">{x.slug}</a></td></tr>'
+        for x in recipes
+        if x.recipe.hardware.platform == "h100"
+    )
+    page = FAKE_INDEX.format(rows=rows, glm_hw=glm_hw, stray=stray, empty=mod.empty_filter_hw(recipes))
+    (site / "index.html").write_text(page, encoding="utf-8")
+    return site
+
+
+@chromium
+def test_the_hardware_notes_check_fails_on_a_lone_heading_or_a_wrong_recipe(tmp_path):
+    """hardware_notes_check in Chromium on a stand-in index: right as written, it passes (links in
+    the notes are not shown recipes; a list under a heading counts); a heading left with only its
+    intro text, or another kind's recipe shown, fails it."""
+    mod = load()
+    assert mod.empty_filter_hw(mod.Site(None, "", [], tmp_path).recipes()) == "a100-40gb"
+    out = tmp_path / "shots"
+    out.mkdir()
+    cases = {
+        "good": _filter_site(mod, tmp_path / "good"),
+        "lone": _filter_site(mod, tmp_path / "lone", glm_hw="h200 h100"),
+        "wrong": _filter_site(
+            mod, tmp_path / "wrong", stray='<table data-hw="h100"><tr><td><a href="recipes/glm52-8.html">x</a></table>'
+        ),
+    }
+    failures = {}
+    with mod.chromium(mod.browser()) as b:
+        for name, site_dir in cases.items():
+            with mod.serve(site_dir) as url:
+                failures[name] = mod.hardware_notes_check(mod.Site(b, url, [], out))
+    assert failures["good"] == [], failures["good"]
+    assert failures["lone"] == ["index?hw=h100: heading(s) with nothing under them: GLM-5.2"], failures["lone"]
+    assert len(failures["wrong"]) == 1 and "index?hw=h100: the filter shows" in failures["wrong"][0]
+    assert "recipes/glm52-8.html" in failures["wrong"][0]
+    for hw in ("h100", "a100-40gb"):
+        assert (out / f"index-{hw}-1280.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
