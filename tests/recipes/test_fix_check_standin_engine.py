@@ -62,7 +62,7 @@ def test_every_recipe_with_a_fix_profile_checks_its_engine():
         except Exception:  # noqa: BLE001 - a recipe refused as written is lint's business
             continue
         assert f"--check --profile {r.recipe.image.fixes.profile}" in block, slug
-        assert "cookbook fixes apply --profile" in block, slug
+        assert "cookbook maint fixes apply --profile" in block, slug
         server = next(i for i, ln in enumerate(block.splitlines()) if ln.startswith("vllm serve ") or " -m vllm." in ln)
         check = next(i for i, ln in enumerate(block.splitlines()) if "--check --profile" in ln)
         assert check < server, slug
@@ -75,7 +75,7 @@ def test_a_hopper_block_refuses_an_unfixed_standin_engine(slug, tmp_path):
     assert p.returncode == 1, p.stdout + p.stderr
     assert not (tmp_path / "server-started").exists(), "the server started on an unfixed engine"
     assert f"no fixes applied to {site / 'vllm'}" in p.stderr  # the engine the block was about to run
-    assert "cookbook fixes apply --profile vllm-0.26.0" in p.stderr
+    assert "cookbook maint fixes apply --profile vllm-0.26.0" in p.stderr
 
 
 def test_a_hopper_block_refuses_another_engine_version(tmp_path):
@@ -83,7 +83,7 @@ def test_a_hopper_block_refuses_another_engine_version(tmp_path):
     p = run_block("dsv4-flash-8x-h200", tmp_path, site)
     assert p.returncode == 1 and not (tmp_path / "server-started").exists()
     assert "is vLLM 0.25.0" in p.stderr and "install vllm==0.26.0" in p.stderr
-    assert "cookbook fixes apply --profile vllm-0.26.0" in p.stderr
+    assert "cookbook maint fixes apply --profile vllm-0.26.0" in p.stderr
 
 
 def test_the_cpu_block_passes_on_the_fixed_real_engine(tmp_path):

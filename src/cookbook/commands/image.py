@@ -70,7 +70,7 @@ def image_cmd(slug, quant, dry_run, base, tag, as_json):
     """Build the serving image of a recipe: its port's Dockerfile on the platform's base, with the
     fix pack, kernels and resolved recipe; tagged cookbook/<slug>:<recipe-hash12>, labelled with
     source, revision, recipe hash, fix-set hash and engine pin. Its last step runs
-    `cookbook fixes check`.
+    `cookbook maint fixes check`.
 
     \b
       cookbook image gemma3-270m-cpu --dry-run

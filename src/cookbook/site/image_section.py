@@ -81,7 +81,7 @@ def image_lines(resolved) -> list[str]:
         lines += [f"- **the port** (`{p.dockerfile_rel}`): {cell(what)}"]
     lines += [
         "- **every build**: applies the fix profile, installs the cookbook with this recipe, and ends with "
-        "`cookbook fixes check`."
+        "`cookbook maint fixes check`."
     ]
     lines.append("")
     # The port's inputs, not what this checkout lacks: the page must not depend on .cache/.

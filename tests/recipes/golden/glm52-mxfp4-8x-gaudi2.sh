@@ -27,7 +27,7 @@ export GLM_SPEC_DEVICE_REJECT=1
 [ -f "${COOKBOOK:=$PWD}/fixes/apply_all.py" ] || { echo "no fixes/apply_all.py under COOKBOOK=$COOKBOOK: run this in the recipe's image, or export COOKBOOK=<your cookbook checkout>" >&2; exit 1; }
 python3 "$COOKBOOK/fixes/apply_all.py" --check --profile v0.30.0 \
     vllm-long-prefill-share glm47-streaming-text-markers \
-  || { echo "this engine lacks the fixes of the recipe: apply them (cookbook fixes apply --profile v0.30.0 --opt-in vllm-long-prefill-share --opt-in glm47-streaming-text-markers), or run the recipe image" >&2; exit 1; }
+  || { echo "this engine lacks the fixes of the recipe: apply them (cookbook maint fixes apply --profile v0.30.0 --opt-in vllm-long-prefill-share --opt-in glm47-streaming-text-markers), or run the recipe image" >&2; exit 1; }
 
 vllm serve "$CHECKPOINT_DIR" \
   --served-model-name amd/GLM-5.2-MXFP4 \
