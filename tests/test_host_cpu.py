@@ -39,11 +39,11 @@ def test_an_unreadable_cpuinfo_picks_the_default(monkeypatch, tmp_path):
     assert host_cpu.cpu_recipe() == host_cpu.BF16
 
 
-def test_both_slugs_are_recipes_and_the_child_differs_only_in_dtype_and_speed_bars():
+def test_both_slugs_are_recipes_and_the_child_differs_only_in_dtype_long_prefill_and_speed_bars():
     parent, child = resolve(host_cpu.BF16), resolve(host_cpu.AVX2)
     assert parent.recipe.serve.arg("dtype") == "bfloat16" and child.recipe.serve.arg("dtype") == "float32"
     p, c = parent.recipe.serve.args, child.recipe.serve.args
-    assert {k for k in p.keys() | c.keys() if p.get(k) != c.get(k)} == {"dtype"}
+    assert {k for k in p.keys() | c.keys() if p.get(k) != c.get(k)} == {"dtype", "long_prefill_token_threshold"}
     assert (
         child.recipe.gates.speed.min_output_throughput_1_stream
         < parent.recipe.gates.speed.min_output_throughput_1_stream

@@ -48,6 +48,7 @@ def _refresh(patch, target, out, *more, timeout=30):
             sys.executable,
             "-m",
             "cookbook.cli",
+            "maint",
             "fixes",
             "refresh",
             str(patch),

@@ -4,12 +4,12 @@ import asyncio
 import json
 import random
 import re
-import socket
 from collections import Counter
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+from openai_standin import gate_standin
 
 from cookbook.cli import main
 from cookbook.gates import data as gate_data
@@ -151,27 +151,45 @@ def test_default_data_dir_is_cookbook_data_else_cache_data(monkeypatch, tmp_path
         gate_data.gsm8k(gate_data.DataPaths.from_data_dir(gate_data.default_data_dir()), "test", 1)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+@pytest.fixture
+def answering_url():
+    """A stand-in server that answers /v1/models (a run against no server stops before it picks data)."""
+    url, server = gate_standin("gemma3-270m")
+    yield url
+    server.shutdown()
 
 
-def test_gates_run_honours_cookbook_data(recipes_dir, tmp_path, data_dir, monkeypatch):
-    url = f"http://127.0.0.1:{_free_port()}"
+def test_gates_run_honours_cookbook_data(recipes_dir, tmp_path, data_dir, monkeypatch, answering_url):
+    url = answering_url
     monkeypatch.setenv("COOKBOOK_DATA", str(data_dir))
-    res = CliRunner().invoke(main, ["gates", "run", "gates-cpu", "--base-url", url, "--out", str(tmp_path / "a")])
+    res = CliRunner().invoke(
+        main, ["gates", "run", "gates-cpu", "--base-url", url, "--only", "greedy", "--out", str(tmp_path / "a")]
+    )
     assert f"gate data: {data_dir} ($COOKBOOK_DATA)" in res.output, res.output
     assert json.loads((tmp_path / "a" / "results.json").read_text())["data_dir"] == str(data_dir)
     # --data-dir wins over it; with neither, the default under the checkout
     res = CliRunner().invoke(
         main,
-        ["gates", "run", "gates-cpu", "--base-url", url, "--out", str(tmp_path / "b"), "--data-dir", str(tmp_path)],
+        [
+            "gates",
+            "run",
+            "gates-cpu",
+            "--base-url",
+            url,
+            "--only",
+            "greedy",
+            "--out",
+            str(tmp_path / "b"),
+            "--data-dir",
+            str(tmp_path),
+        ],
     )
     assert json.loads((tmp_path / "b" / "results.json").read_text())["data_dir"] == str(tmp_path)
     monkeypatch.delenv("COOKBOOK_DATA")
     monkeypatch.setenv("COOKBOOK_ROOT", str(tmp_path / "checkout"))
-    res = CliRunner().invoke(main, ["gates", "run", "gates-cpu", "--base-url", url, "--out", str(tmp_path / "c")])
+    res = CliRunner().invoke(
+        main, ["gates", "run", "gates-cpu", "--base-url", url, "--only", "greedy", "--out", str(tmp_path / "c")]
+    )
     assert "(default; absent: only built-in data)" in res.output, res.output
     assert json.loads((tmp_path / "c" / "results.json").read_text())["data_dir"] == str(
         tmp_path / "checkout" / ".cache" / "data"

@@ -54,7 +54,16 @@ def test_launch_reproduces_the_document(seed_text):
     assert [c[0] for c in doc_rest] == ["python3", "vllm"]
     assert [c[0] for c in our_rest] == ["[", "python3", "vllm"]
     assert our_rest[0][:2] == ["[", "-f"] and "COOKBOOK" in our_rest[0][2]
-    assert our_rest[1:] == doc_rest
+    # The one deliberate change (issue 63): the document's line applies the fix pack at launch; the
+    # cookbook's checks it (`--check`, the image applied it at build: ports/glm-5-mxfp4/install.sh)
+    # and, on an engine without it, stops naming the command that applies it. Same script, profile
+    # and opt-ins as the document's.
+    doc_fix, our_fix = doc_rest[0], our_rest[1]
+    assert our_fix[:2] == doc_fix[:2] and our_fix[2] == "--check"
+    assert doc_fix[-3:] == ["||", "exit", "1"]
+    assert our_fix[3 : len(doc_fix) - 2] == doc_fix[2:-3]  # --profile, the profile and the opt-ins
+    assert "maint fixes apply --profile v0.30.0" in " ".join(our_fix)
+    assert our_rest[2:] == doc_rest[1:]
 
 
 def test_launch_exports_keep_the_documents_order(seed_text):
