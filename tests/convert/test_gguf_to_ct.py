@@ -287,5 +287,9 @@ def test_a_fifo_is_refused_up_front_and_a_full_output_folder_kept(tmp_path, tool
     out.mkdir()
     (out / "mine.txt").write_text("keep")
     r = run_tool(tool, g, out)
-    assert_clean_error(r, "full", "not empty", "--force")
+    assert_clean_error(r, "full", "the cookbook writes only into a folder it created")
+    assert [p.name for p in out.iterdir()] == ["mine.txt"]
+    # --force replaces only a folder the cookbook made (cookbook.model_folder): a user's is kept
+    r = run_tool(tool, g, out, "--force")
+    assert_clean_error(r, "full", "the cookbook writes only into a folder it created")
     assert [p.name for p in out.iterdir()] == ["mine.txt"]

@@ -39,6 +39,7 @@ import json
 import os
 from pathlib import Path
 
+from cookbook import model_folder
 from cookbook.convert.fileio import Progress
 from cookbook.convert.gguf_to_hf import (
     ARCHS,
@@ -47,15 +48,14 @@ from cookbook.convert.gguf_to_hf import (
     _name_map,
     _require_libraries,
     build_config,
-    check_complete,
     generation_config,
+    read_source,
     write_tokenizer,
 )
 from cookbook.convert.safetensors_io import Writer, plan_shards, shard_names, write_index
-from cookbook.files import atomic_dir
 from cookbook.gguf.errors import GGUFError
 from cookbook.gguf.format import BLOCK_LAYOUT
-from cookbook.gguf.reader import GGUFFile, TensorInfo, read_gguf
+from cookbook.gguf.reader import GGUFFile, TensorInfo
 
 BITS = 4
 PACK = 32 // BITS  # values per int32
@@ -364,24 +364,7 @@ def convert_gguf_to_ct(
     scales; `group_size`: w4a16's; `head`: quantize the LM head (untying it from the embedding)."""
     if scheme not in SCHEMES:
         raise GGUFError(f"scheme {scheme!r} is not one of {', '.join(SCHEMES)}")
-    g = read_gguf(src)  # first: a bad input is named before a missing library
-    arch = g.get("general.architecture")
-    if arch not in ARCHS:
-        raise GGUFError(
-            f"architecture {arch!r} is not supported by gguf-to-{scheme} (supported: {', '.join(ARCHS)})",
-            path=src,
-            field="general.architecture",
-            help="add its tensor-name table to ARCHS in cookbook/convert/gguf_to_hf.py",
-        )
-    if dtype not in HF_DTYPES:
-        raise GGUFError(f"dtype {dtype!r} is not one of {', '.join(HF_DTYPES)}")
-    if "tokenizer.ggml.tokens" not in g.fields:
-        raise GGUFError(
-            "has no tokenizer (tokenizer.ggml.tokens)",
-            path=src,
-            help=f"gguf-to-{scheme} needs a GGUF that embeds its tokenizer",
-        )
-    check_complete(g, arch)
+    g, arch = read_source(src, out_dir, dtype, f"gguf-to-{scheme}")
     names = _name_map(arch, [t.name for t in g.tensors])
     tied = HEAD not in names.values()
     if head and not tied:
@@ -394,7 +377,7 @@ def convert_gguf_to_ct(
     _require_libraries()
     out_dir = Path(out_dir)
     try:
-        with atomic_dir(out_dir, force=force) as tmp:
+        with model_folder.replacing(out_dir, force=force) as tmp:
             config = build_config(g, arch, dtype)
             if head:
                 config["tie_word_embeddings"] = False

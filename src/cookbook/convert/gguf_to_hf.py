@@ -267,6 +267,32 @@ def _write_weights(g: GGUFFile, arch: str, out: Path, dtype: str, progress: Prog
     return files
 
 
+def read_source(src, out_dir, dtype: str, tool: str) -> tuple[GGUFFile, str]:
+    """The GGUF a converter named `tool` reads, and its architecture, once every check has passed:
+    the output folder is one the cookbook may write (a user's folder is refused before anything is
+    read), a supported architecture, a known output dtype, an embedded tokenizer, every tensor."""
+    model_folder.check(out_dir)
+    g = read_gguf(src)  # first: a bad input is named before a missing library
+    arch = g.get("general.architecture")
+    if arch not in ARCHS:
+        raise GGUFError(
+            f"architecture {arch!r} is not supported by {tool} (supported: {', '.join(ARCHS)})",
+            path=src,
+            field="general.architecture",
+            help="add its tensor-name table to ARCHS in cookbook/convert/gguf_to_hf.py",
+        )
+    if dtype not in HF_DTYPES:
+        raise GGUFError(f"dtype {dtype!r} is not one of {', '.join(HF_DTYPES)}")
+    if "tokenizer.ggml.tokens" not in g.fields:
+        raise GGUFError(
+            "has no tokenizer (tokenizer.ggml.tokens)",
+            path=src,
+            help=f"{tool} needs a GGUF that embeds its tokenizer",
+        )
+    check_complete(g, arch)
+    return g, arch
+
+
 def _require_libraries() -> None:
     import importlib.util
 
@@ -288,25 +314,7 @@ def convert_gguf_to_hf(
     chat_template: str | None = None,
 ) -> dict:
     """`chat_template`: a Jinja template's text that replaces the GGUF's own (or supplies one it lacks)."""
-    model_folder.check(out_dir)  # a folder of the user's is refused before anything is read
-    g = read_gguf(src)  # first: a bad input is named before a missing library
-    arch = g.get("general.architecture")
-    if arch not in ARCHS:
-        raise GGUFError(
-            f"architecture {arch!r} is not supported by gguf-to-hf (supported: {', '.join(ARCHS)})",
-            path=src,
-            field="general.architecture",
-            help="add its tensor-name table to ARCHS in cookbook/convert/gguf_to_hf.py",
-        )
-    if dtype not in HF_DTYPES:
-        raise GGUFError(f"dtype {dtype!r} is not one of {', '.join(HF_DTYPES)}")
-    if "tokenizer.ggml.tokens" not in g.fields:
-        raise GGUFError(
-            "has no tokenizer (tokenizer.ggml.tokens)",
-            path=src,
-            help="gguf-to-hf needs a GGUF that embeds its tokenizer",
-        )
-    check_complete(g, arch)
+    g, arch = read_source(src, out_dir, dtype, "gguf-to-hf")
     _require_libraries()
     out_dir = Path(out_dir)
     try:
