@@ -13,6 +13,18 @@ from cookbook.site.markdown import code
 TRAP_SOURCE = "the SlimServe README, Reasoning output (seed 000)"
 
 
+def _openai_client_lines(base: str) -> list[str]:
+    """The openai client example's opening lines, up to the client made for this server."""
+    return [
+        "With the openai client (`pip install openai`):",
+        "",
+        "```python",
+        "from openai import OpenAI",
+        "",
+        f'client = OpenAI(base_url={json.dumps(base + "/v1")}, api_key="EMPTY")',
+    ]
+
+
 def _arg(r, key):
     s = r.serve.args.get(key)
     return None if s is None else s.value
@@ -88,12 +100,7 @@ def base_model_lines(r, base: str, name: str | None) -> list[str]:
     lines += [f"Measured ({gemma.MEASURED_ON}), it prints: {code(says)}", ""]
     py_model = json.dumps(name) if name else "client.models.list().data[0].id"
     lines += [
-        "With the openai client (`pip install openai`):",
-        "",
-        "```python",
-        "from openai import OpenAI",
-        "",
-        f'client = OpenAI(base_url={json.dumps(base + "/v1")}, api_key="EMPTY")',
+        *_openai_client_lines(base),
         "reply = client.completions.create(",
         f"    model={py_model},",
         f"    prompt={json.dumps(py_prompt)},",
@@ -144,12 +151,7 @@ def talk_lines(resolved) -> list[str]:
     lines += ["```", ""]
     py_model = json.dumps(name) if name else "client.models.list().data[0].id"
     lines += [
-        "With the openai client (`pip install openai`):",
-        "",
-        "```python",
-        "from openai import OpenAI",
-        "",
-        f'client = OpenAI(base_url={json.dumps(base + "/v1")}, api_key="EMPTY")',
+        *_openai_client_lines(base),
         "reply = client.chat.completions.create(",
         f"    model={py_model},",
         '    messages=[{"role": "user", "content": "Name three prime numbers."}],',
