@@ -116,3 +116,15 @@ def test_a_hostile_recipe_file_is_one_message(tmp_path, monkeypatch, edit, why, 
     res = CliRunner().invoke(main, [command, str(f) if command == "lint" else CPU])
     assert res.exit_code != 0 and why in res.output and "Traceback" not in res.output, res.output
     assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
+
+
+@pytest.mark.parametrize("argv", [["launch"], ["serve", "--dry-run"], ["plan"]])
+def test_a_configuration_the_plan_refuses_is_never_rendered(argv):
+    """Issue 64, item 9: launch rendered gpu_memory_utilization=0.01 on the 8x H200 recipe, which
+    plan refuses (the weights alone exceed what vLLM may use); now the three refuse alike."""
+    slug, bad = "glm52-fp8-8x-h200", "gpu_memory_utilization=0.01"
+    r = CliRunner().invoke(main, [argv[0], slug, *argv[1:], "--set", bad])
+    assert r.exit_code == 2 and "does not fit" in r.stderr and "vllm serve" not in r.stdout, r.output
+    assert "Traceback" not in r.output
+    ok = CliRunner().invoke(main, [argv[0], slug, *argv[1:], "--set", "gpu_memory_utilization=0.9"])
+    assert ok.exit_code == 0, ok.output

@@ -243,9 +243,11 @@ def launch_cmd(slug, quant, sets, no_comments, nodes, node_rank, runtime, head_a
 
     With --nodes N: the blocks of an N-node launch (each node's, or --node-rank R's), or with
     --runtime lws the LeaderWorkerSet manifest."""
-    from cookbook.plan.launch_block import launch_block, planned
+    from cookbook.plan.launch_block import launch_block, planned, refuse_unfit
 
-    resolved = resolve_or_refuse(slug, quant, sets, f"cannot launch {slug}" + (f" --quant {quant}" if quant else ""))
+    action = f"cannot launch {slug}" + (f" --quant {quant}" if quant else "")
+    resolved = resolve_or_refuse(slug, quant, sets, action)
+    refuse_unfit(resolved, action)
     if nodes is None:
         given = [f for f, v in (("--node-rank", node_rank), ("--image", image)) if v is not None]
         if given or runtime != "mp" or head_addr != "$HEAD_ADDR":

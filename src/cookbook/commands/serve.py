@@ -73,9 +73,11 @@ def serve_cmd(
     """
     from cookbook import host_cpu, platforms
     from cookbook.evidence.status import verified_status
+    from cookbook.plan.launch_block import refuse_unfit
     from cookbook.serving import local
 
     resolved = resolve_or_refuse(slug, quant, sets, f"cannot serve {slug}")
+    refuse_unfit(resolved, f"cannot serve {slug}")
     if dry_run:  # before any check of this machine: the block is the same wherever it is printed
         click.echo(local.block_text(resolved), nl=False)
         return

@@ -18,6 +18,24 @@ def _gib(n: float) -> str:
     return f"{n / GIB:,.2f} GiB"
 
 
+def refuse_unfit(resolved: ResolvedRecipe, action: str) -> None:
+    """`action` refused, with the plan's numbers, when the configuration does not fit the recipe's
+    GPUs: `launch` and `serve` then never print or start a block that `cookbook plan` refuses
+    (gpu_memory_utilization=0.01 was rendered). GPU platforms only: a CPU plan reads this host's
+    memory, and a block is often printed on another machine than the one that serves it."""
+    r = resolved.recipe
+    if r.abstract or r.hardware.platform == "cpu":
+        return
+    p = make_plan(resolved)
+    if not p.fits:
+        quant = f" --quant {resolved.quant}" if resolved.quant else ""
+        raise CookbookError(
+            f"{action}: it does not fit: " + "; ".join(p.refusals),
+            help=f"`cookbook plan {resolved.slug}{quant}` with the same --set shows the numbers",
+            exit_code=BAD_INPUT,
+        )
+
+
 def planned(resolved: ResolvedRecipe) -> launch.Planned:
     """The plan's flags: --kv-cache-memory-bytes where the recipe asks for an explicit pool
     (plan.explicit_kv_bytes) and sets none itself; none otherwise (the CPU recipe, most others)."""
