@@ -106,7 +106,9 @@ def fix_apply_command(resolved: ResolvedRecipe) -> str | None:
     fixes = resolved.recipe.image.fixes
     if not fixes.profile:
         return None
-    return f"cookbook maint fixes apply --profile {fixes.profile}" + "".join(f" --opt-in {f.name}" for f in fixes.opt_in)
+    return f"cookbook maint fixes apply --profile {fixes.profile}" + "".join(
+        f" --opt-in {f.name}" for f in fixes.opt_in
+    )
 
 
 def fixes_line(resolved: ResolvedRecipe) -> str | None:
