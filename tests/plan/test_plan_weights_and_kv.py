@@ -236,8 +236,11 @@ def test_launch_renders_the_planned_pool_where_the_recipe_asks():
     assert f"--kv-cache-memory-bytes {planned}" in r.stdout
     assert "# --kv-cache-memory-bytes: from the memory plan (`cookbook plan glm52-2 --quant Q2_K`)" in r.stdout
     # A value the user sets wins; a recipe that does not ask gets none.
+    r = CliRunner().invoke(main, ["launch", "glm52-2", "--set", "serve.args.kv_cache_memory_bytes=42949672960"])
+    assert r.stdout.count("--kv-cache-memory-bytes") == 1 and "--kv-cache-memory-bytes 42949672960" in r.stdout
+    # a pool too small for one full-length sequence is refused, as `cookbook plan` refuses it
     r = CliRunner().invoke(main, ["launch", "glm52-2", "--set", "serve.args.kv_cache_memory_bytes=1000"])
-    assert r.stdout.count("--kv-cache-memory-bytes") == 1 and "--kv-cache-memory-bytes 1000" in r.stdout
+    assert r.exit_code == 2 and "--kv-cache-memory-bytes" not in r.stdout
     assert "--kv-cache-memory-bytes" not in CliRunner().invoke(main, ["launch", "glm52-mxfp4-8x-gaudi2"]).stdout
     # The generated page shows the same block.
     from cookbook.recipe import paths

@@ -71,9 +71,30 @@ def test_a_null_set_drops_the_flag_and_the_rules_that_use_it_still_evaluate():
 
     from cookbook.cli import main
 
+    from cookbook.plan.launch_block import launch_block
+    from cookbook.recipe.resolve import resolve
+
+    block = launch_block(resolve("k3-8", sets=["serve.args.data_parallel_size=null"]))
+    assert "--data-parallel-size" not in block and "--tensor-parallel-size 2" in block
+    # one TP2 replica of Kimi K3 does not fit two GPUs: `launch` refuses it with the plan's numbers
     res = CliRunner().invoke(main, ["launch", "k3-8", "--set", "serve.args.data_parallel_size=null"])
-    assert res.exit_code == 0, res.output
-    assert "--data-parallel-size" not in res.output and "--tensor-parallel-size 2" in res.output
+    assert res.exit_code == 2 and "does not fit" in res.output and "--data-parallel-size" not in res.output
     # the rule that multiplies by it still fires on a real misfit
     res = CliRunner().invoke(main, ["launch", "k3-8", "--set", "serve.args.data_parallel_size=3"])
     assert res.exit_code != 0 and "ranks-fit-gpus" in res.output, res.output
+
+
+def test_a_block_for_another_checkpoint_says_its_fit_is_not_checked():
+    """serve.model set (the engine check's scaled copy, a user's own quant): the plan's weights are the
+    recipe's, so launch does not refuse on them, and says so on stderr; without it the misfit is refused."""
+    from click.testing import CliRunner
+
+    from cookbook.cli import main
+
+    scaled = ["launch", "glm52-fp8-8x-h200", "--set", "tensor_parallel_size=1"]
+    res = CliRunner().invoke(main, scaled)
+    assert res.exit_code == 2 and "does not fit" in res.output
+    res = CliRunner().invoke(main, [*scaled, "--set", "serve.model=/ck/glm"])
+    assert res.exit_code == 0, res.output
+    assert "--tensor-parallel-size 1" in res.stdout and "/ck/glm" in res.stdout
+    assert "the fit of glm52-fp8-8x-h200 is not checked" in res.stderr and "note:" not in res.stdout

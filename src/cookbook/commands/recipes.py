@@ -247,7 +247,9 @@ def launch_cmd(slug, quant, sets, no_comments, nodes, node_rank, runtime, head_a
 
     action = f"cannot launch {slug}" + (f" --quant {quant}" if quant else "")
     resolved = resolve_or_refuse(slug, quant, sets, action)
-    refuse_unfit(resolved, action)
+    note = refuse_unfit(resolved, action)
+    if note:
+        click.echo(note, err=True)
     if nodes is None:
         given = [f for f, v in (("--node-rank", node_rank), ("--image", image)) if v is not None]
         if given or runtime != "mp" or head_addr != "$HEAD_ADDR":

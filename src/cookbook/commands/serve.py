@@ -77,7 +77,9 @@ def serve_cmd(
     from cookbook.serving import local
 
     resolved = resolve_or_refuse(slug, quant, sets, f"cannot serve {slug}")
-    refuse_unfit(resolved, f"cannot serve {slug}")
+    note = refuse_unfit(resolved, f"cannot serve {slug}")
+    if note:
+        click.echo(note, err=True)
     if dry_run:  # before any check of this machine: the block is the same wherever it is printed
         click.echo(local.block_text(resolved), nl=False)
         return

@@ -18,14 +18,28 @@ def _gib(n: float) -> str:
     return f"{n / GIB:,.2f} GiB"
 
 
-def refuse_unfit(resolved: ResolvedRecipe, action: str) -> None:
+def other_checkpoint(resolved: ResolvedRecipe) -> bool:
+    """Whether --set names the served checkpoint (serve.model), rather than the recipe's own."""
+    return any(s.split("=", 1)[0].strip() == "serve.model" for s in resolved.sets)
+
+
+def refuse_unfit(resolved: ResolvedRecipe, action: str) -> str | None:
     """`action` refused, with the plan's numbers, when the configuration does not fit the recipe's
     GPUs: `launch` and `serve` then never print or start a block that `cookbook plan` refuses
     (gpu_memory_utilization=0.01 was rendered). GPU platforms only: a CPU plan reads this host's
-    memory, and a block is often printed on another machine than the one that serves it."""
+    memory, and a block is often printed on another machine than the one that serves it.
+    Returns a note for stderr where the fit is not judged (serve.model set), else None."""
     r = resolved.recipe
     if r.abstract or r.hardware.platform == "cpu":
-        return
+        return None
+    if other_checkpoint(resolved):
+        # The plan's weights are the recipe's checkpoint's: they say nothing of another one (the
+        # engine check's scaled copy, a user's own quant), so the fit is not judged, and that is said.
+        return (
+            f"note: serve.model is set, so the fit of {resolved.slug} is not checked here: the plan's"
+            f" weights are the recipe's checkpoint's (`cookbook plan {resolved.slug} --checkpoint PATH`"
+            " counts that checkpoint's)"
+        )
     p = make_plan(resolved)
     if not p.fits:
         quant = f" --quant {resolved.quant}" if resolved.quant else ""
@@ -34,6 +48,7 @@ def refuse_unfit(resolved: ResolvedRecipe, action: str) -> None:
             help=f"`cookbook plan {resolved.slug}{quant}` with the same --set shows the numbers",
             exit_code=BAD_INPUT,
         )
+    return None
 
 
 def planned(resolved: ResolvedRecipe) -> launch.Planned:
