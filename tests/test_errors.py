@@ -9,9 +9,9 @@ from click.testing import CliRunner
 
 from cookbook import errors
 from cookbook.buckets import BucketError
-from cookbook.commands.generated import write_or_check
 from cookbook.errors import CookbookError
 from cookbook.fixes.pack import FixError
+from cookbook.generated_files import write_or_check
 from cookbook.gguf.errors import GGUFError
 from cookbook.serving.local import ServeError
 

@@ -2,7 +2,9 @@
 imports (top-level and inside functions) with ast, so a lazy import cannot slip an upward edge
 or a circle past the rules.
 
-    cli, commands              the CLI: nothing below imports them
+    cli, commands              the CLI: nothing below imports them, and no command module imports another
+    cli_options, generated_files   what the command modules share (click options, the generated-file
+                               writer): only the CLI imports them
     site                       the generated docs pages: recipe, plan, fixes, evidence status; only the CLI imports it
     shown_status               the status list, show and the site print (verified, or the engine check beside it)
     bisect                     the first engine release where a gate fails: through upgrade; only the CLI imports it
@@ -17,6 +19,8 @@ or a circle past the rules.
 
 Import cycles are refused between packages and between the modules of one package alike
 (test_no_import_cycles), so two modules that need each other become one, or a third below both.
+No module hands another package's functions down as callbacks (test_no_callback_forwarders): a
+package that needs them sits above them, or what both need moves below both.
 """
 
 import ast
@@ -54,6 +58,7 @@ FORBIDDEN = {
     "cookbook.kernel_catalogue": ("cookbook.recipe", "cookbook.gates", "cookbook.kernels", "cookbook.serving"),
 }
 CLI = ("cookbook.commands", "cookbook.cli")
+CLI_SHARED = ("cookbook.cli_options", "cookbook.generated_files")  # below the commands, above the rest
 UPPER = (
     "cookbook.bisect",
     "cookbook.upgrade",
@@ -62,7 +67,7 @@ UPPER = (
 )  # below the CLI, above the rest
 EVIDENCE = ("cookbook.evidence",)  # below UPPER, above the gate suite, serving and the recipe
 # Each tier is imported only from itself or a tier above it (earlier here).
-TIERS = (CLI, UPPER, EVIDENCE)
+TIERS = (CLI, CLI_SHARED, UPPER, EVIDENCE)
 
 
 def _modules():
@@ -74,6 +79,15 @@ def _modules():
         yield ".".join(parts), path, is_pkg
 
 
+def _from_module(node: ast.ImportFrom, name: str, is_pkg: bool) -> str:
+    """The module a `from ... import` statement in module `name` imports from (relative ones resolved)."""
+    if not node.level:
+        return node.module or ""
+    base = name.split(".") if is_pkg else name.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join(base + ([node.module] if node.module else []))
+
+
 def _import_statements(name: str, path: Path, is_pkg: bool):
     """(module, names imported from it) of every import statement; names are empty for `import m`."""
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
@@ -81,13 +95,7 @@ def _import_statements(name: str, path: Path, is_pkg: bool):
             for a in node.names:
                 yield a.name, ()
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = name.split(".") if is_pkg else name.split(".")[:-1]
-                base = base[: len(base) - (node.level - 1)]
-                module = ".".join(base + ([node.module] if node.module else []))
-            else:
-                module = node.module or ""
-            yield module, tuple(a.name for a in node.names)
+            yield _from_module(node, name, is_pkg), tuple(a.name for a in node.names)
 
 
 def _ours(module: str) -> bool:
@@ -223,4 +231,127 @@ def test_no_import_cycles():
     found = [" -> ".join(c) for c in _cycles(GRAPH)]
     assert not found, "import cycles (turn one edge around, or move what both need below them):\n  " + "\n  ".join(
         found
+    )
+
+
+COMMANDS = "cookbook.commands"
+
+
+def test_no_command_module_imports_another():
+    """What two commands share lives below them (cookbook.cli_options, cookbook.generated_files, the
+    packages), so a command module is read, changed and tested on its own."""
+    bad = {
+        name: sorted(m for m in edges if _within(m, COMMANDS) and m != COMMANDS)
+        for name, edges in GRAPH.items()
+        if _within(name, COMMANDS)
+    }
+    bad = {name: found for name, found in bad.items() if found}
+    assert not bad, "command modules import other command modules (move what they share below them): " + str(bad)
+
+
+# The one module that forwards callbacks today; issue 67 (the status path) removes it, and this entry with it.
+BEING_REMOVED = {"cookbook.shown_status"}
+BOTTOM = tuple(owner for owner, banned in FORBIDDEN.items() if banned == ("cookbook.",))
+
+
+def _package(module: str) -> str:
+    return ".".join(module.split(".")[:2])
+
+
+def _imported_names(nodes, name: str, is_pkg: bool) -> dict[str, str]:
+    """name -> the module it was imported from, for every `from cookbook... import name` among `nodes`."""
+    out = {}
+    for node in nodes:
+        for n in ast.walk(node):
+            if isinstance(n, ast.ImportFrom) and _ours(module := _from_module(n, name, is_pkg)):
+                out |= {a.asname or a.name: module for a in n.names}
+    return out
+
+
+def _returns_a_function(fn: ast.FunctionDef) -> bool:
+    """fn returns (alone or in a tuple) a lambda, a function it defines, or what one of its own function
+    factories makes (an imported name may be a constant: not counted)."""
+    nested = {n.name: n for n in fn.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    factories = {k for k, v in nested.items() if _returns_a_function(v)}
+    made = {
+        n.targets[0].id
+        for n in ast.walk(fn)
+        if isinstance(n, ast.Assign)
+        and len(n.targets) == 1
+        and isinstance(n.targets[0], ast.Name)
+        and (
+            isinstance(n.value, ast.Lambda)
+            or isinstance(n.value, ast.Call)
+            and isinstance(n.value.func, ast.Name)
+            and n.value.func.id in factories
+        )
+    }
+
+    def a_function(e: ast.AST) -> bool:
+        if isinstance(e, ast.Lambda):
+            return True
+        if isinstance(e, ast.Name):
+            return e.id in nested or e.id in made
+        return isinstance(e, ast.Call) and isinstance(e.func, ast.Name) and e.func.id in factories
+
+    for n in ast.walk(fn):
+        if isinstance(n, ast.Return) and n.value is not None:
+            values = n.value.elts if isinstance(n.value, ast.Tuple) else [n.value]
+            if any(a_function(v) for v in values):
+                return True
+    return False
+
+
+def callback_forwarders(name: str, tree: ast.Module, is_pkg: bool = False) -> list[str]:
+    """The top-level functions of module `name` that return functions built on another package's
+    (a lazy import of the planner wrapped in a closure, handed to a package that may not import it).
+    A decorator or a factory over its own package's code, or over the bottom modules, is no forwarder."""
+    module_names = _imported_names([n for n in tree.body if isinstance(n, ast.ImportFrom)], name, is_pkg)
+    found = []
+    for fn in tree.body:
+        if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        imported = module_names | _imported_names([fn], name, is_pkg)
+        used = {n.id for n in ast.walk(fn) if isinstance(n, ast.Name)}
+        foreign = {
+            n
+            for n in used
+            if n in imported
+            and _package(imported[n]) != _package(name)
+            and not any(_within(imported[n], b) for b in BOTTOM)
+        }
+        if foreign and _returns_a_function(fn):
+            found.append(f"{fn.name} (hands out {', '.join(sorted(foreign))})")
+    return found
+
+
+def test_the_callback_check_finds_a_forwarder():
+    forwarder = ast.parse(
+        "def tools(resolved):\n"
+        "    from cookbook.plan.budget import make_plan\n"
+        "    from cookbook.plan.launch_block import launch_block\n"
+        "    def cached(kind, make):\n"
+        "        def fn(sets):\n"
+        "            return make(resolved, sets)\n"
+        "        return fn\n"
+        "    plan = cached('plan', lambda r, config=None: make_plan(r, gpus=1, config=config))\n"
+        "    return plan, cached('block', launch_block)\n"
+    )
+    assert callback_forwarders("cookbook.status_tools", forwarder) == ["tools (hands out launch_block, make_plan)"]
+    own = ast.parse(
+        "from cookbook.untrusted import printable\ndef deco(fn):\n    def w():\n        return printable(fn())\n    return w\n"
+    )
+    assert callback_forwarders("cookbook.commands.convert", own) == []
+
+
+def test_no_callback_forwarders():
+    found = {
+        name: hits
+        for name, path, is_pkg in MODULES
+        if name not in BEING_REMOVED
+        and (hits := callback_forwarders(name, ast.parse(path.read_text(encoding="utf-8")), is_pkg))
+    }
+    assert not found, (
+        "modules that hand another package's functions down as callbacks (let the package that needs "
+        f"them sit above them, or move what both need below both): {found}"
     )

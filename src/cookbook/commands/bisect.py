@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from cookbook.commands.recipes import resolve_or_refuse
+from cookbook.cli_options import resolve_or_refuse
 from cookbook.errors import INTERRUPTED, CookbookError
 from cookbook.files import repo_root
 from cookbook.untrusted import printable

@@ -21,7 +21,7 @@ def buckets_cmd():
 @click.option("--check", is_flag=True, help="Write nothing; fail if a committed file is stale.")
 def generate_cmd(specs, check):
     """Write the bucket file of each spec (default: every serving/buckets/*.yaml)."""
-    from cookbook.commands.generated import write_or_check
+    from cookbook.generated_files import write_or_check
 
     root = repo_root()
     loaded = [load_spec(p.resolve(), root) for p in specs] if specs else all_specs(root)

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import click
 
-from cookbook.commands.generated import write_or_check
 from cookbook.errors import FAILED, CookbookError
+from cookbook.generated_files import write_or_check
 
 
 @click.command("docs")

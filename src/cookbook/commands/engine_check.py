@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from cookbook.commands.recipes import resolve_or_refuse
+from cookbook.cli_options import resolve_or_refuse
 from cookbook.errors import BAD_INPUT, FAILED, CookbookError
 from cookbook.shown_status import tools
 

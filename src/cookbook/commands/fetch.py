@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from cookbook.commands.recipes import quant_option, resolve_or_refuse, set_option
+from cookbook.cli_options import quant_option, resolve_or_refuse, set_option
 from cookbook.errors import BAD_INPUT, INTERRUPTED, CookbookError
 
 GIB = 2**30

@@ -6,7 +6,7 @@ import json
 
 import click
 
-from cookbook.commands.recipes import quant_option, resolve_or_refuse
+from cookbook.cli_options import quant_option, resolve_or_refuse
 
 
 def run_line(p) -> str:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from cookbook.commands.recipes import quant_option, resolve_or_refuse, set_option
+from cookbook.cli_options import quant_option, resolve_or_refuse, set_option
 from cookbook.errors import BAD_INPUT, CookbookError
 from cookbook.recipe.model import MAX_GPUS
 

@@ -8,31 +8,11 @@ from pathlib import Path
 
 import click
 
+from cookbook.cli_options import quant_option, resolve_or_refuse, set_option
 from cookbook.errors import FAILED, CookbookError
 from cookbook.recipe import errors as E
 from cookbook.recipe import paths
 from cookbook.untrusted import printable
-
-
-def resolve_or_refuse(slug, quant, sets, action):
-    """The resolved recipe; a refusal is printed as `error: <action>` and its diagnostics (exit 2)."""
-    from cookbook.recipe.resolve import resolve
-
-    try:
-        return resolve(slug, quant, sets)
-    except E.RecipeError as exc:
-        raise exc.refusing(action) from None
-
-
-quant_option = click.option("--quant", "-q", help="A quant option of the recipe (default: the recipe's default).")
-set_option = click.option(
-    "--set",
-    "sets",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Override a setting, e.g. --set serve.args.max_model_len=8192 "
-    "(a bare flag name means serve.args, an UPPER name means env).",
-)
 
 
 def _platform_option(ctx, param, value):
@@ -330,7 +310,7 @@ def lint_cmd(targets, as_json):
 @click.option("--check", is_flag=True, help="Fail if the committed schema is stale.")
 def schema_cmd(check):
     """Write schema/recipe.schema.json from the recipe model."""
-    from cookbook.commands.generated import write_or_check
+    from cookbook.generated_files import write_or_check
     from cookbook.recipe.model import json_schema
 
     text = json.dumps(json_schema(), indent=2, sort_keys=True) + "\n"

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import datetime as dt
-import subprocess
 import sys
-import traceback
 from pathlib import Path
 
 import click
 
-from cookbook.commands.gates import finite
-from cookbook.commands.recipes import quant_option, resolve_or_refuse, set_option
+from cookbook.cli_options import finite, quant_option, resolve_or_refuse, set_option
 from cookbook.errors import FAILED, INTERRUPTED, CookbookError
 from cookbook.recipe import paths
 
@@ -136,10 +133,7 @@ def serve_cmd(
                 cal = bundle.with_name(bundle.name + "-calibration")
                 code = _gates_run(slug, resolved, server, cal, environment, data_dir)
                 local.step(f"calibration gates {'passed' if code == 0 else 'ran (some bars not met)'}: {cal}")
-                argv = [sys.executable, "-m", "cookbook.cli", "maint", "gates", "calibrate", slug, str(cal)]
-                local.step("calibrate: " + local.quote_cmd(argv[2:]))
-                if subprocess.run(argv).returncode != 0:
-                    raise CookbookError(f"calibration from {cal} refused (above); the recipe is unchanged")
+                _calibrate(slug, cal)
             # After --calibrate the bars (and so the content hash) changed: None resolves the recipe again.
             code = _gates_run(slug, None if calibrate else resolved, server, bundle, environment, data_dir)
             if server is not None and not server.alive():
@@ -184,30 +178,39 @@ def serve_cmd(
 
 
 def _gates_run(slug: str, resolved, server, bundle: Path, environment: dict, data_dir: Path | None) -> int:
-    """`cookbook gates run` against the server, in this process, on the recipe already resolved (None:
-    resolve it again): its exit code. As when it ran as a child process, its errors are printed and
-    become the exit code, and serve goes on to stop the server and report."""
-    from cookbook.commands.gates import run_gates
+    """The recipe's gates against the server, in this process (cookbook.gates.suite), on the recipe
+    already resolved (None: resolve it again): the exit code `cookbook gates run` would give. Its
+    errors are printed and become the exit code, and serve goes on to stop the server and report."""
+    from cookbook.gates.suite import SuiteOptions, run_reported
     from cookbook.serving import local
 
     flags = {"env_lock": "--env-lock", "image_ref": "--image"}
     argv = ["cookbook.cli", "gates", "run", slug, "--base-url", server.base_url, "--out", str(bundle)]
     argv += [x for key, value in environment.items() for x in (flags[key], str(value))]
-    if data_dir:  # else `gates run` takes the one default (cookbook.gates.data.default_data_dir)
+    if data_dir:  # else the suite takes the one default (cookbook.gates.data.default_data_dir)
         argv += ["--data-dir", str(data_dir)]
     local.step("gates: " + local.quote_cmd(argv))
-    try:
-        if resolved is None:
+    if resolved is None:
+        try:
             resolved = resolve_or_refuse(slug, None, (), f"cannot run the gates of {slug}")
-        return run_gates(resolved, base_url=server.base_url, out=bundle, data_dir=data_dir, **environment)
+        except CookbookError as e:
+            e.show()
+            return e.exit_code
+    options = SuiteOptions(out=bundle, data_dir=data_dir, **environment)
+    return run_reported(resolved, server.base_url, options, echo=click.echo)
+
+
+def _calibrate(slug: str, bundle: Path) -> None:
+    """`cookbook maint gates calibrate SLUG BUNDLE`, in this process; its refusal printed, then serve's."""
+    from cookbook.gates.calibrate import calibrate_recipe
+    from cookbook.serving import local
+
+    local.step("calibrate: " + local.quote_cmd(["cookbook.cli", "maint", "gates", "calibrate", slug, str(bundle)]))
+    try:
+        calibrate_recipe(resolve_or_refuse(slug, None, (), f"cannot calibrate {slug}"), bundle, echo=click.echo)
     except CookbookError as e:
         e.show()
-        return e.exit_code
-    except Exception:  # a bug in the suite: its traceback, exit 1, as the child process gave
-        traceback.print_exc()
-        return FAILED
-    finally:
-        sys.stdout.flush()  # the suite's tables before serve's next step (stderr)
+        raise CookbookError(f"calibration from {bundle} refused (above); the recipe is unchanged") from None
 
 
 def refusal(resolved, reason: str, here) -> CookbookError:

@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 
@@ -201,3 +202,45 @@ def calibrated_gates(gates_data: dict, results: dict, *, date: str, where: str, 
         text = f"{date}, {where}, calibration run {bundle}: {status}" + (f"; {bars}" if bars else "; no bar to set")
         out[gate] = {"calibrated_on": text, **{k: v for k, v in spec.items() if k != "calibrated_on"}}
     return out, changes
+
+
+def calibrate_recipe(resolved, bundle: Path, *, dry_run: bool = False, echo: Callable[[str], None] = print) -> None:
+    """Write the bars of `bundle` (a calibration run of `resolved`) into the recipe's own file, one
+    line per bar through `echo` (`cookbook maint gates calibrate`, `cookbook serve --calibrate`).
+    Raises CookbookError, the recipe unchanged, when the bundle or the recipe cannot be calibrated."""
+    import json
+
+    import yaml
+
+    from cookbook.errors import FAILED, CookbookError
+    from cookbook.files import atomic_write
+    from cookbook.recipe.calibrated import with_gates
+
+    try:
+        results = json.loads((bundle / "results.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        raise CookbookError(f"{bundle}: no readable results.json ({e})", help="give the bundle of a gate run") from None
+    if results.get("recipe") != resolved.slug:
+        raise CookbookError(f"{bundle}: a bundle of {results.get('recipe')!r}, not {resolved.slug}")
+    own = yaml.safe_load(resolved.path.read_text(encoding="utf-8")).get("gates")
+    if not isinstance(own, dict):
+        raise CookbookError(f"{resolved.path}: no gates of its own to calibrate (they come from the recipe it extends)")
+    lock = bundle / "environment.lock"
+    engine = resolved.recipe.image.engine
+    profile = resolved.recipe.image.fixes.profile
+    where = environment_line(lock.read_text(encoding="utf-8") if lock.is_file() else "")
+    where += f", {engine.package} {engine.version}" + (f" + fix profile {profile}" if profile else "")
+    try:
+        gates_new, changes = calibrated_gates(
+            own, results, date=str(results.get("finished", ""))[:10], where=where, bundle=bundle.name
+        )
+        text = with_gates(resolved.path.read_text(encoding="utf-8"), gates_new)
+    except ValueError as e:
+        raise CookbookError(f"cannot calibrate {resolved.slug} from {bundle}: {e}", exit_code=FAILED) from None
+    for c in changes:
+        echo(f"{c.gate}.{c.field}: {c.old!r} -> {c.new:g}  (measured {c.figure:g}; {c.says})")
+    if dry_run:
+        echo("dry run: nothing written")
+        return
+    atomic_write(resolved.path, text)
+    echo(f"wrote {len(changes)} bars into {resolved.path}; now verify with a second gate run")
