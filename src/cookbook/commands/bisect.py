@@ -23,6 +23,24 @@ def _step_line(n: int, step) -> str:
     return f"step {n:>2}  {step.version:<12} {step.role:<8} {step.verdict:<4}  {step.seconds:>7.1f} s  {printable(text)[:300]}"
 
 
+def _probe(slug: str, gate: str, out: Path, fixes: str, recorded: Path | None, echo):
+    """version -> Outcome: from the bundle recorded for it under `recorded`, else a step served here."""
+    if recorded:
+        from cookbook.bisect.probe import outcome_from_bundle
+        from cookbook.bisect.search import Outcome
+
+        def probe(version):
+            bundle = recorded / version
+            if not bundle.is_dir():
+                return Outcome("skip", reason=f"no recorded bundle {bundle}")
+            return outcome_from_bundle(bundle, gate)
+
+        return probe
+    from cookbook.bisect.probe import EngineProbe
+
+    return EngineProbe(slug, gate, out, repo_root() / ".cache", fixes, echo=echo)
+
+
 @click.command("bisect")
 @click.argument("slug")
 @click.option("--good", required=True, metavar="V1", help="A release of the recipe's engine where the gate passes.")
@@ -109,20 +127,7 @@ def bisect_cmd(slug, good, bad, gate, out, fixes, recorded):
     if releases.excluded:
         echo("  left out: " + ", ".join(f"{v} ({why})" for v, why in releases.excluded))
 
-    if recorded:
-        from cookbook.bisect.probe import outcome_from_bundle
-        from cookbook.bisect.search import Outcome
-
-        def probe(version):
-            bundle = recorded / version
-            if not bundle.is_dir():
-                return Outcome("skip", reason=f"no recorded bundle {bundle}")
-            return outcome_from_bundle(bundle, gate)
-    else:
-        from cookbook.bisect.probe import EngineProbe
-
-        probe = EngineProbe(slug, gate, out, repo_root() / ".cache", fixes, echo=echo)
-
+    probe = _probe(slug, gate, out, fixes, recorded, echo)
     argv = ["cookbook", "maint", "bisect", slug, "--good", good, "--bad", bad, "--gate", gate, "--out", str(out)]
     argv += ["--fixes", fixes] if fixes != "carried" else []
     argv += ["--from-bundles", str(recorded)] if recorded else []

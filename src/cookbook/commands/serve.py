@@ -69,7 +69,6 @@ def serve_cmd(
       cookbook serve glm52-2 --dry-run                 # the launch.sh it would run; nothing else
     """
     from cookbook import host_cpu, platforms
-    from cookbook.evidence.status import verified_status
     from cookbook.plan.launch_block import refuse_unfit
     from cookbook.serving import local
 
@@ -121,43 +120,13 @@ def serve_cmd(
         if use_image:
             container.check_answering(server)
         if run_gates or calibrate:
-            stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
-            bundle = out or paths.repo_root() / "runs" / f"{slug}-{stamp}"
             if use_image:
                 environment = {"image_ref": server.image["ref"]}
             else:
                 lock = workdir / "environment.lock"
                 lock.write_text(local.env_lock(env))
                 environment = {"env_lock": lock}
-            if calibrate:
-                cal = bundle.with_name(bundle.name + "-calibration")
-                code = _gates_run(slug, resolved, server, cal, environment, data_dir)
-                local.step(f"calibration gates {'passed' if code == 0 else 'ran (some bars not met)'}: {cal}")
-                _calibrate(slug, cal)
-            # After --calibrate the bars (and so the content hash) changed: None resolves the recipe again.
-            code = _gates_run(slug, None if calibrate else resolved, server, bundle, environment, data_dir)
-            if server is not None and not server.alive():
-                click.echo(
-                    CookbookError(
-                        f"the server died during the gates; last lines of {server.log}:\n{server.tail()}"
-                    ).render(),
-                    err=True,
-                )
-                code = code or FAILED
-            local.step(f"gates {'passed' if code == 0 else 'FAILED'}; evidence bundle: {bundle}")
-            status = verified_status(slug)
-            if code:  # the recorded status stands; say so, lest "verified" read as this run's result
-                local.step(f"recipe status: {status} (as recorded before; this run's gates failed and change nothing)")
-            else:
-                local.step(
-                    f"recipe status: {status}"
-                    # a benchmark-only recipe is never verified: no verify to suggest
-                    + (
-                        ""
-                        if status in ("verified", "benchmark")
-                        else f"  (to record it: cookbook gates verify {slug} {bundle})"
-                    )
-                )
+            code = _gates_phase(slug, resolved, server, out, environment, data_dir, calibrate)
         if keep_running and use_image and server is not None:
             local.step(
                 f"container left running at {server.base_url}; stop it with: docker rm -f {server.container.name}"
@@ -175,6 +144,38 @@ def serve_cmd(
         if server is not None:
             server.stop()
     sys.exit(code)
+
+
+def _gates_phase(
+    slug: str, resolved, server, out: Path | None, environment: dict, data_dir: Path | None, calibrate: bool
+) -> int:
+    """serve's gates: with --calibrate a calibration run and the bars it sets first; then the evidence
+    run into `out` (default runs/<slug>-<time>), the server's death said, and the recipe's status."""
+    from cookbook.evidence.status import verified_status
+    from cookbook.serving import local
+
+    stamp = dt.datetime.now(dt.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    bundle = out or paths.repo_root() / "runs" / f"{slug}-{stamp}"
+    if calibrate:
+        cal = bundle.with_name(bundle.name + "-calibration")
+        code = _gates_run(slug, resolved, server, cal, environment, data_dir)
+        local.step(f"calibration gates {'passed' if code == 0 else 'ran (some bars not met)'}: {cal}")
+        _calibrate(slug, cal)
+    # After --calibrate the bars (and so the content hash) changed: None resolves the recipe again.
+    code = _gates_run(slug, None if calibrate else resolved, server, bundle, environment, data_dir)
+    if not server.alive():
+        died = f"the server died during the gates; last lines of {server.log}:\n{server.tail()}"
+        click.echo(CookbookError(died).render(), err=True)
+        code = code or FAILED
+    local.step(f"gates {'passed' if code == 0 else 'FAILED'}; evidence bundle: {bundle}")
+    status = verified_status(slug)
+    if code:  # the recorded status stands; say so, lest "verified" read as this run's result
+        local.step(f"recipe status: {status} (as recorded before; this run's gates failed and change nothing)")
+    elif status in ("verified", "benchmark"):  # a benchmark-only recipe is never verified: no verify to suggest
+        local.step(f"recipe status: {status}")
+    else:
+        local.step(f"recipe status: {status}  (to record it: cookbook gates verify {slug} {bundle})")
+    return code
 
 
 def _gates_run(slug: str, resolved, server, bundle: Path, environment: dict, data_dir: Path | None) -> int:

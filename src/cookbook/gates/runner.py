@@ -140,16 +140,17 @@ def _not_run(bundle: Bundle, names: list[str], reason: str, fault: str, echo) ->
         )
 
 
-async def _run(cfg: SuiteConfig, declared: list[str], bundle: Bundle, server: Server) -> Bundle:
+async def _preflight(cfg: SuiteConfig, declared: list[str], bundle: Bundle, server: Server) -> tuple[bool, Any]:
+    """Reachable, and serving the recipe's model name: (True, its max_model_len), the server's own
+    files written into the bundle; else (False, None), every gate recorded as not run and the bundle finished."""
     echo = cfg.echo
-    # Preflight: reachable, and serving the recipe's model name.
     try:
         models = await _probe(server)
     except (ServerDown, ServerError, RequestTimeout, asyncio.TimeoutError) as e:
         reason = f"server at {cfg.base_url} is not answering /v1/models ({e or 'timeout'}); start it first"
         _not_run(bundle, declared, reason, "server_down", echo)
         bundle.finish(fault="server_down")
-        return bundle
+        return False, None
     bundle.write_json("models.json", models)
     served = [m.get("id") for m in models]
     if cfg.model not in served:
@@ -159,7 +160,7 @@ async def _run(cfg: SuiteConfig, declared: list[str], bundle: Bundle, server: Se
         )
         _not_run(bundle, declared, reason, "wrong_model", echo)
         bundle.finish(fault="wrong_model")
-        return bundle
+        return False, None
     max_len = next((m.get("max_model_len") for m in models if m.get("id") == cfg.model), None)
     try:
         bundle.write_json("version.json", await server.get_json("/version"))
@@ -174,90 +175,117 @@ async def _run(cfg: SuiteConfig, declared: list[str], bundle: Bundle, server: Se
         bundle.doc["server_reported"] = reported(bundle.root, cfg.model)
     except (ValueError, UnicodeDecodeError, OSError) as e:
         bundle.doc["server_reported"] = {"error": str(e)[:300]}
+    return True, max_len
 
-    fault, stalled_why = None, ""
-    budget_s = cfg.suite_timeout_s or sum(getattr(cfg.spec, n).timeout_s for n in declared) + SUITE_SLACK_S
-    deadline = time.monotonic() + budget_s
-    for name in declared:
-        gate_cfg = getattr(cfg.spec, name)
-        if fault == "suite_deadline":
-            _not_run(bundle, [name], f"the suite's deadline ({budget_s:g} s) had passed", "suite_deadline", echo)
-            continue
-        if cfg.only and name not in cfg.only:
-            bundle.record(GateResult(name=name, status="skipped", reason="not selected (--only)"))
-            echo(f"  {name:<16} skipped  not selected (--only)")
-            continue
-        if fault == "server_down":
-            try:
-                await _probe(server)
-                fault = None
-            except (ServerDown, ServerError, RequestTimeout, asyncio.TimeoutError):
-                _not_run(bundle, [name], "the server went down during an earlier gate", "server_down", echo)
-                continue
-        if fault == "timed_out":  # the last gate timed out: is the engine still answering at all?
-            why = await _answers_a_token(server)
-            fault = None if why is None else "server_stalled"
-            stalled_why = why
-        if fault == "server_stalled":
-            _not_run(
-                bundle,
-                [name],
-                f"the server stopped answering: after a gate timed out, a 1-token completion got no answer ({stalled_why})",
-                "server_stalled",
-                echo,
-            )
-            continue
-        result = GateResult(name=name, thresholds={})
-        server.transcript.close()
-        server.transcript = Transcript(bundle.path(f"transcripts/{name}.jsonl"))
-        server.extra = dict(gate_cfg.request_extra)
-        ctx = Context(server=server, data=cfg.data, out_dir=bundle.root, result=result, max_model_len=max_len)
-        echo(f"  {name:<16} running ...")
-        t0 = time.perf_counter()
+
+@dataclass
+class _Loop:
+    """What the gates before this one left: the fault that stops or checks the next, and the deadline."""
+
+    budget_s: float
+    deadline: float
+    fault: str | None = None
+    stalled_why: str = ""
+
+
+async def _skip(cfg: SuiteConfig, name: str, bundle: Bundle, server: Server, loop: _Loop) -> bool:
+    """Whether gate `name` does not run (recorded so) after what the earlier gates left."""
+    echo = cfg.echo
+    if loop.fault == "suite_deadline":
+        _not_run(bundle, [name], f"the suite's deadline ({loop.budget_s:g} s) had passed", "suite_deadline", echo)
+        return True
+    if cfg.only and name not in cfg.only:
+        bundle.record(GateResult(name=name, status="skipped", reason="not selected (--only)"))
+        echo(f"  {name:<16} skipped  not selected (--only)")
+        return True
+    if loop.fault == "server_down":
         try:
-            await _run_gate(name, gate_cfg, ctx, deadline - time.monotonic())
-        except (KeyboardInterrupt, asyncio.CancelledError):
-            # Interrupted (Ctrl-C): the running gate is recorded as failed, and the bundle stays
-            # incomplete, so it can never verify.
-            result.status, result.fault = "failed", "interrupted"
-            result.reason = f"interrupted while running; {len(result.items)} items kept"
-            result.wall_s = round(time.perf_counter() - t0, 2)
-            bundle.record(result)
-            bundle.doc["fault"] = "interrupted"
-            bundle.save()
-            echo(f"  {name:<16} failed   interrupted")
-            raise
-        except SuiteDeadline:
-            result.status, result.fault, fault = "failed", "suite_deadline", "suite_deadline"
-            result.reason = (
-                f"the suite's deadline ({budget_s:g} s, --suite-timeout-s) passed while it ran; "
-                f"{len(result.items)} items kept"
-            )
-        except asyncio.TimeoutError:
-            result.status, result.fault, fault = "failed", "timeout", "timed_out"
-            result.reason = f"timed out after {gate_cfg.timeout_s:g} s (timeout_s); {len(result.items)} items kept"
-        except ServerDown as e:
-            result.status, result.fault, fault = "failed", "server_down", "server_down"
-            result.reason = f"server connection lost: {e}"
-        except RequestTimeout as e:
-            result.status, result.fault, fault = "failed", "request_timeout", "timed_out"
-            result.reason = f"{e} (--request-timeout-s); {len(result.items)} items kept"
-        except GateFailure as e:
-            result.status, result.fault, result.reason = "failed", "cannot_run", str(e)
-        except ServerError as e:
-            result.status, result.fault, result.reason = "failed", "server_error", f"server error: {e}"
-        except Exception as e:  # a malformed response or a bug: keep the evidence, say where
-            result.status, result.fault = "failed", "error"
-            result.reason = f"unexpected {type(e).__name__}: {e}"
-            bundle.write_text(f"error-{name}.txt", traceback.format_exc())
+            await _probe(server)
+            loop.fault = None
+        except (ServerDown, ServerError, RequestTimeout, asyncio.TimeoutError):
+            _not_run(bundle, [name], "the server went down during an earlier gate", "server_down", echo)
+            return True
+    if loop.fault == "timed_out":  # the last gate timed out: is the engine still answering at all?
+        why = await _answers_a_token(server)
+        loop.fault = None if why is None else "server_stalled"
+        loop.stalled_why = why
+    if loop.fault == "server_stalled":
+        _not_run(
+            bundle,
+            [name],
+            f"the server stopped answering: after a gate timed out, a 1-token completion got no answer ({loop.stalled_why})",
+            "server_stalled",
+            echo,
+        )
+        return True
+    return False
+
+
+async def _gate(cfg: SuiteConfig, name: str, bundle: Bundle, server: Server, loop: _Loop, max_len) -> None:
+    """Run gate `name`, its transcript and result into the bundle; a fault it ends with goes into `loop`."""
+    echo, gate_cfg = cfg.echo, getattr(cfg.spec, name)
+    result = GateResult(name=name, thresholds={})
+    server.transcript.close()
+    server.transcript = Transcript(bundle.path(f"transcripts/{name}.jsonl"))
+    server.extra = dict(gate_cfg.request_extra)
+    ctx = Context(server=server, data=cfg.data, out_dir=bundle.root, result=result, max_model_len=max_len)
+    echo(f"  {name:<16} running ...")
+    t0 = time.perf_counter()
+    try:
+        await _run_gate(name, gate_cfg, ctx, loop.deadline - time.monotonic())
+    except (KeyboardInterrupt, asyncio.CancelledError):
+        # Interrupted (Ctrl-C): the running gate is recorded as failed, and the bundle stays
+        # incomplete, so it can never verify.
+        result.status, result.fault = "failed", "interrupted"
+        result.reason = f"interrupted while running; {len(result.items)} items kept"
         result.wall_s = round(time.perf_counter() - t0, 2)
         bundle.record(result)
-        echo(f"  {name:<16} {result.status:<8} {result.wall_s:>8.1f} s  {result.reason[:160]}")
+        bundle.doc["fault"] = "interrupted"
+        bundle.save()
+        echo(f"  {name:<16} failed   interrupted")
+        raise
+    except SuiteDeadline:
+        result.status, result.fault, loop.fault = "failed", "suite_deadline", "suite_deadline"
+        result.reason = (
+            f"the suite's deadline ({loop.budget_s:g} s, --suite-timeout-s) passed while it ran; "
+            f"{len(result.items)} items kept"
+        )
+    except asyncio.TimeoutError:
+        result.status, result.fault, loop.fault = "failed", "timeout", "timed_out"
+        result.reason = f"timed out after {gate_cfg.timeout_s:g} s (timeout_s); {len(result.items)} items kept"
+    except ServerDown as e:
+        result.status, result.fault, loop.fault = "failed", "server_down", "server_down"
+        result.reason = f"server connection lost: {e}"
+    except RequestTimeout as e:
+        result.status, result.fault, loop.fault = "failed", "request_timeout", "timed_out"
+        result.reason = f"{e} (--request-timeout-s); {len(result.items)} items kept"
+    except GateFailure as e:
+        result.status, result.fault, result.reason = "failed", "cannot_run", str(e)
+    except ServerError as e:
+        result.status, result.fault, result.reason = "failed", "server_error", f"server error: {e}"
+    except Exception as e:  # a malformed response or a bug: keep the evidence, say where
+        result.status, result.fault = "failed", "error"
+        result.reason = f"unexpected {type(e).__name__}: {e}"
+        bundle.write_text(f"error-{name}.txt", traceback.format_exc())
+    result.wall_s = round(time.perf_counter() - t0, 2)
+    bundle.record(result)
+    echo(f"  {name:<16} {result.status:<8} {result.wall_s:>8.1f} s  {result.reason[:160]}")
+
+
+async def _run(cfg: SuiteConfig, declared: list[str], bundle: Bundle, server: Server) -> Bundle:
+    ready, max_len = await _preflight(cfg, declared, bundle, server)
+    if not ready:
+        return bundle
+    budget_s = cfg.suite_timeout_s or sum(getattr(cfg.spec, n).timeout_s for n in declared) + SUITE_SLACK_S
+    loop = _Loop(budget_s, time.monotonic() + budget_s)
+    for name in declared:
+        if not await _skip(cfg, name, bundle, server, loop):
+            await _gate(cfg, name, bundle, server, loop, max_len)
     try:
         bundle.write_text("metrics-after.prom", await server.get_text("/metrics"))
     except (ServerDown, ServerError, RequestTimeout) as e:
         bundle.doc["metrics_after_error"] = str(e)
-    bundle.finish(fault=None if fault == "timed_out" else fault)
+    bundle.finish(fault=None if loop.fault == "timed_out" else loop.fault)
     return bundle
 
 
