@@ -70,7 +70,7 @@ def list_cmd(platform, gpus, as_json):
     A recipe written for a sibling of the same architecture (H200 for H100) whose plan fits
     reads "plan fits": its bars and evidence are the other platform's.
     """
-    from cookbook import platforms
+    from cookbook import host_cpu, platforms
     from cookbook.evidence.status import status_of
     from cookbook.plan import elsewhere
     from cookbook.recipe.resolve import all_slugs, resolve
@@ -107,6 +107,8 @@ def list_cmd(platform, gpus, as_json):
             ok, verdict, reason = fit.verdict == elsewhere.YES, fit.verdict, fit.reason
         else:
             ok, reason = platforms.can_run(hw.platform, hw.gpus, hw.min_host_memory_gib, here)
+            if ok and hw.platform == "cpu" and (why := host_cpu.unmet(slug)):
+                ok, reason = False, why
             verdict = elsewhere.YES if ok else elsewhere.NO
             # A sibling of this machine's GPU kind (an H200 recipe on an H100): the plan decides, not the name.
             if not ok and elsewhere.same_kind(hw.platform, here.platform) and here.devices >= hw.gpus:
