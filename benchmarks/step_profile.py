@@ -25,12 +25,17 @@ STEPS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("speculative drafting", re.compile(r"vllm/v1/spec_decode/")),
     ("output head (logits)", re.compile(r"compute_logits|logits_processor\.py|lm_head")),
     ("attention", re.compile(r"attention|attn", re.IGNORECASE)),
-    ("MLP", re.compile(r"\bmlp\b|_mlp|act_fn|GeluAndMul|gelu", re.IGNORECASE)),
+    ("MLP", re.compile(r"\bmlp\b|_mlp|act_fn|GeluAndMul|gelu", re.IGNORECASE)),  # eager mode only
+    # torch.compile fuses the layers' matmuls, norms and MLPs into one graph: one step, not split
+    ("layers' compiled graph (projections, MLPs, norms)", re.compile(r"CompiledFxGraph|output_code\.py")),
     ("rest of the forward", re.compile(r"vllm/model_executor/|execute_model|model_runner")),
     ("scheduler", re.compile(r"vllm/v1/core/")),
     ("API server and HTTP", re.compile(r"vllm/entrypoints/|uvicorn|starlette|fastapi|asyncio")),
 )
 OTHER = "other"
+# py-spy's idle test misses some blocked threads: a stack whose innermost frame waits is filed here
+WAITING = "waiting (a thread blocked)"
+_WAIT = re.compile(r"^(\w+\.)*(wait|get|select|poll|recv\w*|_recv\w*|accept|sleep|sched_yield) \(")
 _LINE = re.compile(r"^(?P<stack>.*) (?P<count>\d+)$")
 MAX_LINE = 1 << 20  # a stack line longer than this is not py-spy's: refused, not parsed
 
@@ -46,6 +51,9 @@ def parse(text: str) -> Counter:
         if m is None:
             raise ValueError(f"line {n}: not py-spy raw output (`frame;frame;... COUNT`)")
         frames = m["stack"].split(";")
+        if _WAIT.match(frames[-1].strip()):
+            out[WAITING] += int(m["count"])
+            continue
         step = next((name for name, pat in STEPS if any(pat.search(f) for f in frames)), OTHER)
         out[step] += int(m["count"])
     if not out:
@@ -54,12 +62,15 @@ def parse(text: str) -> Counter:
 
 
 def table(counts: Counter) -> str:
-    total = sum(counts.values())
-    rows = ["| step | samples | share |", "|---|---|---|"]
+    """Each step's share of the busy samples (waiting ones are listed, not counted in the shares)."""
+    busy = sum(n for step, n in counts.items() if step != WAITING)
+    rows = ["| step | samples | share of the busy samples |", "|---|---|---|"]
     for step in [s for s, _ in STEPS] + [OTHER]:
         if counts.get(step):
-            rows.append(f"| {step} | {counts[step]:,} | {100 * counts[step] / total:.1f}% |")
-    rows.append(f"| all | {total:,} | 100% |")
+            rows.append(f"| {step} | {counts[step]:,} | {100 * counts[step] / busy:.1f}% |")
+    rows.append(f"| busy | {busy:,} | 100% |")
+    if counts.get(WAITING):
+        rows.append(f"| {WAITING} | {counts[WAITING]:,} | not counted |")
     return "\n".join(rows)
 
 
