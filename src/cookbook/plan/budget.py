@@ -157,10 +157,6 @@ class Plan:
         return sum(self.weights_per_gpu.values()) + self.draft_weights_per_gpu
 
 
-def _arg(resolved, key, default=None):
-    return resolved.recipe.serve.arg(key, default)
-
-
 def _env_number(env: dict, name: str, default):
     """An env setting the plan computes with, as a non-negative number; one clear refusal otherwise."""
     if name not in env or env[name].value is None:
@@ -199,8 +195,8 @@ def _mapping(value, key: str) -> dict | None:
 def split_gpus(resolved, gpus: int | None = None) -> tuple[int, int]:
     """(TP, DP) of the recipe, or for --gpus N: the same data-parallel replicas where N splits
     into them, else one TP group of N."""
-    tp = int(_arg(resolved, "tensor_parallel_size", 1) or 1)
-    dp = int(_arg(resolved, "data_parallel_size", 1) or 1)
+    tp = int(resolved.recipe.serve.arg("tensor_parallel_size", 1) or 1)
+    dp = int(resolved.recipe.serve.arg("data_parallel_size", 1) or 1)
     if gpus:
         tp, dp = (gpus // dp, dp) if dp > 1 and gpus % dp == 0 else (gpus, 1)
     return tp, dp
@@ -218,7 +214,7 @@ def _version(text) -> tuple[int, ...] | None:
 
 def _async_scheduling(resolved, spec: dict | None) -> bool:
     """vLLM's default: on, unless speculative decoding uses a method it cannot overlap."""
-    explicit = _arg(resolved, "async_scheduling")
+    explicit = resolved.recipe.serve.arg("async_scheduling")
     if isinstance(explicit, bool):
         return explicit
     method = (spec or {}).get("method")
@@ -248,10 +244,10 @@ def setup_for(resolved, *, gpus=None, ctx=None, seqs=None, platform=None, device
     big = device_bytes >= 70 * GIB
     env = {k: str(v.value) for k, v in r.env.items()}
     graph_frac = _env_number(r.env, "VLLM_GRAPH_RESERVED_MEM", None) if plat.id == "gaudi2" else None
-    spec = _mapping(_arg(resolved, "speculative_config"), "speculative_config")
+    spec = _mapping(resolved.recipe.serve.arg("speculative_config"), "speculative_config")
     engine = r.image.engine.package if r.image and r.image.engine else "vllm"
     version = _version(r.image.engine.version) if r.image and r.image.engine else None
-    eager = bool(_arg(resolved, "enforce_eager", False))
+    eager = bool(resolved.recipe.serve.arg("enforce_eager", False))
     graphs_first = (
         engine == "vllm"
         and version is not None
@@ -260,24 +256,26 @@ def setup_for(resolved, *, gpus=None, ctx=None, seqs=None, platform=None, device
         and not eager
         and env.get("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", "1") != "0"
     )
-    block = _arg(resolved, "block_size")
+    block = resolved.recipe.serve.arg("block_size")
     return Setup(
         platform=plat.id,
         device_bytes=device_bytes,
         device_source=device_source,
         tp=tp,
         dp=dp,
-        dcp=int(_arg(resolved, "decode_context_parallel_size", 1) or 1),
-        expert_parallel=bool(_arg(resolved, "enable_expert_parallel", False)),
+        dcp=int(resolved.recipe.serve.arg("decode_context_parallel_size", 1) or 1),
+        expert_parallel=bool(resolved.recipe.serve.arg("enable_expert_parallel", False)),
         gpus=gpus or r.hardware.gpus or 1,
-        max_model_len=int(ctx or _arg(resolved, "max_model_len") or r.model.architecture.native_context_tokens or 4096),
-        max_num_seqs=int(seqs or _arg(resolved, "max_num_seqs") or (1024 if big else 256)),
-        max_num_batched_tokens=int(_arg(resolved, "max_num_batched_tokens") or (8192 if big else 2048)),
-        gpu_memory_utilization=float(_arg(resolved, "gpu_memory_utilization", 0.9)),
-        kv_cache_dtype=str(_arg(resolved, "kv_cache_dtype", "auto")),
-        model_dtype=_arg(resolved, "dtype"),
+        max_model_len=int(
+            ctx or resolved.recipe.serve.arg("max_model_len") or r.model.architecture.native_context_tokens or 4096
+        ),
+        max_num_seqs=int(seqs or resolved.recipe.serve.arg("max_num_seqs") or (1024 if big else 256)),
+        max_num_batched_tokens=int(resolved.recipe.serve.arg("max_num_batched_tokens") or (8192 if big else 2048)),
+        gpu_memory_utilization=float(resolved.recipe.serve.arg("gpu_memory_utilization", 0.9)),
+        kv_cache_dtype=str(resolved.recipe.serve.arg("kv_cache_dtype", "auto")),
+        model_dtype=resolved.recipe.serve.arg("dtype"),
         speculative=spec,
-        explicit_kv_bytes=_arg(resolved, "kv_cache_memory_bytes"),
+        explicit_kv_bytes=resolved.recipe.serve.arg("kv_cache_memory_bytes"),
         plan_sets_kv_bytes=bool(r.plan and r.plan.explicit_kv_bytes),
         graph_reserved_fraction=float(graph_frac) if graph_frac else None,
         indexer_logits_mb=int(_env_number(r.env, "VLLM_SPARSE_INDEXER_MAX_LOGITS_MB", DEFAULT_INDEXER_LOGITS_MB)),
@@ -288,7 +286,7 @@ def setup_for(resolved, *, gpus=None, ctx=None, seqs=None, platform=None, device
         block_size=int(block) if isinstance(block, int) and not isinstance(block, bool) else None,
         async_scheduling=_async_scheduling(resolved, spec),
         graphs_before_pool=graphs_first,
-        ep_kv_cut_bytes=_ep_kv_cut(r, bool(_arg(resolved, "enable_expert_parallel", False))),
+        ep_kv_cut_bytes=_ep_kv_cut(r, bool(resolved.recipe.serve.arg("enable_expert_parallel", False))),
     )
 
 
