@@ -45,6 +45,7 @@ FORBIDDEN = {
     "cookbook.errors": ("cookbook.",),
     "cookbook.untrusted": ("cookbook.",),
     "cookbook.platforms": ("cookbook.",),
+    "cookbook.units": ("cookbook.",),
     # the one model-folder writer sits at the bottom with files and errors, which it alone imports
     "cookbook.model_folder": tuple(
         f"cookbook.{p}"

@@ -481,10 +481,11 @@ def test_what_not_to_do_quotes_each_refusal_with_the_recipes_values():
 
 @pytest.mark.parametrize("slug", ["glm52-8", "glm52-mxfp4-8x-gaudi2", "gemma3-270m-h200"])
 def test_will_it_fit_shows_the_planners_own_figures(slug):
-    from cookbook.plan.budget import GIB, make_plan
+    from cookbook.plan.budget import make_plan
     from cookbook.plan.render import as_text
     from cookbook.recipe.resolve import resolve
     from cookbook.site.plan_section import plan_lines
+    from cookbook.units import GIB
 
     resolved = resolve(slug)
     p = make_plan(resolved)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from typing import Any, Optional
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, create_model, model_validator
 
@@ -99,5 +99,5 @@ GatesSpec = create_model(
     __base__=_Spec,
     __doc__="The gates a recipe must pass to be verified; absent gates are not run.",
     __module__=__name__,
-    **{name: (Optional[m.SPEC], Field(None, description=m.DESCRIPTION)) for name, m in zip(GATE_NAMES, _GATES)},  # noqa: UP045
+    **{name: (m.SPEC | None, Field(None, description=m.DESCRIPTION)) for name, m in zip(GATE_NAMES, _GATES)},
 )
