@@ -5,8 +5,6 @@ functions in files another piece of work owns right now."""
 import ast
 from pathlib import Path
 
-import pytest
-
 SRC = Path(__file__).resolve().parents[1] / "src" / "cookbook"
 LIMIT = 100
 # "path:function" -> why it may stay long for now
