@@ -185,7 +185,7 @@ def test_plan_applies_the_recipes_rules_as_show_does():
 
 def test_left_after_weights_is_the_documents_figure():
     """SlimServe: "the weights leave only ~63 GiB per card" on 2x MI300X."""
-    from cookbook.plan.budget import GIB
+    from cookbook.units import GIB
 
     p = make_plan(resolve("glm52-2"))
     assert p.left_after_weights_bytes == p.setup.device_bytes - p.weights_per_gpu_bytes

@@ -71,10 +71,9 @@ def list_cmd(platform, gpus, as_json):
     reads "plan fits": its bars and evidence are the other platform's.
     """
     from cookbook import host_cpu, platforms
-    from cookbook.evidence.status import status_of
+    from cookbook.evidence.status import shown_status, status_of
     from cookbook.plan import elsewhere
     from cookbook.recipe.resolve import all_slugs, resolve
-    from cookbook.shown_status import shown_status
 
     here = platforms.detect()
     rows = []
@@ -194,7 +193,7 @@ def _nearest_line(platform: str | None, gpus: int | None) -> str:
 @click.option("--json", "as_json", is_flag=True, help="The resolved recipe as JSON.")
 def show_cmd(slug, quant, sets, as_json):
     """The fully resolved recipe, each setting with its reason. Loads and downloads nothing."""
-    from cookbook.evidence.status import verified_status
+    from cookbook.evidence.status import shown_status, status_of
     from cookbook.recipe.show import render_show
 
     resolved = resolve_or_refuse(slug, quant, sets, f"cannot show {slug}")
@@ -206,10 +205,10 @@ def show_cmd(slug, quant, sets, as_json):
         )
         return
     from cookbook.recipe.resolve import resolve
-    from cookbook.shown_status import shown_status
 
-    as_written = resolve(resolved.path.parent.name, check=False)  # the status is the recipe's as written
-    status = shown_status(as_written, verified_status(resolved.path))
+    # The status is the recipe's as written; resolved again only when --quant/--set made another one.
+    as_written = resolve(resolved.path, check=False) if quant or sets else resolved
+    status = shown_status(as_written, status_of(as_written))
     if resolved.content_hash != as_written.content_hash:  # --set/--quant made a configuration never verified
         status = f"unverified (this --set/--quant configuration; the recipe as written is {status})"
     click.echo(render_show(resolved, status), nl=False)
