@@ -10,6 +10,7 @@ stand-in (openai_standin.py) instead.
 
 from __future__ import annotations
 
+import contextlib
 import socket
 from pathlib import Path
 
@@ -53,7 +54,13 @@ def launch_cpu_server(workdir: Path):
     from cookbook.serving import local
 
     resolved = resolve(RECIPE, sets=[f"serve.args.port={free_port()}"])
-    server = local.launch(resolved, _env(resolved), workdir)
+    # Started as `make run` starts it: from the checkout, the model named by the recipe's default
+    # relative path. vLLM's compile-cache key hashes the model path, so an absolute one missed the
+    # cache `make run` had just filled and compiled the model again (minutes on 2 cores).
+    env = _env(resolved)
+    env["CHECKPOINT_DIR"] = str(CHECKPOINT.relative_to(REPO))
+    with contextlib.chdir(REPO):
+        server = local.launch(resolved, env, workdir)
     try:
         local.wait_ready(server, READY_TIMEOUT_S)
     except BaseException:
