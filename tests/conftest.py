@@ -97,12 +97,14 @@ def _skip_docker_without_daemon(items):
 
 @pytest.fixture(scope="session", autouse=True)
 def _cpu_server_started(request, tmp_path_factory):
-    """The session's CPU vLLM, launched when the session's first test starts if any test to run
+    """The fast tier's CPU vLLM, launched when the session's first test starts if any test to run
     uses it, so that its start (a minute or more on 2 cores) overlaps the other tests instead of
-    being waited for (an idle server takes no CPU). None when no test needs it; the exception when
-    the launch failed."""
+    being waited for (an idle server takes no CPU). None when no test needs it, and in the slow
+    tier (whose tests start servers of their own: cpu_server starts it there when first asked);
+    the exception when the launch failed."""
     items = request.session.items
-    if not any("cpu_server" in item.fixturenames and not item.get_closest_marker("skip") for item in items):
+    wanted = any("cpu_server" in item.fixturenames and not item.get_closest_marker("skip") for item in items)
+    if not wanted or request.config.getoption("tier") != "fast":
         yield None
         return
     from cpu_engine import start_cpu_server
@@ -117,16 +119,19 @@ def _cpu_server_started(request, tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def cpu_server(_cpu_server_started):
+def cpu_server(_cpu_server_started, tmp_path_factory):
     """The session's one CPU vLLM: the embedded default recipe, launched by the product's own
-    code on a free port (cpu_engine.py) when the session started. Tests must not stop, pause or
-    reconfigure it."""
-    from cpu_engine import wait_cpu_server
+    code on a free port (cpu_engine.py). Tests must not stop, pause or reconfigure it."""
+    from cpu_engine import start_cpu_server, wait_cpu_server
 
-    assert _cpu_server_started is not None, "launched only when a test to run uses cpu_server"
     if isinstance(_cpu_server_started, Exception):
         raise _cpu_server_started
-    return wait_cpu_server(_cpu_server_started)
+    if _cpu_server_started is not None:  # launched early; _cpu_server_started stops it
+        yield wait_cpu_server(_cpu_server_started)
+        return
+    server = start_cpu_server(tmp_path_factory.mktemp("cpu-server"))
+    yield wait_cpu_server(server)
+    server.stop()
 
 
 @pytest.fixture(scope="session")
