@@ -30,7 +30,7 @@ import torch
 
 from cookbook.files import repo_root
 from cookbook.gates import speed
-from cookbook.recipe.gates_spec import SpeedChat
+from cookbook.recipe.gates_spec.speed import SpeedChat
 
 
 def chat_logits(checkpoint: Path, chat: SpeedChat, answers: int, tokens: int) -> torch.Tensor:

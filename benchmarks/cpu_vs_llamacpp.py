@@ -78,7 +78,7 @@ import httpx
 
 from cookbook.gates import speed
 from cookbook.recipe import shell
-from cookbook.recipe.gates_spec import SpeedChat
+from cookbook.recipe.gates_spec.speed import SpeedChat
 from cookbook.recipe.model import Setting
 from cookbook.recipe.paths import repo_root
 from cookbook.recipe.resolve import resolve

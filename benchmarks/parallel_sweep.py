@@ -31,7 +31,7 @@ from pathlib import Path
 
 from cookbook.gates.client import Server, bounded_gather
 from cookbook.gates.speed import level_metrics, workload_prompts
-from cookbook.recipe.gates_spec import SpeedGate
+from cookbook.recipe.gates_spec.speed import SpeedGate
 
 STREAMS = (1, 4, 16, 64)
 # vLLM's log prefix names the process: "(Worker_TP1 pid=4242) INFO 12-01 ...", "(EngineCore_DP0 pid=...)".

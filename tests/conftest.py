@@ -36,8 +36,8 @@ def pytest_collection_modifyitems(config, items):
     _select_tier(config, items)
     _skip_docker_without_daemon(items)
     _skip_engine_without_engine(items)
-    # The tests that share the session's CPU vLLM server run last and together, so the server
-    # (started by the first of them) is never idle beside the others' work.
+    # The tests that share the session's CPU vLLM server run last and together: the server starts
+    # with the session (_cpu_server_started) and comes up while the others run.
     items.sort(key=lambda item: "cpu_server" in getattr(item, "fixturenames", ()))
 
 
@@ -95,14 +95,42 @@ def _skip_docker_without_daemon(items):
         item.add_marker(pytest.mark.skip(reason=reason))
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _cpu_server_started(request, tmp_path_factory):
+    """The fast tier's CPU vLLM, launched when the session's first test starts if any test to run
+    uses it, so that its start (a minute or more on 2 cores) overlaps the other tests instead of
+    being waited for (an idle server takes no CPU). None when no test needs it, and in the slow
+    tier (whose tests start servers of their own: cpu_server starts it there when first asked);
+    the exception when the launch failed."""
+    items = request.session.items
+    wanted = any("cpu_server" in item.fixturenames and not item.get_closest_marker("skip") for item in items)
+    if not wanted or request.config.getoption("tier") != "fast":
+        yield None
+        return
+    from cpu_engine import start_cpu_server
+
+    try:
+        server = start_cpu_server(tmp_path_factory.mktemp("cpu-server"))
+    except Exception as exc:  # the tests that use the server fail with it (cpu_server), not every test
+        yield exc
+        return
+    yield server
+    server.stop()
+
+
 @pytest.fixture(scope="session")
-def cpu_server(tmp_path_factory):
+def cpu_server(_cpu_server_started, tmp_path_factory):
     """The session's one CPU vLLM: the embedded default recipe, launched by the product's own
     code on a free port (cpu_engine.py). Tests must not stop, pause or reconfigure it."""
-    from cpu_engine import launch_cpu_server
+    from cpu_engine import start_cpu_server, wait_cpu_server
 
-    server = launch_cpu_server(tmp_path_factory.mktemp("cpu-server"))
-    yield server
+    if isinstance(_cpu_server_started, Exception):
+        raise _cpu_server_started
+    if _cpu_server_started is not None:  # launched early; _cpu_server_started stops it
+        yield wait_cpu_server(_cpu_server_started)
+        return
+    server = start_cpu_server(tmp_path_factory.mktemp("cpu-server"))
+    yield wait_cpu_server(server)
     server.stop()
 
 
@@ -127,3 +155,12 @@ def gemma_gguf() -> Path:
     from cookbook.models.gemma import gguf_path
 
     return gguf_path()
+
+
+@pytest.fixture(scope="session")
+def gemma_gguf_py(gemma_gguf):
+    """gguf-py's reader (the independent reference) over the packaged Gemma GGUF, parsed once a
+    session: parsing its 262,144-entry vocabulary takes gguf-py 8-30 s on 2 cores."""
+    from gguf import GGUFReader  # the dev extra's
+
+    return GGUFReader(str(gemma_gguf))

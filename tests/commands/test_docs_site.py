@@ -235,9 +235,8 @@ def test_a_comparison_lines_up_each_variants_own_value():
 
 
 def test_the_index_matrix_shows_each_recipes_status(site):
-    from cookbook.evidence.status import status_of
+    from cookbook.evidence.status import shown_status, status_of
     from cookbook.recipe.resolve import resolve
-    from cookbook.shown_status import shown_status
 
     html = (site / "index.html").read_text(encoding="utf-8")
     for slug in recipe_slugs():
@@ -252,18 +251,17 @@ def test_the_index_matrix_shows_each_recipes_status(site):
 def test_an_engine_checked_recipe_says_so_on_the_index_and_its_page(site):
     from cookbook.evidence import engine_check as E
     from cookbook.recipe.resolve import resolve
-    from cookbook.shown_status import tools
 
     html = (site / "index.html").read_text(encoding="utf-8")
     # Which recipes are engine-checked today changes as runs go stale and are made again (issue 64
     # item 4 made the runs before the file hash stale); each badge is the status list's, as above.
     for r in (x for x in map(resolve, recipe_slugs()) if E.bundles(x)):
-        word, _ = E.status(r, *tools(r))
+        word, _ = E.status(r)
         assert f"; {word}</span>" in html or f">{word}</span>" in html, (r.slug, word)
     checked = [r for r in map(resolve, recipe_slugs()) if E.bundles(r)]
     assert len(checked) >= 3
     for r in checked:
-        word, _ = E.status(r, *tools(r))
+        word, _ = E.status(r)
         page = (site / "recipes" / f"{r.slug}.html").read_text(encoding="utf-8")
         assert f"Engine check: <em>{word}</em>" in page, r.slug
         assert f"recipes/{r.slug}/evidence/engine-check/{E.bundles(r)[-1].name}/" in page
@@ -483,10 +481,11 @@ def test_what_not_to_do_quotes_each_refusal_with_the_recipes_values():
 
 @pytest.mark.parametrize("slug", ["glm52-8", "glm52-mxfp4-8x-gaudi2", "gemma3-270m-h200"])
 def test_will_it_fit_shows_the_planners_own_figures(slug):
-    from cookbook.plan.budget import GIB, make_plan
+    from cookbook.plan.budget import make_plan
     from cookbook.plan.render import as_text
     from cookbook.recipe.resolve import resolve
     from cookbook.site.plan_section import plan_lines
+    from cookbook.units import GIB
 
     resolved = resolve(slug)
     p = make_plan(resolved)

@@ -15,7 +15,9 @@ from cookbook.cli import main
 from cookbook.gates import data as gate_data
 from cookbook.gates import gatedata, needles
 from cookbook.gates.result import GateFailure
-from cookbook.recipe.gates_spec import BUILTIN_HAYSTACKS, BUILTIN_PROMPTS, NeedlesGate, SpecAcceptanceGate
+from cookbook.recipe.gates_spec.base import BUILTIN_HAYSTACKS, BUILTIN_PROMPTS
+from cookbook.recipe.gates_spec.needles import NeedlesGate
+from cookbook.recipe.gates_spec.spec_acceptance import SpecAcceptanceGate
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -4,7 +4,7 @@ import pytest
 
 from cookbook.gates import metrics
 from cookbook.gates.spec_acceptance import judge_stats
-from cookbook.recipe.gates_spec import SpecAcceptanceGate
+from cookbook.recipe.gates_spec.spec_acceptance import SpecAcceptanceGate
 
 BEFORE = """# HELP vllm:spec_decode_num_drafts_total Number of spec decoding drafts.
 # TYPE vllm:spec_decode_num_drafts_total counter

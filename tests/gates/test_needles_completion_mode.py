@@ -4,7 +4,7 @@ import pytest
 from pydantic import ValidationError
 
 from cookbook.gates.needles import completion_prompt, request_for, score
-from cookbook.recipe.gates_spec import NeedlesGate
+from cookbook.recipe.gates_spec.needles import NeedlesGate
 
 
 def test_completion_prompt_ends_with_the_needle_sentence_start():

@@ -2,13 +2,15 @@
 from them (cookbook.gates.registry), and `gates.calibrated_on` fills every gate that does not set its own."""
 
 import inspect
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
 
 from cookbook.gates.registry import gate_module
 from cookbook.recipe import resolve
-from cookbook.recipe.gates_spec import GATE_NAMES, GateBase, GatesSpec
+from cookbook.recipe.gates_spec import GATE_NAMES, GatesSpec
+from cookbook.recipe.gates_spec.base import GateBase
 
 
 def test_gate_names_are_gatesspecs_gate_fields_in_order():
@@ -55,3 +57,36 @@ def test_default_resolves_to_what_each_gate_setting_its_own_gives(recipes_dir):
     assert spelled.count('calibrated_on: "uncalibrated (test fixture)"') == len(declared) >= 10
     path.write_text(spelled)
     assert resolve("gates-cpu").content_hash == r.content_hash  # same recipe, same hash
+
+
+def test_a_new_gates_spec_module_is_all_the_registry_needs(tmp_path, monkeypatch):
+    """Adding a gate is its spec module (recipe/gates_spec/<name>.py) and its gate module: the registry
+    lists the package, so a module dropped beside the others joins in its RUN_ORDER, and the registry
+    names no gate itself."""
+    import sys
+
+    from cookbook.recipe import gates_spec
+
+    text = Path(gates_spec.__file__).read_text(encoding="utf-8")
+    assert not [n for n in GATE_NAMES if f'"{n}"' in text or f"'{n}'" in text]
+    (tmp_path / "probe.py").write_text(
+        "from cookbook.recipe.gates_spec.base import GateBase\n"
+        "RUN_ORDER = 15\nDESCRIPTION = 'a probe'\n"
+        "class ProbeGate(GateBase):\n    pass\n"
+        "SPEC = ProbeGate\n"
+    )
+    monkeypatch.setattr(gates_spec, "__path__", [*gates_spec.__path__, str(tmp_path)])
+    monkeypatch.delitem(sys.modules, "cookbook.recipe.gates_spec.probe", raising=False)
+    names = [m.__name__.rsplit(".", 1)[1] for m in gates_spec._gate_modules()]
+    assert names[:3] == ["greedy", "probe", "logprobs"]
+    (tmp_path / "probe.py").write_text("RUN_ORDER = 10\nSPEC = int\n")
+    monkeypatch.delitem(sys.modules, "cookbook.recipe.gates_spec.probe", raising=False)
+    with pytest.raises(TypeError, match="probe: a gate's spec module defines SPEC, a GateBase model"):
+        gates_spec._gate_modules()
+    (tmp_path / "probe.py").write_text(
+        "from cookbook.recipe.gates_spec.base import GateBase\nRUN_ORDER = 10\nDESCRIPTION = ''\nSPEC = GateBase\n"
+    )
+    monkeypatch.delitem(sys.modules, "cookbook.recipe.gates_spec.probe", raising=False)
+    with pytest.raises(ValueError, match="two gates share a RUN_ORDER"):
+        gates_spec._gate_modules()
+    sys.modules.pop("cookbook.recipe.gates_spec.probe", None)

@@ -4,7 +4,8 @@ import pytest
 from pydantic import ValidationError
 
 from cookbook.gates import greedy, gsm8k, logprobs, needles, speed, stress, tools
-from cookbook.recipe.gates_spec import GatesSpec, SpeedGate
+from cookbook.recipe.gates_spec import GatesSpec
+from cookbook.recipe.gates_spec.speed import SpeedGate
 
 # ---- gsm8k --------------------------------------------------------------------------------
 

@@ -4,7 +4,7 @@ manifest; the measurements stay genuine. What the server reported of itself (mod
 metrics-before.prom's vllm:cache_config_info and spec-decode positions, version.json) binds the
 bundle to the configuration it measured, so an edit of a reported setting is refused. Settings
 the server does not report (max_num_seqs) cannot be told apart: the last test pins that limit,
-which gates/README.md states."""
+which gates/VERIFIED.md states."""
 
 import json
 
@@ -146,9 +146,9 @@ def test_every_serve_flag_of_a_verified_recipe_is_compared_or_listed_as_unreport
     repo = Path(__file__).resolve().parents[2]
     labels = cache_labels(repo / "recipes" / "gemma3-270m-cpu" / "evidence" / evidence_bundles.RUN)
     compared = set(reported_flags(labels)) | {"max_model_len", "speculative_config", "served_model_name"}
-    readme = (repo / "gates" / "README.md").read_text()
+    readme = (repo / "gates" / "VERIFIED.md").read_text()
     limits = readme[readme.index("**What still cannot be detected**") :]
     r = resolve(slug, check=False)
     for key, setting in r.recipe.serve.args.items():
         if setting is not None and setting.value is not None and key not in compared:
-            assert f"`{key}`" in limits, f"{slug}: serve.args.{key} is neither compared nor listed in gates/README.md"
+            assert f"`{key}`" in limits, f"{slug}: serve.args.{key} is neither compared nor listed in gates/VERIFIED.md"

@@ -37,11 +37,9 @@ def layout(tmp_path):
 # ---------- agreement with an independent reader ----------
 
 
-def test_matches_gguf_py_on_gemma(gemma_gguf):
-    from gguf import GGUFReader
-
+def test_matches_gguf_py_on_gemma(gemma_gguf, gemma_gguf_py):
     ours = read_gguf(gemma_gguf)
-    theirs = GGUFReader(gemma_gguf)
+    theirs = gemma_gguf_py
     assert [t.name for t in ours.tensors] == [t.name for t in theirs.tensors]
     for a, b in zip(ours.tensors, theirs.tensors):
         assert ours.tensor_offset(a) == b.data_offset

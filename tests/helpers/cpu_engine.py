@@ -3,13 +3,15 @@
 Both come from the product's own code, as `make run` makes them: the CPU recipe for this host
 (cookbook.host_cpu: gemma3-270m-cpu, or its float32 child on a CPU without AVX-512 BF16)
 fetched and converted by cookbook.serving.local into the recipe's CHECKPOINT_DIR
-(.cache/models/gemma3-270m-hf, the folder `make run` fills), and its launch block started by `local.launch` on a free port. Every test that needs a live CPU vLLM shares
+(.cache/models/gemma3-270m-hf, the folder `make run` fills), and its launch block started by `local.launch` on a free port
+when the session starts, while the other tests run (start_cpu_server; wait_cpu_server waits for it). Every test that needs a live CPU vLLM shares
 that server (the `cpu_server` fixture, tests/conftest.py); a test that kills its server uses a
 stand-in (openai_standin.py) instead.
 """
 
 from __future__ import annotations
 
+import contextlib
 import socket
 from pathlib import Path
 
@@ -46,14 +48,26 @@ def gemma_checkpoint() -> Path:
     return CHECKPOINT
 
 
-def launch_cpu_server(workdir: Path):
-    """The embedded default recipe served here on a free port; returns cookbook.serving.local.Server
-    once it answers (the caller stops it)."""
+def start_cpu_server(workdir: Path):
+    """The embedded default recipe launched here on a free port; returns cookbook.serving.local.Server
+    at once, before it answers (wait_cpu_server waits; the caller stops it)."""
     from cookbook.recipe.resolve import resolve
     from cookbook.serving import local
 
     resolved = resolve(RECIPE, sets=[f"serve.args.port={free_port()}"])
-    server = local.launch(resolved, _env(resolved), workdir)
+    # Started as `make run` starts it: from the checkout, the model named by the recipe's default
+    # relative path. vLLM's compile-cache key hashes the model path, so an absolute one missed the
+    # cache `make run` had just filled and compiled the model again (minutes on 2 cores).
+    env = _env(resolved)
+    env["CHECKPOINT_DIR"] = str(CHECKPOINT.relative_to(REPO))
+    with contextlib.chdir(REPO):
+        return local.launch(resolved, env, workdir)
+
+
+def wait_cpu_server(server):
+    """`server` once it answers; stopped, and the error raised, when it does not."""
+    from cookbook.serving import local
+
     try:
         local.wait_ready(server, READY_TIMEOUT_S)
     except BaseException:

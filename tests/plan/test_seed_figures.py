@@ -7,8 +7,9 @@ import re
 
 import pytest
 
-from cookbook.plan.budget import GIB, make_plan
+from cookbook.plan.budget import make_plan
 from cookbook.recipe.resolve import resolve
+from cookbook.units import GIB
 
 TOLERANCE = 0.10
 

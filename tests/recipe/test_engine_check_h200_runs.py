@@ -19,7 +19,6 @@ from click.testing import CliRunner
 from cookbook.cli import main
 from cookbook.evidence import engine_check as E
 from cookbook.recipe.resolve import resolve
-from cookbook.shown_status import tools
 
 ROOT = Path(__file__).resolve().parents[2]
 CHECKED = ("gemma3-270m-h200", "dsv3-perf-h200")
@@ -35,7 +34,7 @@ BROKEN = ROOT / "recipes" / "glm52-fp8-8x-h200" / "engine-check" / "broken-run"
 @pytest.mark.parametrize("slug", CHECKED)
 def test_the_h200_bundle_re_checks_as_engine_checked(slug):
     r = resolve(ROOT / "recipes" / slug / "recipe.yaml")
-    word, reasons = E.status(r, *tools(r))
+    word, reasons = E.status(r)
     if slug in STALE_BY_FILE_HASH:
         assert r.files and (word, reasons) == (E.STALE, [f"the recipe changed after the run ({E.bundles(r)[-1].name})"])
     else:
@@ -84,7 +83,7 @@ def test_the_glm_bundle_was_re_planned_from_the_runs_own_files():
 @pytest.mark.parametrize("slug", AWAITING_RERUN)
 def test_a_recipe_whose_block_changed_stays_stale_until_re_run(slug, tmp_path):
     r = resolve(ROOT / "recipes" / slug / "recipe.yaml")
-    word, reasons = E.status(r, *tools(r))
+    word, reasons = E.status(r)
     assert word == E.STALE and reasons == [f"the recipe changed after the run ({E.bundles(r)[-1].name})"]
     record = json.loads((E.bundles(r)[-1] / E.RECORD).read_text())
     assert record["vllm"]["args"]["max_num_seqs"] != r.recipe.serve.args["max_num_seqs"].value
@@ -94,7 +93,7 @@ def test_a_recipe_whose_block_changed_stays_stale_until_re_run(slug, tmp_path):
     shutil.copy(ROOT / "recipes" / slug / "recipe.yaml", d / "recipe.yaml")
     copy = resolve(d / "recipe.yaml")
     with pytest.raises(ValueError, match="is not the recipe's launch block"):
-        E.write(E.bundles(r)[-1], copy, *tools(copy), {})
+        E.write(E.bundles(r)[-1], copy, {})
     assert not (d / E.FOLDER).exists()
 
 
@@ -106,7 +105,7 @@ def test_the_broken_copy_run_on_the_h200_does_not_earn_it(tmp_path):
     shutil.copy(ROOT / "recipes" / "glm52-fp8-8x-h200" / "recipe.yaml", d / "recipe.yaml")
     r = resolve(d / "recipe.yaml")
     with pytest.raises(ValueError) as e:
-        E.write(BROKEN, r, *tools(r), {})
+        E.write(BROKEN, r, {})
     # the recipe changed since (issue 68: max_num_seqs, plan.traffic), so its block's header hash differs too
     # and the refusal names the block mismatch instead of the one flag
     assert "never answered (refused 2)" in str(e.value)

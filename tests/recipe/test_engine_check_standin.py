@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from cookbook.cli import main
 from cookbook.evidence import engine_check as E
+from cookbook.evidence.status import shown_status
 from cookbook.recipe.resolve import resolve
-from cookbook.shown_status import shown_status, tools
 
 ROOT = Path(__file__).resolve().parents[2]
 SLUG = "glm52-fp8-8x-h200"
@@ -34,17 +34,15 @@ def recipe(tmp_path):
 
 
 def _planned(resolved):
-    plan_fn, _ = tools(resolved)
     sets = E.scaled_sets(resolved, CKPT)
     cfg = json.loads(CONFIG.read_text())
-    return plan_fn([*sets, *E.geometry_sets(cfg), f"model.source.size_gib={LOAD_GIB}"])
+    return E.plan_of(resolved, [*sets, *E.geometry_sets(cfg), f"model.source.size_gib={LOAD_GIB}"])
 
 
 def make_run(tmp_path, resolved, *, rc="ready 212", pool_scale=1.0, extra=" \\\n  --load-format dummy", text="Paris"):
     run = tmp_path / "run"
     run.mkdir(exist_ok=True)
-    _, block_fn = tools(resolved)
-    block = block_fn(E.scaled_sets(resolved, CKPT)).rstrip("\n")
+    block = E.block_of(resolved, E.scaled_sets(resolved, CKPT)).rstrip("\n")
     (run / "launch.sh").write_text(block + extra + "\n")
     shutil.copy(CONFIG, run / "config.json")
     p = _planned(resolved)
@@ -70,29 +68,29 @@ def make_run(tmp_path, resolved, *, rc="ready 212", pool_scale=1.0, extra=" \\\n
 
 def test_a_run_that_matches_the_plan_earns_engine_checked_standin(tmp_path, recipe):
     r = resolve(recipe)
-    dest = E.write(make_run(tmp_path, r), r, *tools(r), {}, stamp="20261205T000000Z")
+    dest = E.write(make_run(tmp_path, r), r, {}, stamp="20261205T000000Z")
     rec = json.loads((dest / E.RECORD).read_text())
     assert rec["recipe_hash"] == r.content_hash and rec["scaled_sets"][-1] == "tensor_parallel_size=1"
     assert rec["vllm"]["args"]["tensor_parallel_size"] == 1
     assert any("FLASHMLA_SPARSE" in b for b in rec["vllm"]["backends"])
     assert all(c["off"] <= E.TOLERANCE for c in rec["comparison"].values()) and len(rec["comparison"]) == 3
     assert rec["cache_config_info"]["num_gpu_blocks"] == "9"
-    assert E.status(r, *tools(r)) == (E.ENGINE_CHECKED, [])
+    assert E.status(r) == (E.ENGINE_CHECKED, [])
     assert shown_status(r, "unverified") == "unverified; engine-checked"
     # an edited file of the bundle: refused
     (dest / "server.log").write_text(
         (dest / "server.log").read_text().replace("Available KV cache memory: ", "Available KV cache memory: 1")
     )
-    word, reasons = E.status(r, *tools(r))
+    word, reasons = E.status(r)
     assert word == E.REFUSED and any("differs from manifest.json" in x for x in reasons)
 
 
 def test_an_edited_recipe_makes_it_stale_standin(tmp_path, recipe):
     r = resolve(recipe)
-    E.write(make_run(tmp_path, r), r, *tools(r), {}, stamp="20261205T000000Z")
+    E.write(make_run(tmp_path, r), r, {}, stamp="20261205T000000Z")
     recipe.write_text(recipe.read_text().replace("value: 131072", "value: 65536"))
     r2 = resolve(recipe)
-    assert E.status(r2, *tools(r2))[0] == E.STALE
+    assert E.status(r2)[0] == E.STALE
     assert shown_status(r2, "unverified") == "unverified; engine-check stale"
 
 
@@ -100,7 +98,7 @@ def test_a_broken_copy_the_engine_rejects_does_not_earn_it_standin(tmp_path, rec
     r = resolve(recipe)
     run = make_run(tmp_path, r, rc="refused 2", extra=" \\\n  --load-format dummy \\\n  --cookbook-not-a-vllm-flag 1")
     with pytest.raises(ValueError) as e:
-        E.write(run, r, *tools(r), {})
+        E.write(run, r, {})
     assert "never answered (refused 2)" in str(e.value) and "--cookbook-not-a-vllm-flag 1" in str(e.value)
     assert not (recipe.parent / E.FOLDER).exists()  # nothing written
 
@@ -109,17 +107,17 @@ def test_a_pool_off_the_plan_needs_an_explanation_standin(tmp_path, recipe):
     r = resolve(recipe)
     run = make_run(tmp_path, r, pool_scale=0.9)
     with pytest.raises(ValueError, match=r"pool_gib .* 11\.1% off"):
-        E.write(run, r, *tools(r), {})
-    dest = E.write(run, r, *tools(r), {"pool_gib": "vLLM's profile saw X", "pool_tokens": "the same"}, stamp="a")
+        E.write(run, r, {})
+    dest = E.write(run, r, {"pool_gib": "vLLM's profile saw X", "pool_tokens": "the same"}, stamp="a")
     assert json.loads((dest / E.RECORD).read_text())["explanations"]["pool_gib"] == "vLLM's profile saw X"
-    assert E.status(r, *tools(r))[0] == E.ENGINE_CHECKED
+    assert E.status(r)[0] == E.ENGINE_CHECKED
 
 
 def test_a_block_changed_beyond_the_parallel_sizes_is_refused_standin(tmp_path, recipe):
     r = resolve(recipe)
     run = make_run(tmp_path, r, extra=" \\\n  --load-format dummy \\\n  --enforce-eager true")
     with pytest.raises(ValueError, match="not a checkpoint substitution"):
-        E.write(run, r, *tools(r), {})
+        E.write(run, r, {})
     launch = run / "launch.sh"
     launch.write_text(
         re.sub(r"--max-num-seqs \d+", "--max-num-seqs 999", launch.read_text()).replace(
@@ -127,18 +125,18 @@ def test_a_block_changed_beyond_the_parallel_sizes_is_refused_standin(tmp_path, 
         )
     )
     with pytest.raises(ValueError, match="not the recipe's launch block"):
-        E.write(run, r, *tools(r), {})
+        E.write(run, r, {})
 
 
 def test_an_unanswered_server_and_hostile_files_are_refused_standin(tmp_path, recipe):
     r = resolve(recipe)
     run = make_run(tmp_path, r, text="")
     with pytest.raises(ValueError, match="no request was answered"):
-        E.write(run, r, *tools(r), {})
+        E.write(run, r, {})
     (run / "server.log").unlink()
     (run / "server.log").symlink_to("/etc/passwd")
     with pytest.raises(ValueError, match="server.log is missing or not a regular file"):
-        E.write(run, r, *tools(r), {})
+        E.write(run, r, {})
 
 
 def test_the_cli_refuses_in_one_line_and_writes_nothing(tmp_path):
@@ -174,7 +172,7 @@ def test_a_hostile_config_is_refused_in_one_reason_standin(tmp_path, recipe, con
     run = make_run(tmp_path, r)
     (run / "config.json").write_text(config)
     with pytest.raises(ValueError, match="config.json|cannot be read"):
-        E.write(run, r, *tools(r), {})
+        E.write(run, r, {})
     assert not (recipe.parent / E.FOLDER).exists()
 
 
@@ -235,12 +233,12 @@ def test_the_device_script_serves_the_scaled_block_and_records_a_refusal_standin
     if busy:
         assert (run / "rc").read_text().strip() == "port 8000 busy before launch"
         with pytest.raises(ValueError, match=r"never answered \(port 8000 busy before launch\)"):
-            E.write(run, resolved, *tools(resolved), {})
+            E.write(run, resolved, {})
         return
     assert (run / "rc").read_text().strip() == "refused 2"
     assert "unrecognized arguments: --cookbook-not-a-vllm-flag" in (run / "server.log").read_text()
     with pytest.raises(ValueError, match=r"never answered \(refused 2\)"):
-        E.write(run, resolved, *tools(resolved), {})
+        E.write(run, resolved, {})
 
 
 def test_only_vllms_default_parallel_size_may_follow_the_block():

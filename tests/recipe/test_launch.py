@@ -70,7 +70,6 @@ def test_a_null_set_drops_the_flag_and_the_rules_that_use_it_still_evaluate():
     from click.testing import CliRunner
 
     from cookbook.cli import main
-
     from cookbook.plan.launch_block import launch_block
     from cookbook.recipe.resolve import resolve
 

@@ -1,5 +1,5 @@
 """`cookbook maint engine-check`: write and re-check a recipe's engine-checked status
-(cookbook.evidence.engine_check), and the status list/show print beside verified."""
+(cookbook.evidence.engine_check)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,6 @@ import click
 
 from cookbook.cli_options import resolve_or_refuse
 from cookbook.errors import BAD_INPUT, FAILED, CookbookError
-from cookbook.shown_status import tools
 
 EXPLAINABLE = ("kv_bytes_per_token", "pool_gib", "pool_tokens", "max_concurrency")
 
@@ -53,7 +52,7 @@ def write_cmd(slug, run_dir, explain):
             exit_code=BAD_INPUT,
         )
     try:
-        dest = write(run_dir, resolved, *tools(resolved), _explanations(explain))
+        dest = write(run_dir, resolved, _explanations(explain))
     except ValueError as e:
         raise CookbookError(
             f"{slug} does not earn engine-checked: {e}", help="see the run's server.log", exit_code=FAILED
@@ -68,7 +67,7 @@ def status_cmd(slug):
     from cookbook.evidence.engine_check import ENGINE_CHECKED, status
 
     resolved = resolve_or_refuse(slug, None, (), f"cannot engine-check {slug}")
-    word, reasons = status(resolved, *tools(resolved))
+    word, reasons = status(resolved)
     click.echo(f"{slug}: {word or 'not engine-checked (no bundle)'}")
     for r in reasons:
         click.echo(f"  - {r}")

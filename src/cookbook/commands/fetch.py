@@ -11,8 +11,7 @@ import click
 
 from cookbook.cli_options import quant_option, resolve_or_refuse, set_option
 from cookbook.errors import BAD_INPUT, INTERRUPTED, CookbookError
-
-GIB = 2**30
+from cookbook.units import gib
 
 
 def _local_dir(resolved, local_dir: Path | None, env: dict) -> Path:
@@ -85,12 +84,10 @@ def fetch_cmd(slug, quant, sets, dry_run, local_dir, no_convert, as_json):
       cookbook fetch glm52-2 --dry-run            # without a network: what the recipe knows
       cookbook fetch glm52-4 --quant Q4_K --local-dir /data/models/GLM-5.2-Vision-GGUF
     """
-    from cookbook import model_folder
     from cookbook.plan.budget import make_plan
     from cookbook.plan.render import as_text
     from cookbook.serving import fetch as F
     from cookbook.serving import local
-    from cookbook.untrusted import printable
 
     if as_json and not dry_run:
         raise CookbookError("--json goes with --dry-run", help="add --dry-run, or drop --json")
@@ -134,53 +131,65 @@ def fetch_cmd(slug, quant, sets, dry_run, local_dir, no_convert, as_json):
                 json.dumps(_dry_run_json(resolved, plan, dls, target, listed_error, need, free, served), indent=2)
             )
             return
-        click.echo(
-            f"files into {printable(str(target))}"
-            + (" (the model folder, $CHECKPOINT_DIR: launch and serve read it)" if served == target else "")
-            + ":"
-        )
-        if (refused := model_folder.problem(target)) is not None:
-            click.echo(
-                f"  refused: {printable(str(target))} {refused}; the cookbook writes only into a folder it created"
-            )
-        for d in dls:
-            size = f"; {d.size_gib:,.2f} GiB by the recipe" if d.size_gib else ""
-            rev = f" @ {d.commit[:12]}" if d.commit else (f" @ {d.revision}" if d.revision else "")
-            click.echo(f"  {d.repo}{rev} ({d.why}; {', '.join(d.patterns)}{size}):")
-            for f in d.files:
-                click.echo(f"    {f.size / GIB:10,.2f} GiB  {f.path}")
-        if listed_error is not None:
-            click.echo(f"  the file list needs the Hub: {listed_error}")
-        else:
-            total = sum(d.size for d in dls)
-            free_at = F.free_bytes(target)[1]
-            click.echo(
-                f"  total {total / GIB:,.2f} GiB, {need / GIB:,.2f} GiB still to download; "
-                f"{free / GIB:,.2f} GiB free on {free_at}"
-            )
-        if resolved.recipe.convert:
-            click.echo(f"then the convert steps ($SOURCE_DIR = {target}):")
-            for i, c in enumerate(resolved.recipe.convert, 1):
-                click.echo(
-                    f"  {i}. {c.tool} {' '.join(c.args)}"
-                    + (f"  (skipped when {c.creates} exists)" if c.creates else "")
-                )
+        _print_listing(resolved, dls, target, served, listed_error, need, free)
         if dry_run:
             return
-        model_folder.claim(target)  # a folder of the user's is refused before the first byte
-        for d in dls:
-            local.step(f"fetch {d.repo} ({d.size / GIB:,.2f} GiB)")
-            F.download(d, target)
-            local.note(f"{F.verify(d, target)} file(s) checked against the Hub's checksums")
-        if resolved.recipe.convert and not no_convert:
-            local.run_convert_steps(resolved, convert_env(env, target, dls), expand_globs=True)
-        local.step(f"fetched {slug} into {target}")
-        if served is not None and served != target:  # --local-dir: the block serves $CHECKPOINT_DIR
-            local.note(f"serve it: CHECKPOINT_DIR={shlex.quote(str(target))} cookbook launch {slug}")
-        elif served is not None:
-            local.note(f"serve it: cookbook launch {slug}")
+        _download(slug, resolved, dls, target, env, served, no_convert)
     except KeyboardInterrupt:
         raise CookbookError("interrupted; run the same command again to resume", exit_code=INTERRUPTED) from None
+
+
+def _print_listing(resolved, dls, target: Path, served, listed_error, need, free) -> None:
+    """What fetch writes where: the folder, each download's files and sizes, the disk, the convert steps."""
+    from cookbook import model_folder
+    from cookbook.serving import fetch as F
+    from cookbook.untrusted import printable
+
+    click.echo(
+        f"files into {printable(str(target))}"
+        + (" (the model folder, $CHECKPOINT_DIR: launch and serve read it)" if served == target else "")
+        + ":"
+    )
+    if (refused := model_folder.problem(target)) is not None:
+        click.echo(f"  refused: {printable(str(target))} {refused}; the cookbook writes only into a folder it created")
+    for d in dls:
+        size = f"; {d.size_gib:,.2f} GiB by the recipe" if d.size_gib else ""
+        rev = f" @ {d.commit[:12]}" if d.commit else (f" @ {d.revision}" if d.revision else "")
+        click.echo(f"  {d.repo}{rev} ({d.why}; {', '.join(d.patterns)}{size}):")
+        for f in d.files:
+            click.echo(f"    {gib(f.size, 10)}  {f.path}")
+    if listed_error is not None:
+        click.echo(f"  the file list needs the Hub: {listed_error}")
+    else:
+        total = sum(d.size for d in dls)
+        free_at = F.free_bytes(target)[1]
+        click.echo(f"  total {gib(total)}, {gib(need)} still to download; {gib(free)} free on {free_at}")
+    if resolved.recipe.convert:
+        click.echo(f"then the convert steps ($SOURCE_DIR = {target}):")
+        for i, c in enumerate(resolved.recipe.convert, 1):
+            click.echo(
+                f"  {i}. {c.tool} {' '.join(c.args)}" + (f"  (skipped when {c.creates} exists)" if c.creates else "")
+            )
+
+
+def _download(slug: str, resolved, dls, target: Path, env: dict, served, no_convert: bool) -> None:
+    """Claim the folder, download and check every file, run the convert steps, say how to serve it."""
+    from cookbook import model_folder
+    from cookbook.serving import fetch as F
+    from cookbook.serving import local
+
+    model_folder.claim(target)  # a folder of the user's is refused before the first byte
+    for d in dls:
+        local.step(f"fetch {d.repo} ({gib(d.size)})")
+        F.download(d, target)
+        local.note(f"{F.verify(d, target)} file(s) checked against the Hub's checksums")
+    if resolved.recipe.convert and not no_convert:
+        local.run_convert_steps(resolved, convert_env(env, target, dls), expand_globs=True)
+    local.step(f"fetched {slug} into {target}")
+    if served is not None and served != target:  # --local-dir: the block serves $CHECKPOINT_DIR
+        local.note(f"serve it: CHECKPOINT_DIR={shlex.quote(str(target))} cookbook launch {slug}")
+    elif served is not None:
+        local.note(f"serve it: cookbook launch {slug}")
 
 
 def convert_env(env: dict, target: Path, dls) -> dict:

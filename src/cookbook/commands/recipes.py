@@ -50,11 +50,10 @@ def list_cmd(platform, gpus, as_json):
     A recipe written for a sibling of the same architecture (H200 for H100) whose plan fits
     reads "plan fits": its bars and evidence are the other platform's.
     """
-    from cookbook import platforms
-    from cookbook.evidence.status import status_of
+    from cookbook import host_cpu, platforms
+    from cookbook.evidence.status import shown_status, status_of
     from cookbook.plan import elsewhere
     from cookbook.recipe.resolve import all_slugs, resolve
-    from cookbook.shown_status import shown_status
 
     here = platforms.detect()
     rows = []
@@ -87,6 +86,8 @@ def list_cmd(platform, gpus, as_json):
             ok, verdict, reason = fit.verdict == elsewhere.YES, fit.verdict, fit.reason
         else:
             ok, reason = platforms.can_run(hw.platform, hw.gpus, hw.min_host_memory_gib, here)
+            if ok and hw.platform == "cpu" and (why := host_cpu.unmet(slug)):
+                ok, reason = False, why
             verdict = elsewhere.YES if ok else elsewhere.NO
             # A sibling of this machine's GPU kind (an H200 recipe on an H100): the plan decides, not the name.
             if not ok and elsewhere.same_kind(hw.platform, here.platform) and here.devices >= hw.gpus:
@@ -172,7 +173,7 @@ def _nearest_line(platform: str | None, gpus: int | None) -> str:
 @click.option("--json", "as_json", is_flag=True, help="The resolved recipe as JSON.")
 def show_cmd(slug, quant, sets, as_json):
     """The fully resolved recipe, each setting with its reason. Loads and downloads nothing."""
-    from cookbook.evidence.status import verified_status
+    from cookbook.evidence.status import shown_status, status_of
     from cookbook.recipe.show import render_show
 
     resolved = resolve_or_refuse(slug, quant, sets, f"cannot show {slug}")
@@ -184,10 +185,10 @@ def show_cmd(slug, quant, sets, as_json):
         )
         return
     from cookbook.recipe.resolve import resolve
-    from cookbook.shown_status import shown_status
 
-    as_written = resolve(resolved.path.parent.name, check=False)  # the status is the recipe's as written
-    status = shown_status(as_written, verified_status(resolved.path))
+    # The status is the recipe's as written; resolved again only when --quant/--set made another one.
+    as_written = resolve(resolved.path, check=False) if quant or sets else resolved
+    status = shown_status(as_written, status_of(as_written))
     if resolved.content_hash != as_written.content_hash:  # --set/--quant made a configuration never verified
         status = f"unverified (this --set/--quant configuration; the recipe as written is {status})"
     click.echo(render_show(resolved, status), nl=False)

@@ -88,6 +88,8 @@ def serve_cmd(
         raise CookbookError("--port is for --image", help="without --image, use --set port=N (and no --gates)")
     hw = resolved.recipe.hardware
     ok, reason = platforms.can_run(hw.platform, hw.gpus, hw.min_host_memory_gib)
+    if ok and hw.platform == "cpu" and not use_image and (why := host_cpu.unmet(slug)):
+        ok, reason = False, why
     if not ok:
         raise refusal(resolved, reason, platforms.detect())
     workdir = paths.repo_root() / ".cache" / "serve" / slug
@@ -259,7 +261,8 @@ def refusal(resolved, reason: str, here) -> CookbookError:
         )
     elif near is not None and near[1].verdict == elsewhere.PLAN:
         helps.append(f"{near[0].slug} plans to fit here: {near[1].reason}")
-    helps.append(f"`cookbook launch {slug}` prints the block to run on {hw.gpus}x {hw.platform}")
+    target = f"{hw.gpus}x {hw.platform}" if hw.gpus else "a CPU it names"
+    helps.append(f"`cookbook launch {slug}` prints the block to run on {target}")
     if near is None and here.platform in platforms.CATALOGUE and here.platform != "cpu":
         helps.append(f"`cookbook list --platform {here.platform} --gpus {here.devices}` lists what runs on these GPUs")
     return CookbookError(message, help="; or ".join(helps))

@@ -294,22 +294,9 @@ def _validated_as(tmp: Path, shown: Path, what: str):
         ) from None
 
 
-def join_parts(
-    parts: list[Path],
-    out,
-    *,
-    sha256sums=None,
-    expect_sha256: str | None = None,
-    verify: bool = True,
-    progress: bool = True,
-    overwrite: bool = False,
-    unverified_ok: bool = False,
-) -> dict:
-    """Concatenate raw parts into `out`, verifying sha256 (per part and/or whole) and the GGUF structure.
-
-    Without a checksum the order of equal-sized parts cannot be verified: refused unless
-    unverified_ok (the CLI's --no-checksum, which warns)."""
-    parts = [Path(p) for p in parts]
+def _check_parts(parts: list[Path], out) -> None:
+    """Every part a regular file, the first a GGUF header, none a gguf-split shard or the output,
+    and their names in order."""
     for p in parts:
         if not p.exists():
             raise GGUFError("part not found", path=p, help="check the part names and their order")
@@ -341,14 +328,10 @@ def join_parts(
     for p in parts:
         if same_file(p, out):
             raise GGUFError("is both a part and the output", path=out, help="choose another output name")
-    if not (sha256sums or expect_sha256 or unverified_ok) or not verify and not unverified_ok:
-        raise GGUFError(
-            "no sha256 given: the parts' order and contents cannot be verified (swapped parts of "
-            "equal size would parse alike)",
-            path=out,
-            help="pass --sha256sums FILE or --expect-sha256 HEX (published with the parts), "
-            "or --no-checksum to join without checking",
-        )
+
+
+def _wanted_sha256(parts: list[Path], out, sha256sums, expect_sha256: str | None) -> tuple[dict[Path, str], str | None]:
+    """(each part's sha256 from the sums file, the joined file's): what the join is checked against."""
     want_each: dict[Path, str] = {}
     want_whole = expect_sha256.lower() if expect_sha256 else None
     if sha256sums:
@@ -365,6 +348,56 @@ def join_parts(
                     help="pass --expect-sha256 HEX for the joined file",
                 )
             want_whole = whole[0]
+    return want_each, want_whole
+
+
+def _check_sha256(hasher: _Hasher, want_each: dict[Path, str], want_whole: str | None, out) -> dict[str, str]:
+    """The sha256 checked: each part's, then the joined file's; a mismatch is refused."""
+    hasher.join()
+    if hasher.error:
+        raise hasher.error
+    for p, h in want_each.items():
+        if hasher.each[p] != h:
+            raise GGUFError(f"sha256 is {hasher.each[p]}, expected {h}", path=p, help="re-download this part")
+    checked = {str(p): h for p, h in want_each.items()}
+    if want_whole:
+        got = hasher.whole.hexdigest()
+        if got != want_whole:
+            raise GGUFError(
+                f"sha256 of the joined file is {got}, expected {want_whole}",
+                path=out,
+                help="a part is corrupt or the parts are out of order",
+            )
+        checked[str(out)] = got
+    return checked
+
+
+def join_parts(
+    parts: list[Path],
+    out,
+    *,
+    sha256sums=None,
+    expect_sha256: str | None = None,
+    verify: bool = True,
+    progress: bool = True,
+    overwrite: bool = False,
+    unverified_ok: bool = False,
+) -> dict:
+    """Concatenate raw parts into `out`, verifying sha256 (per part and/or whole) and the GGUF structure.
+
+    Without a checksum the order of equal-sized parts cannot be verified: refused unless
+    unverified_ok (the CLI's --no-checksum, which warns)."""
+    parts = [Path(p) for p in parts]
+    _check_parts(parts, out)
+    if not (sha256sums or expect_sha256 or unverified_ok) or not verify and not unverified_ok:
+        raise GGUFError(
+            "no sha256 given: the parts' order and contents cannot be verified (swapped parts of "
+            "equal size would parse alike)",
+            path=out,
+            help="pass --sha256sums FILE or --expect-sha256 HEX (published with the parts), "
+            "or --no-checksum to join without checking",
+        )
+    want_each, want_whole = _wanted_sha256(parts, out, sha256sums, expect_sha256)
     hasher = _Hasher(parts, bool(want_each), bool(want_whole)) if verify and (want_each or want_whole) else None
     total = sum(p.stat().st_size for p in parts)
     prog = Progress(total, f"join {len(parts)} parts", enabled=progress)
@@ -379,24 +412,7 @@ def join_parts(
                 finally:
                     os.close(fd)
         prog.finish()
-        checked = {}
-        if hasher:
-            hasher.join()
-            if hasher.error:
-                raise hasher.error
-            for p, h in want_each.items():
-                if hasher.each[p] != h:
-                    raise GGUFError(f"sha256 is {hasher.each[p]}, expected {h}", path=p, help="re-download this part")
-            checked = {str(p): h for p, h in want_each.items()}
-            if want_whole:
-                got = hasher.whole.hexdigest()
-                if got != want_whole:
-                    raise GGUFError(
-                        f"sha256 of the joined file is {got}, expected {want_whole}",
-                        path=out,
-                        help="a part is corrupt or the parts are out of order",
-                    )
-                checked[str(out)] = got
+        checked = _check_sha256(hasher, want_each, want_whole, out) if hasher else {}
         g = _validated_as(tmp, Path(out), f"the join of {len(parts)} parts")
         if g.data_end != g.file_size:
             raise GGUFError(

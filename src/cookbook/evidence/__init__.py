@@ -11,8 +11,10 @@
     recheck          all of the above: every reason a bundle cannot verify a recipe
     verify           `cookbook gates verify`: the verified block, written only when the re-check passes
     passed_cache     a passed re-check remembered under .cache/evidence/
-    status           verified / stale / unverified (...): the one answer every command shows
-    engine_check     engine-checked / engine-check stale / refused: a launch block served on its GPU kind, KV vs plan
+    status           verified / stale / unverified (...): the one answer every command shows, and the
+                     word the lists print (shown_status: the engine check's beside a recipe not verified)
+    engine_check     engine-checked / engine-check stale / refused: a launch block served on its GPU kind, KV vs
+                     plan; the one module here that asks the planner (cookbook.plan) itself
 
 It sits above the gate suite (cookbook.gates) and the recipe package, which never import it, and
 below the commands and `cookbook upgrade`.

@@ -22,7 +22,8 @@ The status is re-derived from the newest such bundle every time (no block in rec
     engine-check stale       the recipe changed after the run
     engine-check refused     the bundle fails the re-check (edited files, a block that is not the
                              recipe's, a server that never answered, figures off the plan)
-The planner is passed in (plan_fn): this wing sits below cookbook.plan in the layering.
+The plan and the block are the planner's own (cookbook.plan), called here: of the evidence wing only
+this module imports the planner (tests/test_layering.py), so the verified re-check stays the gates'.
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ import json
 import re
 import shutil
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 from cookbook.evidence.manifest import check_manifest
@@ -40,6 +40,7 @@ from cookbook.files import atomic_dir
 from cookbook.gates.bundle import MANIFEST, manifest_of
 from cookbook.model_folder import VARIABLE
 from cookbook.recipe.launch import export_lines, fixes_line
+from cookbook.recipe.resolve import resolve
 
 ENGINE_CHECKED, STALE, REFUSED = "engine-checked", "engine-check stale", "engine-check refused"
 RECORD = "engine-check.json"
@@ -58,11 +59,31 @@ ADDED_FLAGS = {
 }
 # A line of vLLM's log without its prefix ("(EngineCore pid=12) INFO 12-05 06:00:00 [file.py:12] ").
 _PREFIX = re.compile(r"^(?:\(\w+ pid=\d+\)\s+)?(?:\w+\s+\d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)?\s+\[[^\]]*\]\s+)?")
-# Passed in by the commands (this wing sits below cookbook.plan in the layering):
-# (sets[, config]) -> cookbook.plan.budget.Plan of the recipe with those --set, on one GPU (config: a
-# checkpoint's config.json, filling the geometry where the recipe is silent)
-Plan = Callable[..., object]
-Block = Callable[[list[str]], str]  # sets -> the launch block `cookbook launch SLUG --set ...` prints
+_CACHE: dict = {}  # (what, recipe, its hash, --set, config) -> the plan or the block: both are pure
+
+
+def _cached(kind: str, resolved, sets, more: tuple, make):
+    # the same recipe text, --set and config: the same answer
+    key = (kind, str(resolved.path), resolved.content_hash, tuple(sets), json.dumps(more, sort_keys=True))
+    if key not in _CACHE:
+        _CACHE[key] = make(resolve(resolved.path, sets=list(sets), check=False), *more)
+    return _CACHE[key]
+
+
+def plan_of(resolved, sets, config: dict | None = None):
+    """cookbook.plan.budget.Plan of the recipe with those --set, on one GPU (config: a checkpoint's
+    config.json, filling the geometry where the recipe is silent)."""
+    from cookbook.plan.budget import make_plan
+
+    more = () if config is None else (config,)
+    return _cached("plan", resolved, sets, more, lambda r, config=None: make_plan(r, gpus=1, config=config))
+
+
+def block_of(resolved, sets) -> str:
+    """The launch block `cookbook launch SLUG --set ...` prints."""
+    from cookbook.plan.launch_block import launch_block
+
+    return _cached("block", resolved, sets, (), launch_block)
 
 
 _ENUM_REPR = re.compile(r"<(\w+\.\w+): [^<>]{0,200}>")
@@ -191,9 +212,7 @@ def _off(a: float, b: float) -> float:
     return abs(a - b) / max(abs(b), 1e-9)
 
 
-def figures(
-    run: Path, resolved, plan_fn: Plan, block_fn: Block, explanations: dict[str, str]
-) -> tuple[dict, list[str]]:
+def figures(run: Path, resolved, explanations: dict[str, str]) -> tuple[dict, list[str]]:
     """(the record's figures, every reason the run does not earn engine-checked)."""
     reasons: list[str] = []
     try:
@@ -217,7 +236,7 @@ def figures(
     serve_line = next((x for x in texts["launch.sh"].splitlines() if x.startswith("vllm serve ")), "")
     checkpoint = serve_line.split()[2] if len(serve_line.split()) > 2 else ""
     sets = scaled_sets(resolved, checkpoint)
-    reasons += block_differences(texts["launch.sh"], block_fn(sets), host_side_lines(resolved))
+    reasons += block_differences(texts["launch.sh"], block_of(resolved, sets), host_side_lines(resolved))
     log = parse_server_log(texts["server.log"])
     n = answered(texts["responses.json"])
     if rc.startswith("ready") and n == 0:
@@ -227,12 +246,12 @@ def figures(
     except (ValueError, TypeError, OverflowError) as e:
         return {}, [*reasons, f"config.json's geometry cannot be read ({e})"]
     plan_sets = [*sets, *geometry, f"model.source.size_gib={log.get('model_load_gib') or 0}"]
-    plan = plan_fn(plan_sets)
+    plan = plan_of(resolved, plan_sets)
     geometry_from = "recipe"
     if not plan.vllm_kv_bytes_per_token:
         # a recipe that leaves its attention geometry to the checkpoint (as `cookbook plan --checkpoint`
         # does): the served checkpoint's config.json fills it
-        plan, geometry_from = plan_fn(plan_sets, config), "recipe, then the checkpoint's config.json"
+        plan, geometry_from = plan_of(resolved, plan_sets, config), "recipe, then the checkpoint's config.json"
     planned = {
         # KV bytes per token as vLLM's log gives them: its pool over its token count at max_model_len
         "kv_bytes_per_token": round(plan.vllm_kv_bytes_per_token, 1),
@@ -308,9 +327,7 @@ def is_bundle(folder: Path) -> bool:
     return (folder / RECORD).is_file() and (folder / MANIFEST).is_file()
 
 
-def write(
-    run: Path, resolved, plan_fn: Plan, block_fn: Block, explanations: dict[str, str], stamp: str | None = None
-) -> Path:
+def write(run: Path, resolved, explanations: dict[str, str], stamp: str | None = None) -> Path:
     """The bundle, written only when figures() finds nothing wrong; raises ValueError with every reason.
 
     `run` may be an existing bundle: its run files (untouched, by its manifest) are planned again, so
@@ -333,7 +350,7 @@ def write(
             "note": "vLLM's figures are the ones that run measured (its server.log and metrics.prom, copied "
             "unchanged); only the plan's side was computed again, by the cookbook of this bundle's date",
         }
-    record, reasons = figures(run, resolved, plan_fn, block_fn, explanations)
+    record, reasons = figures(run, resolved, explanations)
     if reasons:
         raise ValueError("; ".join(reasons))
     if rederived:
@@ -349,7 +366,7 @@ def write(
     return dest
 
 
-def status(resolved, plan_fn: Plan, block_fn: Block) -> tuple[str | None, list[str]]:
+def status(resolved) -> tuple[str | None, list[str]]:
     """(ENGINE_CHECKED / STALE / REFUSED, the reasons) from the newest bundle; (None, []) without one."""
     found = bundles(resolved)
     if not found:
@@ -366,7 +383,7 @@ def status(resolved, plan_fn: Plan, block_fn: Block) -> tuple[str | None, list[s
         return STALE, [f"the recipe changed after the run ({bundle.name})"]
     if reasons:
         return REFUSED, reasons
-    again, reasons = figures(bundle, resolved, plan_fn, block_fn, record.get("explanations") or {})
+    again, reasons = figures(bundle, resolved, record.get("explanations") or {})
     for key in ("vllm", "comparison", "sequences", "rc", "answered_choices", "checkpoint"):
         if again.get(key) != record.get(key):
             reasons.append(f"{RECORD}'s {key} is not what the bundle's files give")

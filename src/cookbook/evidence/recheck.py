@@ -38,22 +38,25 @@ from cookbook.gates.bundle import RESULTS
 from cookbook.gates.recorded import read_json
 
 
-def recheck(resolved, bundle: Path) -> list[str]:
-    """Every reason `bundle` cannot verify `resolved` (empty: it can)."""
+def recheck(resolved, bundle: Path, doc=None, manifest: list[str] | None = None) -> list[str]:
+    """Every reason `bundle` cannot verify `resolved` (empty: it can). `doc` (results.json) and
+    `manifest` (check_manifest's reasons): what a caller has read and checked already, so one status
+    check reads and hashes each file once (cookbook.evidence.status)."""
     root = Path(bundle)
-    if not (root / RESULTS).is_file():
-        return [f"{root}: no {RESULTS}, so not an evidence bundle"]
-    try:
-        doc = read_json(root / RESULTS)
-        if not isinstance(doc, dict) or not isinstance(doc.get("gates", {}), dict):
-            raise ValueError("not a results mapping")
-    except (ValueError, UnicodeDecodeError) as e:
-        return [f"{RESULTS} cannot be read ({e})"]
+    if doc is None:
+        if not (root / RESULTS).is_file():
+            return [f"{root}: no {RESULTS}, so not an evidence bundle"]
+        try:
+            doc = read_json(root / RESULTS)
+        except (ValueError, UnicodeDecodeError) as e:
+            return [f"{RESULTS} cannot be read ({e})"]
+    if not isinstance(doc, dict) or not isinstance(doc.get("gates", {}), dict):
+        return [f"{RESULTS} cannot be read (not a results mapping)"]
     try:
         out = refusals(resolved, doc)
     except (AttributeError, TypeError) as e:
         out = [f"{RESULTS} is malformed ({type(e).__name__}: {e})"]
-    out += check_manifest(root)
+    out += check_manifest(root) if manifest is None else manifest
     out += check_environment(root, doc)
     out += check_resolved(root, doc, resolved)
     out += check_gates(root, doc, resolved)

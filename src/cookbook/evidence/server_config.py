@@ -18,7 +18,7 @@ manifest rewritten) is refused when the edit touches any of:
                                                       vllm:spec_decode_num_accepted_tokens_per_pos positions
     image.engine.version                              /version, the same release (cookbook.versions.same_release)
 
-What it cannot detect (gates/README.md lists them): settings the server does not report, such as
+What it cannot detect (gates/VERIFIED.md lists them): settings the server does not report, such as
 dtype, tool_call_parser, chat_template, max_num_seqs, max_num_batched_tokens, tensor or data
 parallel sizes, compilation and environment variables; and a server that reports another
 configuration than it runs, or a bundle forged consistently from scratch (these files rewritten

@@ -15,15 +15,18 @@
 The words, and what the block alone says (no block, or a stale one), are the recipe package's
 (cookbook.recipe.verified), so `cookbook lint` can say `stale` without this wing; only here is a
 recipe called verified. A passed re-check is remembered (cookbook.evidence.passed_cache); the files
-are checked against the manifest every time.
+are checked against the manifest every time. One status check reads results.json once and checks
+(hashes) the manifest once, and hands both to the re-check.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from cookbook.errors import CookbookError
+from cookbook.evidence import engine_check
 from cookbook.evidence.environment import environment_of
-from cookbook.evidence.manifest import check_manifest
+from cookbook.evidence.manifest import checked_manifest
 from cookbook.evidence.passed_cache import passed_before, remember_pass
 from cookbook.evidence.recheck import recheck
 from cookbook.gates.bundle import RESULTS
@@ -70,15 +73,15 @@ def bundle_problem(resolved) -> tuple[str, list[str]] | None:
             f"the verified block records environment {block.environment!r}, the bundle "
             f"{environment_of(doc) if isinstance(doc, dict) else None!r}"
         ]
-    reasons = check_manifest(path)
+    reasons, manifest_sha = checked_manifest(path)
     if reasons:
         return BUNDLE_REFUSED, reasons
-    if passed_before(path, resolved):
+    if passed_before(manifest_sha, resolved):
         return None
-    reasons = recheck(resolved, path)
+    reasons = recheck(resolved, path, doc, manifest=[])  # results.json as read above; its manifest passed
     if reasons:
         return BUNDLE_REFUSED, reasons
-    remember_pass(path, resolved)
+    remember_pass(path, manifest_sha, resolved)
     return None
 
 
@@ -95,6 +98,20 @@ def status_and_reasons(resolved) -> tuple[str, list[str]]:
 def status_of(resolved) -> str:
     """Status of an already resolved recipe."""
     return status_and_reasons(resolved)[0]
+
+
+def shown_status(resolved, word: str, checked: tuple[str | None, list[str]] | None = None) -> str:
+    """What the status list, show and the site print: verified as it is; otherwise the engine check's
+    word beside it (cookbook.evidence.engine_check; `checked`: its status, when the caller has it)."""
+    if word == VERIFIED:
+        return word
+    if checked is None:
+        try:
+            checked = engine_check.status(resolved)
+        except (CookbookError, ValueError, OSError) as e:  # a recipe the planner refuses shows no engine check
+            checked = f"engine-check refused ({str(e).splitlines()[0][:80]})", []
+    found = checked[0]
+    return word if found is None else f"{word}; {found}"
 
 
 def verified_status(slug_or_path: str | Path) -> str:

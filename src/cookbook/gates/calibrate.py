@@ -66,7 +66,7 @@ def _ceil(x: float, digits: int = 2) -> float:
 
 
 def _default_levels() -> list[int]:
-    from cookbook.recipe.gates_spec import SpeedGate
+    from cookbook.recipe.gates_spec.speed import SpeedGate
 
     return SpeedGate.model_fields["sweep_concurrencies"].default_factory()
 

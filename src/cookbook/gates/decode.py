@@ -18,7 +18,7 @@ import random
 
 from cookbook.gates.context import Context
 from cookbook.gates.recorded import RecordedRun, need, ok_body, stream_of
-from cookbook.recipe.gates_spec import DecodeGate
+from cookbook.recipe.gates_spec.decode import DecodeGate
 
 FORMULAS = {
     "tok_s": "per context length: usage.completion_tokens / elapsed of the non-streamed request (client "

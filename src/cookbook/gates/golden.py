@@ -29,7 +29,7 @@ from cookbook.gates import gatedata
 from cookbook.gates.context import Context
 from cookbook.gates.recorded import RecordedRun, need, ok_body, read_json
 from cookbook.gates.result import GateFailure
-from cookbook.recipe.gates_spec import GoldenGate
+from cookbook.recipe.gates_spec.golden import GoldenGate
 
 OWN, REFERENCE = "golden.json", "golden-reference.json"
 FORMULAS = {

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from cookbook.gates.context import Context
 from cookbook.gates.recorded import RecordedRun, need, ok_body
-from cookbook.recipe.gates_spec import GreedyGate
+from cookbook.recipe.gates_spec.greedy import GreedyGate
 
 FORMULAS = {"identical_prompts": "prompts whose `repeats` completions are byte-identical and non-empty"}
 

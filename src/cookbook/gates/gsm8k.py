@@ -14,7 +14,7 @@ from cookbook.gates import data as gate_data
 from cookbook.gates.client import bounded_gather
 from cookbook.gates.context import Context
 from cookbook.gates.recorded import RecordedRun, need, ok_body
-from cookbook.recipe.gates_spec import Gsm8kGate
+from cookbook.recipe.gates_spec.gsm8k import Gsm8kGate
 
 STRICT = re.compile(r"#### (\-?[0-9\.\,]+)")
 FLEXIBLE = re.compile(r"(-?[$0-9.,]{2,})|(-?[0-9]+)")

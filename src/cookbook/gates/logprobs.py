@@ -6,7 +6,7 @@ import math
 
 from cookbook.gates.context import Context
 from cookbook.gates.recorded import RecordedRun, need, ok_body
-from cookbook.recipe.gates_spec import LogprobsGate
+from cookbook.recipe.gates_spec.logprobs import LogprobsGate
 
 FORMULAS = {
     "bad_tokens": "generated tokens whose logprob or any of its top-K is missing, non-finite, > 0, "

@@ -15,7 +15,7 @@ from cookbook.gates.client import bounded_gather
 from cookbook.gates.context import Context
 from cookbook.gates.recorded import RecordedRun, need, ok_body
 from cookbook.gates.result import GateFailure
-from cookbook.recipe.gates_spec import NeedlesGate
+from cookbook.recipe.gates_spec.needles import NeedlesGate
 
 KEYS = [
     "amber harbour",

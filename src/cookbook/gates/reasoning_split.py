@@ -15,7 +15,7 @@ from cookbook.gates import gatedata
 from cookbook.gates.client import bounded_gather
 from cookbook.gates.context import Context
 from cookbook.gates.recorded import RecordedRun, need, ok_body
-from cookbook.recipe.gates_spec import ReasoningSplitGate
+from cookbook.recipe.gates_spec.reasoning_split import ReasoningSplitGate
 
 FORMULAS = {
     "content_fraction": "requests whose message.content is a non-empty string / requests",

@@ -17,7 +17,7 @@ from cookbook.gates.client import bounded_gather
 from cookbook.gates.context import Context
 from cookbook.gates.recorded import RecordedRun, need, ok_body
 from cookbook.gates.result import GateFailure
-from cookbook.recipe.gates_spec import SpecAcceptanceGate
+from cookbook.recipe.gates_spec.spec_acceptance import SpecAcceptanceGate
 
 # The /metrics snapshots around the gate's requests, saved in the bundle (recompute reads them).
 METRICS_BEFORE, METRICS_AFTER = "spec_acceptance.metrics-before.prom", "spec_acceptance.metrics-after.prom"

@@ -36,7 +36,7 @@ from cookbook.gates import gatedata, metrics
 from cookbook.gates.client import Stream, bounded_gather
 from cookbook.gates.context import Context
 from cookbook.gates.recorded import RecordedRun, level_window_s, need, stream_of
-from cookbook.recipe.gates_spec import SpeedChat, SpeedGate
+from cookbook.recipe.gates_spec.speed import SpeedChat, SpeedGate
 
 FORMULAS = {
     "output_throughput": "sum of usage.completion_tokens over the level's requests / level duration "

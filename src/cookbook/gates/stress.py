@@ -14,7 +14,7 @@ import time
 
 from cookbook.gates.context import Context
 from cookbook.gates.recorded import RecordedRun, end_time, need, ok_body, sent_time, stream_of
-from cookbook.recipe.gates_spec import StressGate
+from cookbook.recipe.gates_spec.stress import StressGate
 
 FORMULAS = {
     "max_decode_gap_s": "max over decodes of the largest difference between arrival times of consecutive "

@@ -15,7 +15,7 @@ from typing import Any
 from cookbook.gates.client import ServerError, bounded_gather
 from cookbook.gates.context import Context
 from cookbook.gates.recorded import RecordedRun, need, ok_body, stream_of
-from cookbook.recipe.gates_spec import ToolsGate
+from cookbook.recipe.gates_spec.tools import ToolsGate
 
 WEATHER_PARAMS = {
     "type": "object",

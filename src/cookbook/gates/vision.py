@@ -18,7 +18,7 @@ import zlib
 from cookbook.gates.client import bounded_gather
 from cookbook.gates.context import Context
 from cookbook.gates.recorded import RecordedRun, need, ok_body
-from cookbook.recipe.gates_spec import VisionGate
+from cookbook.recipe.gates_spec.vision import VisionGate
 
 COLOURS = {
     "red": (220, 20, 20),

@@ -331,6 +331,39 @@ def _parse(
     mm, size: int, path: Path, limits: Limits, decode: bool, check_data: bool, stop_at_key: str | None = None
 ) -> GGUFFile:
     cur = _Cursor(mm, size, path, limits)
+    version, n_tensors, n_kv = _header(cur, mm, size, limits)
+    kv_start = cur.pos
+    fields = _fields(cur, n_kv, limits, decode, stop_at_key)
+    if stop_at_key is not None:
+        return GGUFFile(
+            path,
+            version,
+            fields,
+            [],
+            DEFAULT_ALIGNMENT,
+            kv_start,
+            -1,
+            -1,
+            -1,
+            size,
+            extra={"partial": True, "n_kv": n_kv, "n_tensors": n_tensors},
+        )
+    alignment = _alignment(cur, fields, limits)
+    infos_start = cur.pos
+    tensors: list[TensorInfo] = []
+    names: dict[str, int] = {}
+    for i in range(n_tensors):
+        tensors.append(_tensor_info(cur, i, names))
+    header_end = cur.pos
+    data_offset = pad(header_end, alignment)
+    data_end = _check_data(tensors, alignment, data_offset, size, path, check_data)
+    return GGUFFile(
+        path, version, fields, tensors, alignment, kv_start, infos_start, header_end, data_offset, size, data_end
+    )
+
+
+def _header(cur: _Cursor, mm, size: int, limits: Limits) -> tuple[int, int, int]:
+    """(version, tensor_count, kv_count), each checked against the limits and the file's size."""
     if mm[0:4] != MAGIC:
         cur.fail(
             f"magic is {bytes(mm[0:4])!r}, not b'GGUF'",
@@ -356,8 +389,11 @@ def _parse(
             field="kv_count",
             offset=16,
         )
-    kv_start = cur.pos
+    return version, n_tensors, n_kv
 
+
+def _fields(cur: _Cursor, n_kv: int, limits: Limits, decode: bool, stop_at_key: str | None) -> dict[str, Field]:
+    """The key-value pairs, up to and including `stop_at_key` when it is given."""
     fields: dict[str, Field] = {}
     for i in range(n_kv):
         at = cur.pos
@@ -375,87 +411,74 @@ def _parse(
         fields[key] = Field(key, vtype, value, at, vat, cur.pos)
         if key == stop_at_key:
             break
-    if stop_at_key is not None:
-        return GGUFFile(
-            path,
-            version,
-            fields,
-            [],
-            DEFAULT_ALIGNMENT,
-            kv_start,
-            -1,
-            -1,
-            -1,
-            size,
-            extra={"partial": True, "n_kv": n_kv, "n_tensors": n_tensors},
+    return fields
+
+
+def _alignment(cur: _Cursor, fields: dict[str, Field], limits: Limits) -> int:
+    if ALIGNMENT_KEY not in fields:
+        return DEFAULT_ALIGNMENT
+    af = fields[ALIGNMENT_KEY]
+    alignment = af.value
+    if af.type != ValueType.UINT32 or alignment <= 0 or alignment & (alignment - 1) or alignment > limits.max_alignment:
+        cur.fail(
+            f"must be a u32 power of two up to {limits.max_alignment}, found {af.type.name} {alignment!r}",
+            field=ALIGNMENT_KEY,
+            offset=af.value_offset,
         )
+    return alignment
 
-    alignment = DEFAULT_ALIGNMENT
-    if ALIGNMENT_KEY in fields:
-        af = fields[ALIGNMENT_KEY]
-        alignment = af.value
-        if (
-            af.type != ValueType.UINT32
-            or alignment <= 0
-            or alignment & (alignment - 1)
-            or alignment > limits.max_alignment
-        ):
-            cur.fail(
-                f"must be a u32 power of two up to {limits.max_alignment}, found {af.type.name} {alignment!r}",
-                field=ALIGNMENT_KEY,
-                offset=af.value_offset,
-            )
 
-    infos_start = cur.pos
-    tensors: list[TensorInfo] = []
-    names: dict[str, int] = {}
-    for i in range(n_tensors):
-        at = cur.pos
-        what = f"tensor[{i}]"
-        nb = cur.string_bytes(what + ".name", MAX_NAME_BYTES)
-        try:
-            name = nb.decode("utf-8")
-        except UnicodeDecodeError:
-            cur.fail("tensor name is not valid UTF-8", field=what + ".name", offset=at)
-        what = f"tensor {name!r}"
-        if name in names:
-            cur.fail(f"duplicate tensor name (first at byte {names[name]})", field=what, offset=at)
-        names[name] = at
-        nd_at = cur.pos
-        n_dims = cur.u32(what + " n_dims")
-        if not 1 <= n_dims <= MAX_DIMS:
-            cur.fail(f"n_dims is {n_dims}, must be 1..{MAX_DIMS}", field=what, offset=nd_at)
-        dims = tuple(cur.u64(f"{what} ne[{d}]") for d in range(n_dims))
-        n_el = 1
-        for d in dims:
-            if d >= 2**63:
-                cur.fail(f"dimension {d} is negative as int64", field=what, offset=nd_at + 4)
-            n_el *= d
-            if n_el >= 2**63:
-                cur.fail(f"element count of {dims} overflows int64", field=what, offset=nd_at + 4)
-        t_at = cur.pos
-        raw_type = cur.u32(what + " type")
-        try:
-            gtype = GGMLType(raw_type)
-        except ValueError:
-            cur.fail(
-                f"unknown ggml type {raw_type}",
-                field=what,
-                offset=t_at,
-                help="the file may need a newer reader, or it is corrupt",
-            )
-        blck, bsize = BLOCK_LAYOUT[gtype]
-        if dims[0] % blck:
-            cur.fail(
-                f"ne[0]={dims[0]} is not a multiple of the {gtype.name} block size {blck}", field=what, offset=nd_at + 4
-            )
-        nbytes = n_el // blck * bsize
-        offset = cur.u64(what + " offset")
-        tensors.append(TensorInfo(name, dims, gtype, offset, nbytes, at))
-    header_end = cur.pos
-    data_offset = pad(header_end, alignment)
+def _tensor_info(cur: _Cursor, i: int, names: dict[str, int]) -> TensorInfo:
+    """Tensor i's info: name (unique: `names` holds those read, with their offsets), dims, type, offset."""
+    at = cur.pos
+    what = f"tensor[{i}]"
+    nb = cur.string_bytes(what + ".name", MAX_NAME_BYTES)
+    try:
+        name = nb.decode("utf-8")
+    except UnicodeDecodeError:
+        cur.fail("tensor name is not valid UTF-8", field=what + ".name", offset=at)
+    what = f"tensor {name!r}"
+    if name in names:
+        cur.fail(f"duplicate tensor name (first at byte {names[name]})", field=what, offset=at)
+    names[name] = at
+    nd_at = cur.pos
+    n_dims = cur.u32(what + " n_dims")
+    if not 1 <= n_dims <= MAX_DIMS:
+        cur.fail(f"n_dims is {n_dims}, must be 1..{MAX_DIMS}", field=what, offset=nd_at)
+    dims = tuple(cur.u64(f"{what} ne[{d}]") for d in range(n_dims))
+    n_el = 1
+    for d in dims:
+        if d >= 2**63:
+            cur.fail(f"dimension {d} is negative as int64", field=what, offset=nd_at + 4)
+        n_el *= d
+        if n_el >= 2**63:
+            cur.fail(f"element count of {dims} overflows int64", field=what, offset=nd_at + 4)
+    t_at = cur.pos
+    raw_type = cur.u32(what + " type")
+    try:
+        gtype = GGMLType(raw_type)
+    except ValueError:
+        cur.fail(
+            f"unknown ggml type {raw_type}",
+            field=what,
+            offset=t_at,
+            help="the file may need a newer reader, or it is corrupt",
+        )
+    blck, bsize = BLOCK_LAYOUT[gtype]
+    if dims[0] % blck:
+        cur.fail(
+            f"ne[0]={dims[0]} is not a multiple of the {gtype.name} block size {blck}", field=what, offset=nd_at + 4
+        )
+    nbytes = n_el // blck * bsize
+    offset = cur.u64(what + " offset")
+    return TensorInfo(name, dims, gtype, offset, nbytes, at)
 
-    # Tensor data: dense and in info order (llama.cpp refuses anything else).
+
+def _check_data(
+    tensors: list[TensorInfo], alignment: int, data_offset: int, size: int, path: Path, check_data: bool
+) -> int:
+    """Where the tensor data ends; the data must be dense and in info order (llama.cpp refuses
+    anything else), and with `check_data` inside the file."""
     expected = 0
     for t in tensors:
         if t.offset != expected:
@@ -477,6 +500,4 @@ def _parse(
             field=f"tensor {last.name!r}",
             help="the file is truncated: re-download it or join all of its parts",
         )
-    return GGUFFile(
-        path, version, fields, tensors, alignment, kv_start, infos_start, header_end, data_offset, size, data_end
-    )
+    return data_end

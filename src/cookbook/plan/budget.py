@@ -14,9 +14,9 @@ from cookbook.plan import concurrency as C
 from cookbook.plan import geometry as G
 from cookbook.plan import kv as K
 from cookbook.plan import weights as W
+from cookbook.units import GIB, gib
 from cookbook.untrusted import check_regular, loads_json, read_regular
 
-GIB = 2**30
 MIB = 2**20
 # Memory outside torch that appears after vLLM's first snapshot (the CUDA context is in it, so
 # not counted): on this project's H200 (torch 2.11, 2026-12-01) the first BF16 matmul added
@@ -157,10 +157,6 @@ class Plan:
         return sum(self.weights_per_gpu.values()) + self.draft_weights_per_gpu
 
 
-def _arg(resolved, key, default=None):
-    return resolved.recipe.serve.arg(key, default)
-
-
 def _env_number(env: dict, name: str, default):
     """An env setting the plan computes with, as a non-negative number; one clear refusal otherwise."""
     if name not in env or env[name].value is None:
@@ -199,8 +195,8 @@ def _mapping(value, key: str) -> dict | None:
 def split_gpus(resolved, gpus: int | None = None) -> tuple[int, int]:
     """(TP, DP) of the recipe, or for --gpus N: the same data-parallel replicas where N splits
     into them, else one TP group of N."""
-    tp = int(_arg(resolved, "tensor_parallel_size", 1) or 1)
-    dp = int(_arg(resolved, "data_parallel_size", 1) or 1)
+    tp = int(resolved.recipe.serve.arg("tensor_parallel_size", 1) or 1)
+    dp = int(resolved.recipe.serve.arg("data_parallel_size", 1) or 1)
     if gpus:
         tp, dp = (gpus // dp, dp) if dp > 1 and gpus % dp == 0 else (gpus, 1)
     return tp, dp
@@ -218,7 +214,7 @@ def _version(text) -> tuple[int, ...] | None:
 
 def _async_scheduling(resolved, spec: dict | None) -> bool:
     """vLLM's default: on, unless speculative decoding uses a method it cannot overlap."""
-    explicit = _arg(resolved, "async_scheduling")
+    explicit = resolved.recipe.serve.arg("async_scheduling")
     if isinstance(explicit, bool):
         return explicit
     method = (spec or {}).get("method")
@@ -248,10 +244,10 @@ def setup_for(resolved, *, gpus=None, ctx=None, seqs=None, platform=None, device
     big = device_bytes >= 70 * GIB
     env = {k: str(v.value) for k, v in r.env.items()}
     graph_frac = _env_number(r.env, "VLLM_GRAPH_RESERVED_MEM", None) if plat.id == "gaudi2" else None
-    spec = _mapping(_arg(resolved, "speculative_config"), "speculative_config")
+    spec = _mapping(resolved.recipe.serve.arg("speculative_config"), "speculative_config")
     engine = r.image.engine.package if r.image and r.image.engine else "vllm"
     version = _version(r.image.engine.version) if r.image and r.image.engine else None
-    eager = bool(_arg(resolved, "enforce_eager", False))
+    eager = bool(resolved.recipe.serve.arg("enforce_eager", False))
     graphs_first = (
         engine == "vllm"
         and version is not None
@@ -260,24 +256,26 @@ def setup_for(resolved, *, gpus=None, ctx=None, seqs=None, platform=None, device
         and not eager
         and env.get("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS", "1") != "0"
     )
-    block = _arg(resolved, "block_size")
+    block = resolved.recipe.serve.arg("block_size")
     return Setup(
         platform=plat.id,
         device_bytes=device_bytes,
         device_source=device_source,
         tp=tp,
         dp=dp,
-        dcp=int(_arg(resolved, "decode_context_parallel_size", 1) or 1),
-        expert_parallel=bool(_arg(resolved, "enable_expert_parallel", False)),
+        dcp=int(resolved.recipe.serve.arg("decode_context_parallel_size", 1) or 1),
+        expert_parallel=bool(resolved.recipe.serve.arg("enable_expert_parallel", False)),
         gpus=gpus or r.hardware.gpus or 1,
-        max_model_len=int(ctx or _arg(resolved, "max_model_len") or r.model.architecture.native_context_tokens or 4096),
-        max_num_seqs=int(seqs or _arg(resolved, "max_num_seqs") or (1024 if big else 256)),
-        max_num_batched_tokens=int(_arg(resolved, "max_num_batched_tokens") or (8192 if big else 2048)),
-        gpu_memory_utilization=float(_arg(resolved, "gpu_memory_utilization", 0.9)),
-        kv_cache_dtype=str(_arg(resolved, "kv_cache_dtype", "auto")),
-        model_dtype=_arg(resolved, "dtype"),
+        max_model_len=int(
+            ctx or resolved.recipe.serve.arg("max_model_len") or r.model.architecture.native_context_tokens or 4096
+        ),
+        max_num_seqs=int(seqs or resolved.recipe.serve.arg("max_num_seqs") or (1024 if big else 256)),
+        max_num_batched_tokens=int(resolved.recipe.serve.arg("max_num_batched_tokens") or (8192 if big else 2048)),
+        gpu_memory_utilization=float(resolved.recipe.serve.arg("gpu_memory_utilization", 0.9)),
+        kv_cache_dtype=str(resolved.recipe.serve.arg("kv_cache_dtype", "auto")),
+        model_dtype=resolved.recipe.serve.arg("dtype"),
         speculative=spec,
-        explicit_kv_bytes=_arg(resolved, "kv_cache_memory_bytes"),
+        explicit_kv_bytes=resolved.recipe.serve.arg("kv_cache_memory_bytes"),
         plan_sets_kv_bytes=bool(r.plan and r.plan.explicit_kv_bytes),
         graph_reserved_fraction=float(graph_frac) if graph_frac else None,
         indexer_logits_mb=int(_env_number(r.env, "VLLM_SPARSE_INDEXER_MAX_LOGITS_MB", DEFAULT_INDEXER_LOGITS_MB)),
@@ -288,7 +286,7 @@ def setup_for(resolved, *, gpus=None, ctx=None, seqs=None, platform=None, device
         block_size=int(block) if isinstance(block, int) and not isinstance(block, bool) else None,
         async_scheduling=_async_scheduling(resolved, spec),
         graphs_before_pool=graphs_first,
-        ep_kv_cut_bytes=_ep_kv_cut(r, bool(_arg(resolved, "enable_expert_parallel", False))),
+        ep_kv_cut_bytes=_ep_kv_cut(r, bool(resolved.recipe.serve.arg("enable_expert_parallel", False))),
     )
 
 
@@ -432,18 +430,68 @@ def make_plan(
     geometry, the weights staying the recipe's size."""
     r = resolved.recipe
     s = setup_for(resolved, gpus=gpus, ctx=ctx, seqs=seqs, platform=platform, device_mib=device_mib)
+    weights, geom = _weights_and_geometry(resolved, checkpoint, config)
+    kv = _kv_per_token(resolved, geom, s)
+    res = _reserves(r, s, geom, weights, kv)
+    pool, ws = res.pool_at(s.max_model_len)
+    need_one = kv.bytes_for_sequence(s.max_model_len)
+    refusals, warnings = _pool_refusals(s, res, pool, ws, need_one)
+    per_token = kv.vllm_bytes_per_token(s.max_model_len)
+    max_seqs = int(pool // need_one) if need_one else 0
+    logged_one = kv.logged_bytes_for_sequence(s.max_model_len)
+    refusals += _fit_refusals(s, res, kv, pool, ws, max_seqs) if not refusals else []
+    full_length, typical = _concurrency(kv, pool, s, r.plan.traffic if r.plan else None)
+    return Plan(
+        slug=resolved.slug,
+        quant=resolved.quant,
+        setup=s,
+        geometry=geom,
+        weights=weights,
+        weights_per_gpu=res.per_gpu,
+        draft_weights_per_gpu=res.draft_bytes,
+        kv=kv,
+        activation_bytes=res.act,
+        non_torch_bytes=res.non_torch,
+        workspace_bytes=ws,
+        graph_bytes=res.graphs,
+        requested_bytes=res.requested,
+        # what gpu_memory_utilization alone would give
+        vllm_pool_bytes=pool if s.platform == "cpu" else res.base_pool(),
+        pool_bytes=pool,
+        pool_tokens=int(pool // per_token) if per_token else 0,
+        seq_bytes_at_ctx=need_one,
+        max_seqs_at_ctx=max_seqs,
+        max_ctx_at_seqs=_largest_ctx(
+            kv, res.pool_at, s.max_num_seqs, geom.arch.native_context_tokens or s.max_model_len, _own_in_flight(s)
+        ),
+        logged_seqs_at_ctx=pool / logged_one if logged_one else 0.0,
+        full_length=full_length,
+        typical=typical,
+        traffic=r.plan.traffic if r.plan else None,
+        refusals=refusals,
+        warnings=warnings + weights.notes + kv.notes,
+        assumptions=_assumptions(s, geom, kv, res),
+    )
+
+
+def _weights_and_geometry(resolved, checkpoint, config) -> tuple[W.Weights, G.Geometry]:
+    """The weights (a checkpoint's tensors counted, else the recipe's size spread over the geometry)
+    and the geometry (the recipe's, filled from the checkpoint's header or config.json)."""
+    r = resolved.recipe
     arch = r.model.architecture
     if checkpoint:
         weights, meta = load_checkpoint(Path(checkpoint), arch)
         _same_model(checkpoint, arch, meta)
-        geom = G.from_recipe(arch, meta)
-    else:
-        geom = G.from_recipe(arch, G.safetensors_config_meta(config) if config else None)
-        quant = r.quants.get(resolved.quant) if resolved.quant else None
-        size = (quant.size_gib if quant else None) or r.model.source.size_gib
-        weights = W.from_recipe(geom, size, r.model.format)
+        return weights, G.from_recipe(arch, meta)
+    geom = G.from_recipe(arch, G.safetensors_config_meta(config) if config else None)
+    quant = r.quants.get(resolved.quant) if resolved.quant else None
+    size = (quant.size_gib if quant else None) or r.model.source.size_gib
+    return W.from_recipe(geom, size, r.model.format), geom
+
+
+def _kv_per_token(resolved, geom: G.Geometry, s: Setup) -> K.KV:
     try:
-        kv = K.per_token(
+        return K.per_token(
             geom,
             tp=s.tp,
             kv_dtype=s.kv_cache_dtype,
@@ -461,158 +509,167 @@ def make_plan(
         raise CookbookError(
             f"cannot plan {resolved.slug}: {e}", help="use a kv_cache_dtype vLLM knows", exit_code=BAD_INPUT
         ) from None
-    per_gpu = _per_gpu(weights, s)
-    draft = geom.arch.draft
-    draft_bytes = (
-        int((draft.size_gib or 0) * GIB) if draft and (s.speculative or {}).get("method") in K.DRAFT_METHODS else 0
-    )
-    act = _activation(geom, s)
-    non_torch = NON_TORCH_BYTES + (NCCL_BYTES if s.tp > 1 else 0)
-    graphs = 0 if s.enforce_eager or s.platform in ("cpu", "gaudi2") else CUDA_GRAPH_BYTES
-    weights_bytes = sum(per_gpu.values()) + draft_bytes
-    requested = int(s.device_bytes * s.gpu_memory_utilization)
-    refusals, warnings, assumptions = [], [], []
 
-    def _base_pool() -> int:
-        base = requested - weights_bytes - act - non_torch - (graphs if s.graphs_before_pool else 0)
+
+@dataclass(frozen=True)
+class _Reserves:
+    """What one GPU gives before the KV pool (weights, activation peak, non-torch memory, CUDA
+    graphs), and the pool and workspaces that leaves at a max_model_len."""
+
+    s: Setup
+    geom: G.Geometry
+    kv: K.KV
+    env: dict
+    per_gpu: dict[str, int]
+    draft_bytes: int
+    act: int
+    non_torch: int
+    graphs: int
+
+    @property
+    def weights_bytes(self) -> int:
+        return sum(self.per_gpu.values()) + self.draft_bytes
+
+    @property
+    def requested(self) -> int:
+        return int(self.s.device_bytes * self.s.gpu_memory_utilization)
+
+    def base_pool(self) -> int:
+        s = self.s
+        base = self.requested - self.weights_bytes - self.act - self.non_torch
+        base -= self.graphs if s.graphs_before_pool else 0
         if s.graph_reserved_fraction is not None:
             base = int(base * (1 - s.graph_reserved_fraction))
         return base
 
-    def pool_at(ctx_len: int) -> tuple[int, int]:
+    def pool_at(self, ctx_len: int) -> tuple[int, int]:
         """(the pool the plan counts on, the workspaces) at this max_model_len."""
-        ws = _workspace(geom, s, ctx_len)
+        s, kv = self.s, self.kv
+        ws = _workspace(self.geom, s, ctx_len)
         if kv.outside_pool_bytes_per_token and kv.bytes_per_token:
-            ws += int(_base_pool() / kv.bytes_per_token * kv.outside_pool_bytes_per_token)
+            ws += int(self.base_pool() / kv.bytes_per_token * kv.outside_pool_bytes_per_token)
         if s.platform == "cpu":
-            space = _env_number(r.env, "VLLM_CPU_KVCACHE_SPACE", 4.0)
+            space = _env_number(self.env, "VLLM_CPU_KVCACHE_SPACE", 4.0)
             return int(space * GIB), ws
         if s.explicit_kv_bytes:
             return int(s.explicit_kv_bytes), ws
         if s.plan_sets_kv_bytes:
-            p = int(s.device_bytes * (1 - EXPLICIT_MARGIN)) - weights_bytes - act - non_torch - ws - graphs
-            p -= s.ep_kv_cut_bytes
+            p = int(s.device_bytes * (1 - EXPLICIT_MARGIN)) - self.weights_bytes - self.act - self.non_torch - ws
+            p -= self.graphs + s.ep_kv_cut_bytes
             return p // MIB * MIB, ws
-        return _base_pool(), ws
+        return self.base_pool(), ws
 
-    pool, ws = pool_at(s.max_model_len)
-    vllm_pool = pool if s.platform == "cpu" else _base_pool()  # what gpu_memory_utilization alone would give
-    need_one = kv.bytes_for_sequence(s.max_model_len)
+
+def _reserves(r, s: Setup, geom: G.Geometry, weights: W.Weights, kv: K.KV) -> _Reserves:
+    draft = geom.arch.draft
+    drafting = draft and (s.speculative or {}).get("method") in K.DRAFT_METHODS
+    return _Reserves(
+        s=s,
+        geom=geom,
+        kv=kv,
+        env=r.env,
+        per_gpu=_per_gpu(weights, s),
+        draft_bytes=int((draft.size_gib or 0) * GIB) if drafting else 0,
+        act=_activation(geom, s),
+        non_torch=NON_TORCH_BYTES + (NCCL_BYTES if s.tp > 1 else 0),
+        graphs=0 if s.enforce_eager or s.platform in ("cpu", "gaudi2") else CUDA_GRAPH_BYTES,
+    )
+
+
+def _pool_refusals(s: Setup, res: _Reserves, pool: int, ws: int, need_one: int) -> tuple[list[str], list[str]]:
+    """(refusals, warnings): the reserves past the memory vLLM may use, a pool short of one sequence,
+    workspaces past the headroom, an explicit pool past the device."""
+    refusals, warnings = [], []
+    fixed = res.weights_bytes + res.act + res.non_torch
     limit, limit_is = (
         (s.device_bytes, "the device's")
         if s.plan_sets_kv_bytes or s.explicit_kv_bytes
-        else (requested, f"the {s.gpu_memory_utilization:g} x {_g(s.device_bytes)} vLLM may use:")
+        else (res.requested, f"the {s.gpu_memory_utilization:g} x {gib(s.device_bytes)} vLLM may use:")
     )
-    if s.platform != "cpu" and weights_bytes + act + non_torch >= limit:
+    if s.platform != "cpu" and fixed >= limit:
         refusals.append(
-            f"the weights ({_g(weights_bytes)} per GPU) with the activation peak ({_g(act)}) and non-torch "
-            f"memory ({_g(non_torch)}) exceed {limit_is} {_g(limit)}"
+            f"the weights ({gib(res.weights_bytes)} per GPU) with the activation peak ({gib(res.act)}) and non-torch "
+            f"memory ({gib(res.non_torch)}) exceed {limit_is} {gib(limit)}"
         )
-    elif kv.parts and pool < need_one:
+    elif res.kv.parts and pool < need_one:
         refusals.append(
-            f"one sequence of {s.max_model_len:,} tokens needs {_g(need_one)} of KV per GPU; the pool is {_g(pool)}"
+            f"one sequence of {s.max_model_len:,} tokens needs {gib(need_one)} of KV per GPU; the pool is {gib(pool)}"
         )
-    headroom = s.device_bytes - requested
-    late_graphs = 0 if s.graphs_before_pool else graphs
+    headroom = s.device_bytes - res.requested
+    late_graphs = 0 if s.graphs_before_pool else res.graphs
     if not s.explicit_kv_bytes and not s.plan_sets_kv_bytes and s.platform != "cpu" and ws + late_graphs > headroom:
         warnings.append(
-            f"the workspaces that grow with max_model_len ({_g(ws)})"
-            + (f" and CUDA graphs ({_g(graphs)})" if late_graphs else "")
+            f"the workspaces that grow with max_model_len ({gib(ws)})"
+            + (f" and CUDA graphs ({gib(res.graphs)})" if late_graphs else "")
             + " are allocated after vLLM sizes the pool; the headroom left by gpu_memory_utilization "
-            f"{s.gpu_memory_utilization:g} is {_g(headroom)}: expect an out-of-memory error mid-run"
+            f"{s.gpu_memory_utilization:g} is {gib(headroom)}: expect an out-of-memory error mid-run"
         )
     if s.explicit_kv_bytes and s.platform != "cpu":
-        total = weights_bytes + act + non_torch + ws + graphs + int(s.explicit_kv_bytes)
+        total = fixed + ws + res.graphs + int(s.explicit_kv_bytes)
         if total > s.device_bytes:
             refusals.append(
                 f"--kv-cache-memory-bytes {int(s.explicit_kv_bytes):,} with the weights, reserves and workspaces "
-                f"needs {_g(total)} per GPU; the device has {_g(s.device_bytes)}"
+                f"needs {gib(total)} per GPU; the device has {gib(s.device_bytes)}"
             )
-    per_token = kv.vllm_bytes_per_token(s.max_model_len)
-    pool_tokens = int(pool // per_token) if per_token else 0
-    max_seqs = int(pool // need_one) if need_one else 0
-    logged_one = kv.logged_bytes_for_sequence(s.max_model_len)
-    logged_seqs = pool / logged_one if logged_one else 0.0
-    max_ctx = _largest_ctx(
-        kv, pool_at, s.max_num_seqs, geom.arch.native_context_tokens or s.max_model_len, _own_in_flight(s)
-    )
-    cpu_total = weights_bytes + act + non_torch + ws + pool
-    if not refusals and s.platform == "cpu" and cpu_total > s.device_bytes:  # never a negative "left"
-        refusals.append(
-            f"the KV cache ({_g(pool)}, VLLM_CPU_KVCACHE_SPACE) with the weights ({_g(weights_bytes)}), activation "
-            f"peak and non-torch memory needs {_g(cpu_total)}; the host has {_g(s.device_bytes)}"
-        )
-    if not refusals and kv.parts and max_seqs < 1:  # nothing fits: never a plan that exits 0
-        refusals.append(f"not one sequence of {s.max_model_len:,} tokens fits the KV pool of {_g(pool)}")
-    assumptions += [
-        f"device memory {_g(s.device_bytes)}: {s.device_source}",
-        f"activation peak {_g(act)}: {s.max_num_batched_tokens:,} batched tokens through the widest layer, "
+    return refusals, warnings
+
+
+def _fit_refusals(s: Setup, res: _Reserves, kv: K.KV, pool: int, ws: int, max_seqs: int) -> list[str]:
+    """What the pool checks above let through: a CPU host too small for it all, no sequence at all."""
+    cpu_total = res.weights_bytes + res.act + res.non_torch + ws + pool
+    if s.platform == "cpu" and cpu_total > s.device_bytes:  # never a negative "left"
+        return [
+            f"the KV cache ({gib(pool)}, VLLM_CPU_KVCACHE_SPACE) with the weights ({gib(res.weights_bytes)}), "
+            f"activation peak and non-torch memory needs {gib(cpu_total)}; the host has {gib(s.device_bytes)}"
+        ]
+    if kv.parts and max_seqs < 1:  # nothing fits: never a plan that exits 0
+        return [f"not one sequence of {s.max_model_len:,} tokens fits the KV pool of {gib(pool)}"]
+    return []
+
+
+def _assumptions(s: Setup, geom: G.Geometry, kv: K.KV, res: _Reserves) -> list[str]:
+    graphs = res.graphs
+    out = [
+        f"device memory {gib(s.device_bytes)}: {s.device_source}",
+        f"activation peak {gib(res.act)}: {s.max_num_batched_tokens:,} batched tokens through the widest layer, "
         f"plus the dummy sampler run over min(max_num_seqs, batched tokens) rows of fp32 logits x{SAMPLER_COPIES}",
-        f"non-torch memory {_g(non_torch)}" + (" (NCCL buffers included)" if s.tp > 1 else ""),
+        f"non-torch memory {gib(res.non_torch)}" + (" (NCCL buffers included)" if s.tp > 1 else ""),
     ]
     if graphs and s.graphs_before_pool:
-        assumptions.append(
-            f"CUDA graphs {_g(graphs)}, vLLM's estimate taken before the pool (vLLM 0.21+; not modelled: "
+        out.append(
+            f"CUDA graphs {gib(graphs)}, vLLM's estimate taken before the pool (vLLM 0.21+; not modelled: "
             "vLLM 0.26.0 estimated 0.75 GiB for DeepSeek-V4-Flash at 8 layers, 4.39 GiB for GLM-5.2 with MTP)"
         )
     elif graphs:
-        assumptions.append(f"CUDA graphs {_g(graphs)}, captured after the pool: out of the headroom")
+        out.append(f"CUDA graphs {gib(graphs)}, captured after the pool: out of the headroom")
     if kv.layout is not None:
         lay = kv.layout
-        assumptions.append(
+        out.append(
             f"DeepSeek-V4 in vLLM 0.26's layout (plan/dsv4_layout.py): {len(lay.groups)} KV-cache groups padded to "
             f"{lay.num_layer_tuples} layer tuples of {lay.layer_tuple_bytes:,} B, blocks of {lay.block_bytes:,} B; a "
             "sequence is charged vLLM's worst case (_max_memory_usage_bytes_from_groups: whole blocks, the sliding "
             "groups' pages for the tokens in flight), more than its 'Maximum concurrency' log line charges"
         )
     if any(p.window for p in kv.parts):
-        assumptions.append(
+        out.append(
             f"sliding windows reserved per sequence with {s.in_flight_tokens:,} tokens in flight "
             f"(max_num_batched_tokens x {2 if s.async_scheduling else 1}"
             + (", async scheduling" if s.async_scheduling else "")
             + ")"
         )
     if s.ep_kv_cut_bytes:
-        assumptions.append(
-            f"expert parallelism: the explicit pool gives up {_g(s.ep_kv_cut_bytes)} for the extra EP overhead, "
+        out.append(
+            f"expert parallelism: the explicit pool gives up {gib(s.ep_kv_cut_bytes)} for the extra EP overhead, "
             "as the recipe's launcher does (plan.expert_parallel_kv_cut_gib)"
         )
     if s.graph_reserved_fraction is not None:
-        assumptions.append(
+        out.append(
             f"Gaudi: VLLM_GRAPH_RESERVED_MEM={s.graph_reserved_fraction:g} of the memory left after the weights "
             "and the profile run is kept for HPU graphs"
         )
     if geom.filled_from_file:
-        assumptions.append("from the checkpoint's header: " + ", ".join(sorted(geom.filled_from_file)))
-    full_length, typical = _concurrency(kv, pool, s, r.plan.traffic if r.plan else None)
-    return Plan(
-        slug=resolved.slug,
-        quant=resolved.quant,
-        setup=s,
-        geometry=geom,
-        weights=weights,
-        weights_per_gpu=per_gpu,
-        draft_weights_per_gpu=draft_bytes,
-        kv=kv,
-        activation_bytes=act,
-        non_torch_bytes=non_torch,
-        workspace_bytes=ws,
-        graph_bytes=graphs,
-        requested_bytes=requested,
-        vllm_pool_bytes=vllm_pool,
-        pool_bytes=pool,
-        pool_tokens=pool_tokens,
-        seq_bytes_at_ctx=need_one,
-        max_seqs_at_ctx=max_seqs,
-        max_ctx_at_seqs=max_ctx,
-        logged_seqs_at_ctx=logged_seqs,
-        full_length=full_length,
-        typical=typical,
-        traffic=r.plan.traffic if r.plan else None,
-        refusals=refusals,
-        warnings=warnings + weights.notes + kv.notes,
-        assumptions=assumptions,
-    )
+        out.append("from the checkpoint's header: " + ", ".join(sorted(geom.filled_from_file)))
+    return out
 
 
 def _concurrency(kv: K.KV, pool: int, s: Setup, traffic) -> tuple[C.Concurrency | None, C.Concurrency | None]:
@@ -655,7 +712,3 @@ def _largest_ctx(kv: K.KV, pool_at, seqs: int, ceiling: int, own_in_flight: int 
         else:
             hi = mid - 1
     return lo
-
-
-def _g(n: float) -> str:
-    return f"{n / GIB:,.2f} GiB"

@@ -150,10 +150,30 @@ def per_token(
     quantized = d.startswith("fp8")
     ds_mla = d == "fp8_ds_mla" or (sparse_fp8_ds_mla and quantized and (a.indexer is not None))
     b = 1.0 if ds_mla else dtype_bytes(kv_dtype, mbytes)
-    layers = a.layers
-    block = block_size or DEFAULT_BLOCK_SIZE
     method = (spec or {}).get("method")
     mtp_on = method in MTP_METHODS and bool(a.mtp_layers)
+    if kind == "compressed-mla" and vllm_dsv4_layout:
+        _dsv4_vllm(kv, a, a.layers, block_size or 256, quantized, b, mtp_on, in_flight_tokens)
+        mtp_layer = None
+    else:
+        mtp_layer = _attention_parts(kv, geom, b, tp=tp, dcp=dcp, ds_mla=ds_mla, block=block_size or DEFAULT_BLOCK_SIZE)
+    if a.indexer and kind != "compressed-mla" and a.indexer.layers:
+        kv.parts.append(_indexer_part(a, mtp_on, dcp, indexer_in_pool))
+    if mtp_on and mtp_layer is not None:
+        kv.parts.append(
+            KVPart("MTP layer", mtp_layer * a.mtp_layers, a.mtp_layers, note=f"speculative method {method}")
+        )
+    elif method in DRAFT_METHODS:
+        _draft_part(kv, a, method, spec, tp, b)
+    return kv
+
+
+def _attention_parts(kv: KV, geom: Geometry, b: float, *, tp: int, dcp: int, ds_mla: bool, block: int) -> float:
+    """The attention layers' parts of the KV (gqa, mla, kda-mla, compressed-mla as the recipe gives it);
+    returns the bytes per token of one MTP layer of that attention."""
+    a = geom.arch
+    kind = geom.attention_kind
+    layers = a.layers
 
     def mla_layer_bytes() -> float:
         latent = (a.kv_lora_rank or 512) + (a.qk_rope_head_dim or 64)
@@ -178,8 +198,8 @@ def per_token(
                     block_size=block,
                 )
             )
-        mtp_layer = per_layer
-    elif kind in ("mla", "kda-mla"):
+        return per_layer
+    if kind in ("mla", "kda-mla"):
         mla = a.mla_layers if kind == "kda-mla" and a.mla_layers is not None else layers - a.kda_layers
         note = "latent replicated on every TP rank" + (f", split over DCP {dcp}" if dcp > 1 else "")
         if ds_mla:
@@ -190,11 +210,8 @@ def per_token(
                 f"{a.kda_layers} KDA layers keep a fixed recurrent state per sequence; its size is not in the "
                 "recipe's geometry and is not counted"
             )
-        mtp_layer = mla_layer_bytes()
-    elif kind == "compressed-mla" and vllm_dsv4_layout:
-        _dsv4_vllm(kv, a, layers, block_size or 256, quantized, b, mtp_on, in_flight_tokens)
-        mtp_layer = None
-    elif kind == "compressed-mla":
+        return mla_layer_bytes()
+    if kind == "compressed-mla":
         hd = a.head_dim or 512
         ratios = a.compress_ratios[:layers] or [0] * layers
         compressed = sum(hd * b / r for r in ratios if r)
@@ -206,48 +223,44 @@ def per_token(
         if a.indexer:
             idx = sum(indexer_key_bytes(a.indexer.head_dim) / r for r in ratios if r == 4)
             kv.parts.append(KVPart("DSA indexer keys", idx, sum(1 for r in ratios if r == 4), note="ratio-4 layers"))
-        mtp_layer = hd * b
-    else:
-        raise ValueError(f"unknown attention kind {kind!r}")
+        return hd * b
+    raise ValueError(f"unknown attention kind {kind!r}")
 
-    if a.indexer and kind != "compressed-mla" and a.indexer.layers:
-        per = indexer_key_bytes(a.indexer.head_dim)
-        idx_layers = a.indexer.layers + (a.mtp_layers if mtp_on else 0)
-        note = "" if indexer_in_pool else "allocated after the pool is sized, one key per pool token"
-        if mtp_on:
-            # vLLM 0.26.0 models/deepseek_v2.py builds an indexer in every MTP layer, whatever the
-            # layer-skip pattern says (`not _skip_topk or is_mtp_layer`).
-            note = (note + "; " if note else "") + f"the MTP layer's {a.mtp_layers} included"
-        kv.parts.append(
-            KVPart("DSA indexer keys", per * idx_layers / dcp, idx_layers, note=note, in_pool=indexer_in_pool)
-        )
 
-    if mtp_on and mtp_layer is not None:
-        kv.parts.append(
-            KVPart("MTP layer", mtp_layer * a.mtp_layers, a.mtp_layers, note=f"speculative method {method}")
+def _indexer_part(a, mtp_on: bool, dcp: int, indexer_in_pool: bool) -> KVPart:
+    """The DSA indexer's keys of a sparse-attention model (compressed-mla counts its own)."""
+    per = indexer_key_bytes(a.indexer.head_dim)
+    idx_layers = a.indexer.layers + (a.mtp_layers if mtp_on else 0)
+    note = "" if indexer_in_pool else "allocated after the pool is sized, one key per pool token"
+    if mtp_on:
+        # vLLM 0.26.0 models/deepseek_v2.py builds an indexer in every MTP layer, whatever the
+        # layer-skip pattern says (`not _skip_topk or is_mtp_layer`).
+        note = (note + "; " if note else "") + f"the MTP layer's {a.mtp_layers} included"
+    return KVPart("DSA indexer keys", per * idx_layers / dcp, idx_layers, note=note, in_pool=indexer_in_pool)
+
+
+def _draft_part(kv: KV, a, method: str, spec: dict | None, tp: int, b: float) -> None:
+    """A draft model's own KV (its geometry in the recipe), or a note that it is not counted."""
+    d = a.draft
+    if d is None:
+        kv.notes.append(
+            f"speculative method {method}: the draft model's geometry is not in the recipe; its KV is not counted"
         )
-    elif method in DRAFT_METHODS:
-        d = a.draft
-        if d is None:
-            kv.notes.append(
-                f"speculative method {method}: the draft model's geometry is not in the recipe; its KV is not counted"
-            )
-        else:
-            dtp = (spec or {}).get("draft_tensor_parallel_size") or tp
-            # A compressed draft KV (TurboQuant) counts only where the launch block enables it.
-            compressed = d.kv_bytes_per_value is not None and (
-                d.compressed_kv_dtype is None or (spec or {}).get("kv_cache_dtype") == d.compressed_kv_dtype
-            )
-            vb = d.kv_bytes_per_value if compressed else b
-            per = 2 * max(1, d.kv_heads // dtp) * d.head_dim * vb * d.layers
-            note = (
-                f"compressed draft KV ({d.compressed_kv_dtype or 'as the recipe gives it'})"
-                if compressed
-                else "draft KV at the target's dtype"
-                + (f" ({d.compressed_kv_dtype} is not enabled by the launch block)" if d.compressed_kv_dtype else "")
-            )
-            kv.parts.append(KVPart("draft model", per, d.layers, note=note))
-    return kv
+        return
+    dtp = (spec or {}).get("draft_tensor_parallel_size") or tp
+    # A compressed draft KV (TurboQuant) counts only where the launch block enables it.
+    compressed = d.kv_bytes_per_value is not None and (
+        d.compressed_kv_dtype is None or (spec or {}).get("kv_cache_dtype") == d.compressed_kv_dtype
+    )
+    vb = d.kv_bytes_per_value if compressed else b
+    per = 2 * max(1, d.kv_heads // dtp) * d.head_dim * vb * d.layers
+    note = (
+        f"compressed draft KV ({d.compressed_kv_dtype or 'as the recipe gives it'})"
+        if compressed
+        else "draft KV at the target's dtype"
+        + (f" ({d.compressed_kv_dtype} is not enabled by the launch block)" if d.compressed_kv_dtype else "")
+    )
+    kv.parts.append(KVPart("draft model", per, d.layers, note=note))
 
 
 def _dsv4_vllm(kv: KV, a, layers: int, block: int, fp8: bool, b: float, mtp_on: bool, in_flight: int) -> None:

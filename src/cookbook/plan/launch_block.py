@@ -9,13 +9,10 @@ this module, above it, hands in the plan's flags (it cannot import the planner i
 from __future__ import annotations
 
 from cookbook.errors import BAD_INPUT, CookbookError
-from cookbook.plan.budget import EXPLICIT_MARGIN, GIB, make_plan
+from cookbook.plan.budget import EXPLICIT_MARGIN, make_plan
 from cookbook.recipe import launch, multinode
 from cookbook.recipe.resolve import ResolvedRecipe
-
-
-def _gib(n: float) -> str:
-    return f"{n / GIB:,.2f} GiB"
+from cookbook.units import gib
 
 
 def other_checkpoint(resolved: ResolvedRecipe) -> bool:
@@ -69,12 +66,12 @@ def planned(resolved: ResolvedRecipe) -> launch.Planned:
     s = p.setup
     usable = int(s.device_bytes * (1 - EXPLICIT_MARGIN))
     figures = (
-        f"device {_gib(s.device_bytes)} x {1 - EXPLICIT_MARGIN:g} = {_gib(usable)}; weights {_gib(p.weights_per_gpu_bytes)}"
-        f" (left after weights {_gib(s.device_bytes - p.weights_per_gpu_bytes)})",
-        f"- activation peak {_gib(p.activation_bytes)} - non-torch {_gib(p.non_torch_bytes)}"
-        f" - workspaces at max_model_len {s.max_model_len:,} {_gib(p.workspace_bytes)}"
-        f" - CUDA graphs {_gib(p.graph_bytes)}",
-        f"= KV pool {_gib(p.pool_bytes)} ({p.pool_tokens:,} tokens), rounded down to MiB",
+        f"device {gib(s.device_bytes)} x {1 - EXPLICIT_MARGIN:g} = {gib(usable)}; weights {gib(p.weights_per_gpu_bytes)}"
+        f" (left after weights {gib(s.device_bytes - p.weights_per_gpu_bytes)})",
+        f"- activation peak {gib(p.activation_bytes)} - non-torch {gib(p.non_torch_bytes)}"
+        f" - workspaces at max_model_len {s.max_model_len:,} {gib(p.workspace_bytes)}"
+        f" - CUDA graphs {gib(p.graph_bytes)}",
+        f"= KV pool {gib(p.pool_bytes)} ({p.pool_tokens:,} tokens), rounded down to MiB",
     )
     return launch.Planned({"kv_cache_memory_bytes": p.pool_bytes}, figures, command)
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from cookbook.plan.budget import GIB, Plan
+from cookbook.plan.budget import Plan
+from cookbook.units import GIB, gib
 from cookbook.untrusted import printable
 
 PLAN_JSON_SCHEMA = {
@@ -202,10 +203,6 @@ def as_json(p: Plan) -> dict:
     }
 
 
-def _g(n: float) -> str:
-    return f"{n / GIB:10,.2f} GiB"
-
-
 def _size(n: float) -> str:
     return f"{n / GIB:,.2f} GiB" if n >= GIB else f"{n / 2**20:,.1f} MiB"
 
@@ -257,10 +254,12 @@ def as_text(p: Plan) -> str:
     for g in p.weights.groups.values():
         bits = f"{g.bits_per_weight:6.2f}" if g.bits_per_weight else "     ?"
         kinds = ", ".join(printable(k) for k in sorted(g.dtypes, key=lambda k: -g.dtypes[k])[:3])
-        lines.append(f"  {g.name:<16}{_g(g.bytes)}{_g(p.weights_per_gpu.get(g.name, 0)):>16}  {bits:>11}  {kinds}")
+        lines.append(
+            f"  {g.name:<16}{gib(g.bytes, 10)}{gib(p.weights_per_gpu.get(g.name, 0), 10):>16}  {bits:>11}  {kinds}"
+        )
     if p.draft_weights_per_gpu:
-        lines.append(f"  {'draft model':<16}{'':>14}{_g(p.draft_weights_per_gpu):>16}  (replicated)")
-    lines += [f"  {'total':<16}{_g(p.weights.total_bytes)}{_g(p.weights_per_gpu_bytes):>16}", ""]
+        lines.append(f"  {'draft model':<16}{'':>14}{gib(p.draft_weights_per_gpu, 10):>16}  (replicated)")
+    lines += [f"  {'total':<16}{gib(p.weights.total_bytes, 10)}{gib(p.weights_per_gpu_bytes, 10):>16}", ""]
     lines.append("KV per token per GPU:")
     for k in p.kv.parts:
         said = [k.note] if k.note else []
@@ -283,35 +282,35 @@ def as_text(p: Plan) -> str:
     )
     lines += [
         "memory per GPU:",
-        f"  device                       {_g(s.device_bytes)}",
-        f"  vLLM may use                 {_g(p.requested_bytes)}  (gpu_memory_utilization {s.gpu_memory_utilization:g})",
-        f"  weights                      {_g(p.weights_per_gpu_bytes)}",
-        f"  left after weights           {_g(p.left_after_weights_bytes)}",
-        f"  activation peak (profiled)   {_g(p.activation_bytes)}",
-        f"  non-torch memory             {_g(p.non_torch_bytes)}",
-        f"  workspaces at max_model_len  {_g(p.workspace_bytes)}  (not seen by vLLM's profile run)",
-        f"  CUDA graphs                  {_g(p.graph_bytes)}"
+        f"  device                       {gib(s.device_bytes, 10)}",
+        f"  vLLM may use                 {gib(p.requested_bytes, 10)}  (gpu_memory_utilization {s.gpu_memory_utilization:g})",
+        f"  weights                      {gib(p.weights_per_gpu_bytes, 10)}",
+        f"  left after weights           {gib(p.left_after_weights_bytes, 10)}",
+        f"  activation peak (profiled)   {gib(p.activation_bytes, 10)}",
+        f"  non-torch memory             {gib(p.non_torch_bytes, 10)}",
+        f"  workspaces at max_model_len  {gib(p.workspace_bytes, 10)}  (not seen by vLLM's profile run)",
+        f"  CUDA graphs                  {gib(p.graph_bytes, 10)}"
         + ("  (taken before the pool)" if p.graph_bytes and s.graphs_before_pool else ""),
-        *([f"  expert-parallel KV cut        {_g(s.ep_kv_cut_bytes)}"] if s.ep_kv_cut_bytes else []),
-        f"  {'KV pool (' + how + ')':<29}{_g(p.pool_bytes)}  = {p.pool_tokens:,} tokens as vLLM counts them",
+        *([f"  expert-parallel KV cut        {gib(s.ep_kv_cut_bytes, 10)}"] if s.ep_kv_cut_bytes else []),
+        f"  {'KV pool (' + how + ')':<29}{gib(p.pool_bytes, 10)}  = {p.pool_tokens:,} tokens as vLLM counts them",
         *(
-            [f"  (gpu_memory_utilization alone {_g(p.vllm_pool_bytes)})"]
+            [f"  (gpu_memory_utilization alone {gib(p.vllm_pool_bytes, 10)})"]
             if how == "explicit" and p.vllm_pool_bytes != p.pool_bytes
             else []
         ),
-        f"  left                         {_g(p.left_bytes)}",
+        f"  left                         {gib(p.left_bytes, 10)}",
         "",
     ]
     if p.kv.parts:
         lines += [
             (
-                f"one sequence of {s.max_model_len:,} tokens: {p.seq_bytes_at_ctx / GIB:,.2f} GiB of KV; "
+                f"one sequence of {s.max_model_len:,} tokens: {gib(p.seq_bytes_at_ctx)} of KV; "
                 f"{p.max_seqs_at_ctx} fit at once"
             )
             if p.kv.layout is None
             else (
                 f"vLLM's start-up check charges one sequence of {s.max_model_len:,} tokens "
-                f"{p.seq_bytes_at_ctx / GIB:,.2f} GiB (window pages for every token in flight): {p.max_seqs_at_ctx} "
+                f"{gib(p.seq_bytes_at_ctx)} (window pages for every token in flight): {p.max_seqs_at_ctx} "
                 f"if each held that (its log will say {p.logged_seqs_at_ctx:,.1f}: it charges each group's pages at "
                 "their own bytes, not in whole blocks)"
             ),

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from cookbook.plan.geometry import Geometry
+from cookbook.units import GIB
 
 GROUPS = (
     "embeddings",
@@ -24,7 +25,6 @@ GROUPS = (
     "norms",
     "other",
 )
-GIB = 2**30
 
 # GGUF tensor names (llama.cpp's): blk.N.<part>
 _GGUF_BLOCK = re.compile(r"^blk\.(\d+)\.(.+)$")

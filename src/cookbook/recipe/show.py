@@ -93,8 +93,19 @@ def _relative(path) -> str:
 
 def render_show(resolved: ResolvedRecipe, status: str) -> str:
     """`status`: the status of the recipe as written (cookbook.evidence.status.verified_status)."""
+    out = _head_lines(resolved, status)
+    out += _model_lines(resolved)
+    out += _hardware_lines(resolved.recipe)
+    out += _image_lines(resolved)
+    out += _convert_env_serve_lines(resolved.recipe)
+    out += _rule_lines(resolved)
+    out += _gate_and_reported_lines(resolved.recipe)
+    out += _issue_and_verified_lines(resolved)
+    return "\n".join(out) + "\n"
+
+
+def _head_lines(resolved: ResolvedRecipe, status: str) -> list[str]:
     r = resolved.recipe
-    plat = platforms.get(r.hardware.platform)
     out: list[str] = []
     out.append(f"{r.name}: {r.summary}")
     extends = f", extends {r.extends}" if r.extends else ""
@@ -105,6 +116,12 @@ def render_show(resolved: ResolvedRecipe, status: str) -> str:
     if resolved.sets:
         out.append(f"--set    {' '.join(resolved.sets)}")
     out.append("")
+    return out
+
+
+def _model_lines(resolved: ResolvedRecipe) -> list[str]:
+    r = resolved.recipe
+    out: list[str] = []
     m = r.model
     out.append(
         f"model    {m.name} ({m.family}), {m.format} from {m.source.repo}"
@@ -127,6 +144,12 @@ def render_show(resolved: ResolvedRecipe, status: str) -> str:
         size = f" ({extra.size_gib:g} GiB)" if extra.size_gib else ""
         out.append(f"  {name}: {extra.repo} {' '.join(extra.include)}{size}")
         out += _why(extra.why, 4)
+    return out
+
+
+def _hardware_lines(r) -> list[str]:
+    plat = platforms.get(r.hardware.platform)
+    out: list[str] = []
     hw = r.hardware
     desc = (
         f"{plat.name}, {plat.arch}" + (f", {plat.memory_gib:g} GiB" if plat and plat.memory_gib else "")
@@ -137,6 +160,13 @@ def render_show(resolved: ResolvedRecipe, status: str) -> str:
     for note in hw.notes:
         out += textwrap.wrap(note, WIDTH, initial_indent="  ", subsequent_indent="  ")
     out.append("")
+    return out
+
+
+def _image_lines(resolved: ResolvedRecipe) -> list[str]:
+    r = resolved.recipe
+    hw = r.hardware
+    out: list[str] = []
     img = r.image
     eng = img.engine
     pin = " ".join(
@@ -160,6 +190,11 @@ def render_show(resolved: ResolvedRecipe, status: str) -> str:
     out += fix_lines(resolved)
     for k in img.kernels:
         out += kernel_lines(k, hw.platform)
+    return out
+
+
+def _convert_env_serve_lines(r) -> list[str]:
+    out: list[str] = []
     if r.convert:
         out.append("")
         out.append("convert")
@@ -176,6 +211,12 @@ def render_show(resolved: ResolvedRecipe, status: str) -> str:
     for key, s in r.serve.args.items():
         tokens = flag_tokens(key, s.value)
         out += _setting_lines(" ".join(tokens) or f"--{key} (unset)", s)
+    return out
+
+
+def _rule_lines(resolved: ResolvedRecipe) -> list[str]:
+    r = resolved.recipe
+    out: list[str] = []
     if r.rules:
         out.append("")
         out.append("rules (each refuses with the source's reason)")
@@ -192,6 +233,11 @@ def render_show(resolved: ResolvedRecipe, status: str) -> str:
             out += textwrap.wrap(
                 fill_shown(rule.message, ctx), WIDTH, initial_indent="      ", subsequent_indent="      "
             )
+    return out
+
+
+def _gate_and_reported_lines(r) -> list[str]:
+    out: list[str] = []
     gates = {k: v for k, v in r.gates.model_dump(exclude_none=True).items()}
     if gates:
         out.append("")
@@ -210,6 +256,12 @@ def render_show(resolved: ResolvedRecipe, status: str) -> str:
             out.append("  " + " | ".join(str(c) for c in row))
         for k, v in rep.values.items():
             out.append(f"  {k}: {v}")
+    return out
+
+
+def _issue_and_verified_lines(resolved: ResolvedRecipe) -> list[str]:
+    r = resolved.recipe
+    out: list[str] = []
     if r.known_issues:
         out.append("")
         out.append("known issues")
@@ -222,4 +274,4 @@ def render_show(resolved: ResolvedRecipe, status: str) -> str:
             f"verified block {r.verified.date} (recipe {r.verified.recipe_hash[:19]}…{of}, bundle "
             f"{printable(str(r.verified.bundle)[:200])}; the status line says whether it holds)"
         )
-    return "\n".join(out) + "\n"
+    return out

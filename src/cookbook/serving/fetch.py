@@ -19,10 +19,10 @@ from pathlib import Path
 from cookbook.errors import BAD_INPUT, FAILED, CookbookError
 from cookbook.model_folder import VARIABLE
 from cookbook.recipe.resolve import ResolvedRecipe
+from cookbook.units import gib
 from cookbook.untrusted import printable
 
 REPO_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*/[A-Za-z0-9][A-Za-z0-9_.-]*$")
-GIB = 2**30
 
 
 @dataclass
@@ -184,7 +184,7 @@ def check_disk(dls: list[Download], local_dir: Path) -> int:
     free, where = free_bytes(local_dir)
     if need > free:
         raise CookbookError(
-            f"the download needs {need / GIB:,.2f} GiB and {where} has {free / GIB:,.2f} GiB free",
+            f"the download needs {gib(need)} and {where} has {gib(free)} free",
             help="free some space or pass --local-dir on a larger disk; nothing was downloaded",
             exit_code=BAD_INPUT,
         )

@@ -8,9 +8,8 @@ from __future__ import annotations
 import os
 
 from cookbook import platforms
-from cookbook.evidence.status import status_of
+from cookbook.evidence.status import shown_status, status_of
 from cookbook.plan import elsewhere
-from cookbook.shown_status import shown_status
 from cookbook.site.compare import groups
 from cookbook.site.markdown import MARKER, badge, benchmark_reason, cell, hardware_label
 

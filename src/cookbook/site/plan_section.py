@@ -4,12 +4,9 @@ function `cookbook plan` calls) as a few figures per GPU, with the command's own
 from __future__ import annotations
 
 from cookbook.errors import CookbookError
-from cookbook.plan.budget import GIB, make_plan
+from cookbook.plan.budget import make_plan
 from cookbook.plan.render import as_text
-
-
-def _gib(n: float) -> str:
-    return f"{n / GIB:,.2f} GiB"
+from cookbook.units import gib
 
 
 def plan_lines(resolved) -> list[str]:
@@ -25,13 +22,13 @@ def plan_lines(resolved) -> list[str]:
     where = f"{s.gpus}x {s.platform}" if s.gpus else s.platform
     lines += [f"`{command}` plans it per GPU ({where}, TP {s.tp}" + (f" x DP {s.dp}" if s.dp > 1 else "") + "):", ""]
     rows = [
-        ("device memory", _gib(s.device_bytes)),
-        ("weights", _gib(p.weights_per_gpu_bytes) + f" (from {p.weights.source})"),
-        ("left after weights", _gib(p.left_after_weights_bytes)),
+        ("device memory", gib(s.device_bytes)),
+        ("weights", gib(p.weights_per_gpu_bytes) + f" (from {p.weights.source})"),
+        ("left after weights", gib(p.left_after_weights_bytes)),
         ("KV per token", f"{p.kv.bytes_per_token:,.0f} B" if p.kv.bytes_per_token else "not counted"),
         (
             "KV pool",
-            _gib(p.pool_bytes) + (f" ({p.pool_tokens:,} tokens)" if p.pool_tokens > 0 else ""),
+            gib(p.pool_bytes) + (f" ({p.pool_tokens:,} tokens)" if p.pool_tokens > 0 else ""),
         ),
     ]
     if p.max_ctx_at_seqs > 0:

@@ -9,13 +9,13 @@ import html
 import re
 
 from cookbook.errors import CookbookError
-from cookbook.evidence.status import status_of
+from cookbook.evidence import engine_check
+from cookbook.evidence.status import shown_status, status_of
 from cookbook.plan.launch_block import launch_block
 from cookbook.recipe import multinode, paths
 from cookbook.recipe.errors import RecipeError
 from cookbook.recipe.resolve import resolve
 from cookbook.recipe.rules import fill_shown, rule_context
-from cookbook.shown_status import engine_check_lines, shown_status
 from cookbook.site.compare import family_root
 from cookbook.site.evidence import gate_lines, performance_lines
 from cookbook.site.fix_section import fix_section
@@ -35,9 +35,20 @@ from cookbook.site.plan_section import plan_lines
 from cookbook.site.talk import talk_lines
 
 
-def _arg(r, key):
-    s = r.serve.args.get(key)
-    return None if s is None else s.value
+def engine_check_lines(resolved, word: str | None, reasons: list[str]) -> list[str]:
+    """The page's paragraph on its engine check (`word, reasons`: cookbook.evidence.engine_check.status):
+    the bundle, its word, what it proves and what not (nothing when the recipe has no bundle)."""
+    found = engine_check.bundles(resolved)
+    if not found:
+        return []
+    rel = found[-1].relative_to(resolved.path.parent.parent.parent).as_posix()
+    why = f" ({'; '.join(reasons)})" if reasons else ""
+    return [
+        f"Engine check: *{word}*{why}, bundle `{rel}/`. It proves the engine accepts the flags, builds the "
+        "architecture and fits the plan on this GPU kind (the block served on one GPU with random weights); "
+        "it does not prove quality, full-depth speed or multi-GPU communication.",
+        "",
+    ]
 
 
 def summary_rows(resolved, slug: str) -> list[tuple[str, str]]:
@@ -51,19 +62,19 @@ def summary_rows(resolved, slug: str) -> list[tuple[str, str]]:
         offered = ", ".join(q for q in r.quants if q != resolved.quant)
         precision.append(f"quant {code(resolved.quant)}" + (f" (also offered: {offered})" if offered else ""))
     for key, label in (("quantization", "quantization"), ("dtype", "dtype"), ("kv_cache_dtype", "KV cache")):
-        if (v := _arg(r, key)) is not None:
+        if (v := r.serve.arg(key)) is not None:
             precision.append(f"{label} {code(value_text(v))}")
     if precision:
         rows.append(("precision / quant", "; ".join(precision)))
-    if (ctx := _arg(r, "max_model_len")) is not None:
+    if (ctx := r.serve.arg("max_model_len")) is not None:
         native = r.model.architecture.native_context_tokens
         rows.append(("context", f"{ctx:,} tokens" + (f" ({native:,} native)" if native else "")))
-    if (seqs := _arg(r, "max_num_seqs")) is not None:
+    if (seqs := r.serve.arg("max_num_seqs")) is not None:
         rows.append(("concurrency", f"{seqs} sequences (`--max-num-seqs`)"))
     parsers = [
         f"{label} {code(value_text(v))}"
         for key, label in (("reasoning_parser", "reasoning"), ("tool_call_parser", "tools"))
-        if (v := _arg(r, key)) is not None
+        if (v := r.serve.arg(key)) is not None
     ]
     if parsers:
         rows.append(("parsers", "; ".join(parsers)))
@@ -375,6 +386,7 @@ def recipe_page(slug: str) -> str:
     resolved = resolve(slug)
     r = resolved.recipe
     status = status_of(resolved)
+    checked = engine_check.status(resolved)  # once: the badge and the paragraph say the same
     lines = [
         *front_matter(slug),
         MARKER,
@@ -382,9 +394,9 @@ def recipe_page(slug: str) -> str:
         "",
         r.summary,
         "",
-        f"Status: {badge(shown_status(resolved, status))}. Recipe: `recipes/{slug}/recipe.yaml`.",
+        f"Status: {badge(shown_status(resolved, status, checked))}. Recipe: `recipes/{slug}/recipe.yaml`.",
         "",
-        *engine_check_lines(resolved),
+        *engine_check_lines(resolved, *checked),
         *benchmark_lines(resolved),
         "| | |",
         "|---|---|",

@@ -25,18 +25,13 @@ def _openai_client_lines(base: str) -> list[str]:
     ]
 
 
-def _arg(r, key):
-    s = r.serve.args.get(key)
-    return None if s is None else s.value
-
-
 def endpoint(r) -> tuple[str, str | None]:
     """The base URL a client on the serving host uses, and the served model name (None: vLLM
     names the model by the path it was given; /v1/models says it)."""
-    port = _arg(r, "port") or 8000
-    host = _arg(r, "host")
+    port = r.serve.arg("port") or 8000
+    host = r.serve.arg("host")
     host = "localhost" if host in (None, "0.0.0.0", "127.0.0.1", "::") else host
-    name = _arg(r, "served_model_name")
+    name = r.serve.arg("served_model_name")
     if isinstance(name, list):
         name = name[0] if name else None
     if name is None and "$" not in r.serve.model:
@@ -114,7 +109,7 @@ def base_model_lines(r, base: str, name: str | None) -> list[str]:
         f"It prints: {code(py_says)}",
         "",
     ]
-    parsers = [f"`--{k.replace('_', '-')}`" for k in ("chat_template", "tool_call_parser") if _arg(r, k)]
+    parsers = [f"`--{k.replace('_', '-')}`" for k in ("chat_template", "tool_call_parser") if r.serve.arg(k)]
     if parsers:
         lines += [
             f"The recipe sets {' and '.join(parsers)} for its gates; a chat or tool request of your own gets "
@@ -129,8 +124,8 @@ def talk_lines(resolved) -> list[str]:
     base, name = endpoint(r)
     if base_model(r):
         return ["## Talk to it", "", *base_model_lines(r, base, name)]
-    reasoning = _arg(r, "reasoning_parser")
-    tools = _arg(r, "tool_call_parser") if _arg(r, "enable_auto_tool_choice") else None
+    reasoning = r.serve.arg("reasoning_parser")
+    tools = r.serve.arg("tool_call_parser") if r.serve.arg("enable_auto_tool_choice") else None
     max_tokens = 2048 if reasoning else 256
     lines = ["## Talk to it", ""]
     lines += [
