@@ -157,8 +157,9 @@ def test_a_failing_gate_leaves_recipe_profile_and_evidence_byte_for_byte(tmp_pat
 def test_when_every_gate_passes_the_profile_pin_and_verified_bundle_are_written(tmp_path):
     _engine_or_skip("0.32.0")
     # The bar only has to let a working server pass (the failing path is the test above). The bfloat16
-    # recipe on a CPU without AVX-512 BF16 converts every product in software and has no chunked prefill:
-    # its 4,096-token prompt held the decodes 60 s and more there (2026-12-07, 2-core AMD EPYC Zen 3).
+    # recipe on a CPU without AVX-512 BF16 converts every product in software (2-4.6x slower than float32)
+    # and has no chunked prefill, where float32's gap was 22.7-26.5 s: its stress gate failed the 60 s bar
+    # in the slow tier there (2026-12-07 19:32 UTC, 2-core AMD EPYC Zen 3).
     from cookbook import host_cpu
 
     copy, env = _checkout_copy(tmp_path, stress_gap_s=60 if host_cpu.cpu_recipe() == host_cpu.BF16 else 300)
