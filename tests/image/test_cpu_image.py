@@ -1,16 +1,18 @@
-"""The built CPU image (`make image RECIPE=gemma3-270m-cpu`): its labels are the plan's, its
-launch block is the one `cookbook launch` prints, it proves its own fix pack, and without a
+"""The built image of this host's CPU recipe (`make image RECIPE=gemma3-270m-cpu`, -avx2 on AVX2):
+its labels are the plan's, its launch block is the one `cookbook launch` prints, it proves its own fix pack, and without a
 checkpoint its entrypoint refuses with one message. Needs the daemon and the image (.ci/run
 builds it before the tests); each test skips, saying so, without them."""
 
 import pytest
 
+from cookbook import host_cpu
 from cookbook.image import build, context
 from cookbook.plan.launch_block import launch_block
 from cookbook.recipe.resolve import resolve
 
 pytestmark = [pytest.mark.docker, pytest.mark.slow_tier("image")]
-SLUG = "gemma3-270m-cpu"
+# the host's float CPU recipe, the one scripts/slow-tier builds the image of (host_cpu.cpu_recipe)
+SLUG = host_cpu.cpu_recipe()
 
 
 @pytest.fixture(scope="module")
