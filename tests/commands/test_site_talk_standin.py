@@ -76,6 +76,17 @@ def blocks(lines: list[str], lang: str) -> list[str]:
     return re.findall(rf"```{lang}\n(.*?)\n```", "\n".join(lines), re.S)
 
 
+def _serve(model, args):
+    """A recipe's serve section as talk_lines reads it: model, args, and Serve.arg's lookup."""
+    from types import SimpleNamespace
+
+    from cookbook.recipe.model import Serve
+
+    ns = SimpleNamespace(model=model, args=args)
+    ns.arg = lambda key, default=None: Serve.arg(ns, key, default)
+    return ns
+
+
 @needs_tools
 @pytest.mark.parametrize(
     "slug", ["glm52-8", "glm52-fp8-8x-h200"]
@@ -113,7 +124,7 @@ def test_a_server_named_by_its_path_is_asked_for_its_name_first():
     from types import SimpleNamespace
 
     arg = SimpleNamespace
-    recipe = SimpleNamespace(serve=SimpleNamespace(model="$CHECKPOINT_DIR", args={"port": arg(value=8123)}))
+    recipe = SimpleNamespace(serve=_serve(model="$CHECKPOINT_DIR", args={"port": arg(value=8123)}))
     lines = talk_lines(SimpleNamespace(recipe=recipe))
     base, name = endpoint(recipe)
     assert (base, name) == ("http://localhost:8123", None)
@@ -143,7 +154,7 @@ def test_a_hostile_served_name_or_host_stays_data_in_the_curl_example(name, host
 
     arg = SimpleNamespace
     args = {"served_model_name": arg(value=name), "host": arg(value=host), "port": arg(value=8000)}
-    recipe = SimpleNamespace(serve=SimpleNamespace(model="/m", args=args))
+    recipe = SimpleNamespace(serve=_serve(model="/m", args=args))
     block = blocks(talk_lines(SimpleNamespace(recipe=recipe)), "bash")[0]
     fake = "curl() { printf '%s\\n' \"$2\"; printf '%s' \"$6\"; }\njq() { cat; }\n"
     p = subprocess.run(["bash", "-c", fake + block], capture_output=True, text=True, timeout=30)
@@ -159,7 +170,7 @@ def test_a_served_name_or_host_with_a_control_character_is_never_printed():
 
     arg = SimpleNamespace
     args = {"served_model_name": arg(value="m\n```\n<script>"), "host": arg(value="h\nx")}
-    recipe = SimpleNamespace(serve=SimpleNamespace(model="/m", args=args))
+    recipe = SimpleNamespace(serve=_serve(model="/m", args=args))
     assert endpoint(recipe) == ("http://localhost:8000", None)
     text = "\n".join(talk_lines(SimpleNamespace(recipe=recipe)))
     assert "<script>" not in text and "$MODEL" in text
