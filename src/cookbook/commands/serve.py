@@ -88,7 +88,7 @@ def serve_cmd(
         raise CookbookError("--port is for --image", help="without --image, use --set port=N (and no --gates)")
     hw = resolved.recipe.hardware
     ok, reason = platforms.can_run(hw.platform, hw.gpus, hw.min_host_memory_gib)
-    if ok and hw.platform == "cpu" and not use_image and (why := host_cpu.unmet(slug)):
+    if ok and hw.platform == "cpu" and (why := host_cpu.unmet(slug)):
         ok, reason = False, why
     if not ok:
         raise refusal(resolved, reason, platforms.detect())

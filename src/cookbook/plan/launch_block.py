@@ -11,13 +11,14 @@ from __future__ import annotations
 from cookbook.errors import BAD_INPUT, CookbookError
 from cookbook.plan.budget import EXPLICIT_MARGIN, make_plan
 from cookbook.recipe import launch, multinode
+from cookbook.recipe.overrides import parse_set
 from cookbook.recipe.resolve import ResolvedRecipe
 from cookbook.units import gib
 
 
 def other_checkpoint(resolved: ResolvedRecipe) -> bool:
     """Whether --set names the served checkpoint (serve.model), rather than the recipe's own."""
-    return any(s.split("=", 1)[0].strip() == "serve.model" for s in resolved.sets)
+    return any(parse_set(s)[0] == "serve.model" for s in resolved.sets)
 
 
 def refuse_unfit(resolved: ResolvedRecipe, action: str) -> str | None:
