@@ -262,3 +262,51 @@ def test_vllms_args_with_an_enum_are_read_as_a_dict():
         "compilation_config": {"cudagraph_mode": "CUDAGraphMode.FULL_AND_PIECEWISE", "mode": None},
     }
     assert E.parse_server_log(line.replace("256,", "256 <x"))["args"].startswith("{")  # not a literal: kept as text
+
+
+H100_ENV = "env: NVIDIA H100 80GB HBM3, 570.133.20, 81559 MiB\ntorch 2.11.0 vllm 0.26.0\ndevice_mib 81079\nfixes apply: 0\n"
+
+
+def _run_on_h100(tmp_path, resolved):
+    """A run of the H200 recipe on an H100: vLLM's pool as the plan for the H100's memory gives it."""
+    run = make_run(tmp_path, resolved)
+    sets = [*E.scaled_sets(resolved, CKPT), *E.geometry_sets(json.loads(CONFIG.read_text()))]
+    p = E.plan_of(resolved, [*sets, f"model.source.size_gib={LOAD_GIB}"], device_mib=81079)
+    gib = p.vllm_pool_bytes / 2**30
+    log = (run / "server.log").read_text().splitlines()
+    log[-2] = f"(EngineCore pid=9) INFO 12-05 06:02:00 [worker.py:5] Available KV cache memory: {gib:.2f} GiB"
+    log[-1] = f"(EngineCore pid=9) INFO 12-05 06:02:00 [kv.py:6] GPU KV cache size: {int(gib * 2**30 / p.kv.bytes_per_token):,} tokens"
+    (run / "server.log").write_text("\n".join(log) + "\n")
+    (run / "env.txt").write_text(H100_ENV)
+    return run
+
+
+def test_a_run_on_an_h100_is_planned_for_its_memory_and_named_standin(tmp_path, recipe):
+    r = resolve(recipe)
+    run = _run_on_h100(tmp_path, r)
+    dest = E.write(run, r, {}, stamp="20261207T000000Z")
+    rec = json.loads((dest / E.RECORD).read_text())
+    assert rec["card"] == {"name": "NVIDIA H100 80GB HBM3", "platform": "h100", "device_mib": 81079,
+                           "device_mib_from": "torch's total on the run's card"}  # fmt: skip
+    assert (dest / "env.txt").read_text() == H100_ENV
+    assert E.status(r) == (E.ENGINE_CHECKED, [])
+    assert E.card_line(dest) == "NVIDIA H100 80GB HBM3, planned for its 81,079 MiB"
+    # the same run without its env.txt is judged against the H200's memory: far off the plan
+    (run / "env.txt").unlink()
+    with pytest.raises(ValueError, match="pool_gib .* off"):
+        E.write(run, r, {})
+
+
+def test_a_card_of_another_kind_or_unnamed_is_refused_standin(tmp_path, recipe):
+    r = resolve(recipe)
+    run = make_run(tmp_path, r)
+    (run / "env.txt").write_text("env: NVIDIA A100-SXM4-80GB, 570.1, 81920 MiB\ndevice_mib 81050\n")
+    with pytest.raises(ValueError, match=r"used a NVIDIA A100-SXM4-80GB, not a card of the recipe's kind \(h200\)"):
+        E.write(run, r, {})
+    (run / "env.txt").write_text("torch 2.11\n" + "x" * 70000)
+    with pytest.raises(ValueError, match="env.txt is larger than"):
+        E.write(run, r, {})
+    (run / "env.txt").write_text("device_mib 1\n")
+    with pytest.raises(ValueError, match="does not name the card"):
+        E.write(run, r, {})
+    assert not (recipe.parent / E.FOLDER).exists()

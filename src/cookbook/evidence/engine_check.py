@@ -47,6 +47,9 @@ RECORD = "engine-check.json"
 RECORD_FORMAT = 1
 FOLDER = Path("evidence") / "engine-check"  # under recipes/<slug>/
 RUN_FILES = ("launch.sh", "config.json", "server.log", "metrics.prom", "responses.json", "rc")
+# The card the run used (nvidia-smi's name and memory, torch's device total); runs before 2026-12-07
+# lack it and are planned for the recipe's own platform.
+ENV_FILE = "env.txt"
 TOLERANCE = 0.05
 MAX_LOG_BYTES = 64 << 20
 # Flags a run may add after the block: the checkpoint's weights are random and its tokenizer is not
@@ -70,13 +73,43 @@ def _cached(kind: str, resolved, sets, more: tuple, make):
     return _CACHE[key]
 
 
-def plan_of(resolved, sets, config: dict | None = None):
+def plan_of(resolved, sets, config: dict | None = None, device_mib: int | None = None):
     """cookbook.plan.budget.Plan of the recipe with those --set, on one GPU (config: a checkpoint's
-    config.json, filling the geometry where the recipe is silent)."""
+    config.json, filling the geometry where the recipe is silent; device_mib: the card the run used,
+    where it is not the recipe's platform's)."""
     from cookbook.plan.budget import make_plan
 
-    more = () if config is None else (config,)
-    return _cached("plan", resolved, sets, more, lambda r, config=None: make_plan(r, gpus=1, config=config))
+    def make(r, config=None, device_mib=None):
+        return make_plan(r, gpus=1, config=config, device_mib=device_mib)
+
+    return _cached("plan", resolved, sets, (config, device_mib), make)
+
+
+# nvidia-smi's product name -> the catalogue's platform (only the kinds this project's runs have had)
+_CARD_PLATFORM = ((re.compile(r"\bH100\b"), "h100"), (re.compile(r"\bH200\b"), "h200"))
+
+
+def card_of(text: str, recipe_platform: str) -> tuple[dict | None, list[str]]:
+    """(the card a run used, reasons it cannot stand for the recipe's) from the run's env.txt:
+    `env: NAME, DRIVER, MEMORY MiB` and `device_mib N` (torch's total). A card of the recipe's
+    architecture (an H100 for an H200 recipe) is planned for its own memory; another one is refused."""
+    from cookbook import platforms
+
+    name = mib = None
+    for line in text.splitlines()[:50]:
+        if line.startswith("env: ") and name is None:
+            name = line[5:].split(",")[0].strip()[:100]
+        elif m := re.fullmatch(r"device_mib (\d{1,9})", line.strip()):
+            mib = int(m.group(1))
+    if not name:
+        return None, [f"{ENV_FILE} does not name the card (its 'env: NAME, DRIVER, MEMORY' line)"]
+    plat = next((p for rx, p in _CARD_PLATFORM if rx.search(name)), None)
+    want = platforms.CATALOGUE.get(recipe_platform)
+    if plat is None or want is None or platforms.CATALOGUE[plat].arch != want.arch:
+        return None, [f"the run used a {name}, not a card of the recipe's kind ({recipe_platform})"]
+    mib = mib or platforms.CATALOGUE[plat].device_mib
+    source = "torch's total on the run's card" if mib != platforms.CATALOGUE[plat].device_mib else "the catalogue's"
+    return {"name": name, "platform": plat, "device_mib": mib, "device_mib_from": source}, []
 
 
 def block_of(resolved, sets) -> str:
@@ -216,11 +249,11 @@ def figures(run: Path, resolved, explanations: dict[str, str]) -> tuple[dict, li
     """(the record's figures, every reason the run does not earn engine-checked)."""
     reasons: list[str] = []
     try:
-        # a server that never came up leaves no metrics and no answers
-        optional = ("metrics.prom", "responses.json")
+        # a server that never came up leaves no metrics and no answers; older runs have no env.txt
+        optional = ("metrics.prom", "responses.json", ENV_FILE)
         texts = {f: _read(run / f) for f in RUN_FILES if f not in optional}
         for f in optional:
-            texts[f] = _read(run / f) if (run / f).exists() or (run / f).is_symlink() else ""
+            texts[f] = _read(run / f, 1 << 16) if (run / f).exists() or (run / f).is_symlink() else ""
         metrics = texts["metrics.prom"]
         config = json.loads(texts["config.json"])
         if not isinstance(config, dict) or any(
@@ -245,13 +278,18 @@ def figures(run: Path, resolved, explanations: dict[str, str]) -> tuple[dict, li
         geometry = geometry_sets(config)
     except (ValueError, TypeError, OverflowError) as e:
         return {}, [*reasons, f"config.json's geometry cannot be read ({e})"]
+    card = None
+    if texts[ENV_FILE]:
+        card, why_not = card_of(texts[ENV_FILE], resolved.recipe.hardware.platform)
+        reasons += why_not
+    mib = card["device_mib"] if card else None
     plan_sets = [*sets, *geometry, f"model.source.size_gib={log.get('model_load_gib') or 0}"]
-    plan = plan_of(resolved, plan_sets)
+    plan = plan_of(resolved, plan_sets, device_mib=mib)
     geometry_from = "recipe"
     if not plan.vllm_kv_bytes_per_token:
         # a recipe that leaves its attention geometry to the checkpoint (as `cookbook plan --checkpoint`
         # does): the served checkpoint's config.json fills it
-        plan, geometry_from = plan_of(resolved, plan_sets, config), "recipe, then the checkpoint's config.json"
+        plan, geometry_from = plan_of(resolved, plan_sets, config, mib), "recipe, then the checkpoint's config.json"
     planned = {
         # KV bytes per token as vLLM's log gives them: its pool over its token count at max_model_len
         "kv_bytes_per_token": round(plan.vllm_kv_bytes_per_token, 1),
@@ -287,6 +325,7 @@ def figures(run: Path, resolved, explanations: dict[str, str]) -> tuple[dict, li
         "recipe": resolved.slug,
         "recipe_hash": resolved.content_hash,
         "checkpoint": checkpoint,
+        **({"card": card} if card else {}),
         "scaled_sets": sets,
         "geometry_sets": geometry,
         "geometry_from": geometry_from,
@@ -320,6 +359,16 @@ def _sequences(plan, cache_info: dict) -> dict:
 def bundles(resolved) -> list[Path]:
     folder = resolved.path.parent / FOLDER
     return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")) if folder.is_dir() else []
+
+
+def card_line(bundle: Path) -> str:
+    """Where the bundle's run served, for a page: the card and the memory it was planned for ('' for
+    a run from before cards were recorded, or a record that cannot be read)."""
+    try:
+        card = json.loads(_read(bundle / RECORD, 1 << 20)).get("card")
+        return f"{card['name']}, planned for its {int(card['device_mib']):,} MiB" if isinstance(card, dict) else ""
+    except (ValueError, OSError, KeyError, TypeError, AttributeError):
+        return ""
 
 
 def is_bundle(folder: Path) -> bool:
@@ -357,7 +406,7 @@ def write(run: Path, resolved, explanations: dict[str, str], stamp: str | None =
         record["rederived_from"] = rederived
     dest = resolved.path.parent / FOLDER / (stamp or time.strftime("%Y%m%dT%H%M%SZ", time.gmtime()))
     with atomic_dir(dest) as tmp:
-        for f in RUN_FILES:
+        for f in (*RUN_FILES, ENV_FILE):
             if (run / f).is_file():
                 shutil.copyfile(run / f, tmp / f)
         record["date"] = time.strftime("%Y-%m-%d", time.gmtime())
@@ -384,7 +433,7 @@ def status(resolved) -> tuple[str | None, list[str]]:
     if reasons:
         return REFUSED, reasons
     again, reasons = figures(bundle, resolved, record.get("explanations") or {})
-    for key in ("vllm", "comparison", "sequences", "rc", "answered_choices", "checkpoint"):
+    for key in ("vllm", "comparison", "sequences", "rc", "answered_choices", "checkpoint", "card"):
         if again.get(key) != record.get(key):
             reasons.append(f"{RECORD}'s {key} is not what the bundle's files give")
     return (REFUSED, reasons) if reasons else (ENGINE_CHECKED, [])

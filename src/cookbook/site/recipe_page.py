@@ -43,8 +43,10 @@ def engine_check_lines(resolved, word: str | None, reasons: list[str]) -> list[s
         return []
     rel = found[-1].relative_to(resolved.path.parent.parent.parent).as_posix()
     why = f" ({'; '.join(reasons)})" if reasons else ""
+    card = engine_check.card_line(found[-1])
+    where = f" (run on one {card})" if card else ""
     return [
-        f"Engine check: *{word}*{why}, bundle `{rel}/`. It proves the engine accepts the flags, builds the "
+        f"Engine check: *{word}*{why}, bundle `{rel}/`{where}. It proves the engine accepts the flags, builds the "
         "architecture and fits the plan on this GPU kind (the block served on one GPU with random weights); "
         "it does not prove quality, full-depth speed or multi-GPU communication.",
         "",
