@@ -99,7 +99,16 @@ class ScratchEngine:
         return f"{self.distribution}=={self.version}"
 
     def complete(self) -> bool:
-        return (self.root / MARKER).is_file()
+        """Built to the end, in this folder: a venv's console scripts name the folder it was made in,
+        so one that was moved (a checkout moved, or a cache copied from another) cannot run them."""
+        return self._marker().get("root") == str(self.root.resolve())
+
+    def _marker(self) -> dict:
+        try:
+            doc = json.loads((self.root / MARKER).read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return doc if isinstance(doc, dict) else {}
 
     @cached_property
     def vllm_dir(self) -> Path:
@@ -118,7 +127,7 @@ class ScratchEngine:
     def torch_pin(self) -> str:
         """The torch version the engine's wheel pins for this machine (x86-64 Linux)."""
         if self.complete():
-            return json.loads((self.root / MARKER).read_text())["torch"]
+            return self._marker()["torch"]
         return _torch_pin(self._wheel())
 
     def _wheel(self) -> Path:
@@ -176,6 +185,8 @@ class ScratchEngine:
             say(f"scratch engine {self.requirement} ready at {self.root} (reused)")
             return self
         torch = self.torch_pin
+        if (made_in := self._marker().get("root")) not in (None, str(self.root.resolve())):
+            say(f"the scratch engine {self.root} was made in {made_in}: its scripts name that folder; building it again")
         if self.root.exists():
             say(f"removing the incomplete scratch engine {self.root}")
             shutil.rmtree(self.root)
@@ -204,7 +215,10 @@ class ScratchEngine:
             )
         self._share()
         (self.root / MARKER).write_text(
-            json.dumps({"distribution": self.distribution, "version": self.version, "torch": torch}) + "\n"
+            json.dumps(
+                {"distribution": self.distribution, "version": self.version, "torch": torch, "root": str(self.root.resolve())}
+            )
+            + "\n"
         )
         say(f"scratch engine ready: {p.stdout.strip()}")
         return self
@@ -212,7 +226,7 @@ class ScratchEngine:
     def _share(self) -> None:
         """Hard-link files identical to the cookbook's own venv or another complete scratch engine."""
         others = [site_packages(Path(sys.prefix))]
-        others += [site_packages(p) for p in sorted(self.root.parent.iterdir()) if (p / MARKER).is_file()]
+        others += [site_packages(p) for p in sorted(self.root.parent.iterdir()) if (p / MARKER).is_file() and p != self.root]
         files, size = share_identical(site_packages(self.root), others)
         say(f"{files} files ({size / 2**30:.2f} GiB) are shared, as hard links, with identical ones beside it")
 
