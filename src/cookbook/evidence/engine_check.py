@@ -7,6 +7,9 @@ answers requests, and allocates a KV pool that `cookbook plan` predicts within 5
 token as vLLM logs them, the pool, its token count, and vLLM's "Maximum concurrency" where the log
 gives it) for that geometry, or the bundle explains the difference. What it does not
 prove: output quality (the weights are random), full-depth speed, multi-GPU communication (one GPU).
+A card of the recipe's architecture may stand in for its own (an H100 for an H200 recipe, when no
+H200 can be had): the run's env.txt names it, the plan is made for its memory, and the record and
+the page say which card it was.
 
 The run (scripts/offline-gpu/engine-check, on the device) leaves a folder per recipe: launch.sh
 (the block that ran), config.json (the checkpoint's config), server.log, metrics.prom,
