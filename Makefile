@@ -27,7 +27,7 @@ image: setup  ## build RECIPE's serving image (CPU: scripts/fetch-wheels and scr
 	$(BIN)/cookbook image $(RECIPE)
 
 test: setup  ## the test suite, fast tier (one shared CPU vLLM server; engine tests skip visibly without `make engine`)
-	$(BIN)/pytest --ignore=tests/kernels
+	$(BIN)/pytest --ignore=tests/kernels --durations=15
 	# Triton's CPU interpreter must be on before triton is imported, and only for these tests.
 	TRITON_INTERPRET=1 $(BIN)/pytest tests/kernels
 
