@@ -111,18 +111,19 @@ def test_a_stopped_side_resumes_only_for_the_same_recipe(ab, tmp_path):
 @pytest.mark.slow
 @pytest.mark.slow_tier("serving")
 def test_a_stopped_side_continues_on_a_real_cpu_server(ab, tmp_path, monkeypatch):
-    """serve_side on the pinned CPU engine (the embedded default recipe): the greedy outputs and the
+    """serve_side on the pinned CPU engine (the host's CPU recipe, as make run picks it): the greedy outputs and the
     concurrency a stopped run finished are kept, the next concurrency is measured by vLLM's own
     `vllm bench serve` with its warm-ups, and progress.json holds both."""
     import socket
 
+    from cookbook.host_cpu import cpu_recipe
     from cookbook.recipe.resolve import resolve
     from cookbook.serving import local
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    resolved = resolve("gemma3-270m-cpu", sets=[f"serve.args.port={port}"])
+    resolved = resolve(cpu_recipe(), sets=[f"serve.args.port={port}"])
     monkeypatch.setattr(ab, "CONCURRENCIES", (1, 2))
     work = tmp_path / "off"
     work.mkdir()
@@ -174,11 +175,12 @@ def test_the_together_settings_give_each_side_its_port_and_a_fixed_kv_pool(ab):
 @pytest.mark.slow
 @pytest.mark.slow_tier("serving")
 def test_both_sides_served_together_on_real_cpu_servers(ab, tmp_path, monkeypatch):
-    """serve_together on the pinned CPU engine: two servers of the embedded default recipe up at once,
+    """serve_together on the pinned CPU engine: two servers of the host's CPU recipe up at once,
     each with its own port, greedy outputs from both, and each concurrency measured
     on each by `vllm bench serve`; both are stopped afterwards, and their progress is on disk."""
     import socket
 
+    from cookbook.host_cpu import cpu_recipe
     from cookbook.recipe.resolve import resolve
     from cookbook.serving import local
 
@@ -187,7 +189,7 @@ def test_both_sides_served_together_on_real_cpu_servers(ab, tmp_path, monkeypatc
         with socket.socket() as s:
             s.bind(("127.0.0.1", 0))
             ports.append(s.getsockname()[1])
-    recipes = [resolve("gemma3-270m-cpu", sets=[f"serve.args.port={p}"]) for p in ports]
+    recipes = [resolve(cpu_recipe(), sets=[f"serve.args.port={p}"]) for p in ports]
     env = local.prepare(recipes[0], tmp_path)
     # the plugin refuses the CPU engine (vLLM 0.32.0), so both run with it off: two servers, one GPU's worth
     sides = {label: (r, {**env, ab.ENV: "0"}) for label, r in zip(("off", "on"), recipes)}
