@@ -309,4 +309,10 @@ def test_a_card_of_another_kind_or_unnamed_is_refused_standin(tmp_path, recipe):
     (run / "env.txt").write_text("device_mib 1\n")
     with pytest.raises(ValueError, match="does not name the card"):
         E.write(run, r, {})
+    (run / "env.txt").write_text("env: NVIDIA H100 <img src=x>, 570.1, 81559 MiB\ndevice_mib 81079\n")
+    with pytest.raises(ValueError, match="not a plain product name"):
+        E.write(run, r, {})
+    # without torch's total the catalogue's figure is used, and the record says so
+    (run / "env.txt").write_text("env: NVIDIA H100 80GB HBM3, 570.1, 81559 MiB\n")
+    assert E.card_of((run / "env.txt").read_text(), "h200")[0]["device_mib_from"] == "the catalogue's"
     assert not (recipe.parent / E.FOLDER).exists()

@@ -106,12 +106,14 @@ def card_of(text: str, recipe_platform: str) -> tuple[dict | None, list[str]]:
             mib = int(m.group(1))
     if not name:
         return None, [f"{ENV_FILE} does not name the card (its 'env: NAME, DRIVER, MEMORY' line)"]
+    if not re.fullmatch(r"[A-Za-z0-9 ._()-]+", name):  # it goes onto the recipe's page
+        return None, [f"{ENV_FILE} names the card {name!r}: not a plain product name"]
     plat = next((p for rx, p in _CARD_PLATFORM if rx.search(name)), None)
     want = platforms.CATALOGUE.get(recipe_platform)
     if plat is None or want is None or platforms.CATALOGUE[plat].arch != want.arch:
         return None, [f"the run used a {name}, not a card of the recipe's kind ({recipe_platform})"]
+    source = "torch's total on the run's card" if mib else "the catalogue's"
     mib = mib or platforms.CATALOGUE[plat].device_mib
-    source = "torch's total on the run's card" if mib != platforms.CATALOGUE[plat].device_mib else "the catalogue's"
     return {"name": name, "platform": plat, "device_mib": mib, "device_mib_from": source}, []
 
 
