@@ -264,7 +264,9 @@ def test_vllms_args_with_an_enum_are_read_as_a_dict():
     assert E.parse_server_log(line.replace("256,", "256 <x"))["args"].startswith("{")  # not a literal: kept as text
 
 
-H100_ENV = "env: NVIDIA H100 80GB HBM3, 570.133.20, 81559 MiB\ntorch 2.11.0 vllm 0.26.0\ndevice_mib 81079\nfixes apply: 0\n"
+H100_ENV = (
+    "env: NVIDIA H100 80GB HBM3, 570.133.20, 81559 MiB\ntorch 2.11.0 vllm 0.26.0\ndevice_mib 81079\nfixes apply: 0\n"
+)
 
 
 def _run_on_h100(tmp_path, resolved):
@@ -275,7 +277,9 @@ def _run_on_h100(tmp_path, resolved):
     gib = p.vllm_pool_bytes / 2**30
     log = (run / "server.log").read_text().splitlines()
     log[-2] = f"(EngineCore pid=9) INFO 12-05 06:02:00 [worker.py:5] Available KV cache memory: {gib:.2f} GiB"
-    log[-1] = f"(EngineCore pid=9) INFO 12-05 06:02:00 [kv.py:6] GPU KV cache size: {int(gib * 2**30 / p.kv.bytes_per_token):,} tokens"
+    log[-1] = (
+        f"(EngineCore pid=9) INFO 12-05 06:02:00 [kv.py:6] GPU KV cache size: {int(gib * 2**30 / p.kv.bytes_per_token):,} tokens"
+    )
     (run / "server.log").write_text("\n".join(log) + "\n")
     (run / "env.txt").write_text(H100_ENV)
     return run

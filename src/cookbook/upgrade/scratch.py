@@ -186,7 +186,9 @@ class ScratchEngine:
             return self
         torch = self.torch_pin
         if (made_in := self._marker().get("root")) not in (None, str(self.root.resolve())):
-            say(f"the scratch engine {self.root} was made in {made_in}: its scripts name that folder; building it again")
+            say(
+                f"the scratch engine {self.root} was made in {made_in}: its scripts name that folder; building it again"
+            )
         if self.root.exists():
             say(f"removing the incomplete scratch engine {self.root}")
             shutil.rmtree(self.root)
@@ -216,7 +218,12 @@ class ScratchEngine:
         self._share()
         (self.root / MARKER).write_text(
             json.dumps(
-                {"distribution": self.distribution, "version": self.version, "torch": torch, "root": str(self.root.resolve())}
+                {
+                    "distribution": self.distribution,
+                    "version": self.version,
+                    "torch": torch,
+                    "root": str(self.root.resolve()),
+                }
             )
             + "\n"
         )
@@ -226,7 +233,9 @@ class ScratchEngine:
     def _share(self) -> None:
         """Hard-link files identical to the cookbook's own venv or another complete scratch engine."""
         others = [site_packages(Path(sys.prefix))]
-        others += [site_packages(p) for p in sorted(self.root.parent.iterdir()) if (p / MARKER).is_file() and p != self.root]
+        others += [
+            site_packages(p) for p in sorted(self.root.parent.iterdir()) if (p / MARKER).is_file() and p != self.root
+        ]
         files, size = share_identical(site_packages(self.root), others)
         say(f"{files} files ({size / 2**30:.2f} GiB) are shared, as hard links, with identical ones beside it")
 
