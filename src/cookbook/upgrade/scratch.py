@@ -185,11 +185,11 @@ class ScratchEngine:
             say(f"scratch engine {self.requirement} ready at {self.root} (reused)")
             return self
         torch = self.torch_pin
-        if (made_in := self._marker().get("root")) not in (None, str(self.root.resolve())):
-            say(
-                f"the scratch engine {self.root} was made in {made_in}: its scripts name that folder; building it again"
-            )
-        if self.root.exists():
+        here = str(self.root.resolve())
+        if (made_in := self._marker().get("root")) not in (None, here):
+            say(f"the scratch engine {self.root} was made in {made_in}: its scripts name that folder; removing it")
+            shutil.rmtree(self.root)
+        elif self.root.exists():
             say(f"removing the incomplete scratch engine {self.root}")
             shutil.rmtree(self.root)
         self.root.parent.mkdir(parents=True, exist_ok=True)
@@ -222,7 +222,7 @@ class ScratchEngine:
                     "distribution": self.distribution,
                     "version": self.version,
                     "torch": torch,
-                    "root": str(self.root.resolve()),
+                    "root": here,
                 }
             )
             + "\n"
@@ -233,9 +233,8 @@ class ScratchEngine:
     def _share(self) -> None:
         """Hard-link files identical to the cookbook's own venv or another complete scratch engine."""
         others = [site_packages(Path(sys.prefix))]
-        others += [
-            site_packages(p) for p in sorted(self.root.parent.iterdir()) if (p / MARKER).is_file() and p != self.root
-        ]
+        # this engine's own marker is written after this, so it is never among the others
+        others += [site_packages(p) for p in sorted(self.root.parent.iterdir()) if (p / MARKER).is_file()]
         files, size = share_identical(site_packages(self.root), others)
         say(f"{files} files ({size / 2**30:.2f} GiB) are shared, as hard links, with identical ones beside it")
 
