@@ -206,11 +206,14 @@ def test_the_device_script_serves_the_scaled_block_and_records_a_refusal_standin
     )
     (bin_dir / "python3").chmod(0o755)
     keep = tmp_path / "keep"
-    ck = keep / "ckpt" / f"engine-check-{SLUG}"
+    keep.mkdir()
+    (keep / "env.txt").write_text(H200_ENV)  # run_all writes it on the device
+    ck = tmp_path / "ckpt" / f"engine-check-{SLUG}-8l"  # the 8-layer checkpoint fits an H200: made already
     ck.mkdir(parents=True)
     (ck / "config.json").write_text("{}")
     script = (ROOT / "scripts" / "offline-gpu" / "engine-check").read_text()
     func = script[script.index("one_case() {") : script.index("\n}\n", script.index("one_case() {")) + 3]
+    func = f"root={ROOT}; source scripts/offline-gpu/checkpoint.sh; ckdir={tmp_path / 'ckpt'}\n{func}"
     cfg = f"recipes/{SLUG}/engine-check/config.json"
     env = dict(os.environ, PATH=f"{bin_dir}:{os.environ['PATH']}", PYTHONPATH=str(ROOT / "src"), keep=str(keep))
     # another server on the recipe's port (the shared CPU server here) must not pass for this one
@@ -264,6 +267,7 @@ def test_vllms_args_with_an_enum_are_read_as_a_dict():
     assert E.parse_server_log(line.replace("256,", "256 <x"))["args"].startswith("{")  # not a literal: kept as text
 
 
+H200_ENV = "env: NVIDIA H200, 570.133.20, 143771 MiB\ntorch 2.11.0 vllm 0.26.0\ndevice_mib 143155\nfixes apply: 0\n"
 H100_ENV = (
     "env: NVIDIA H100 80GB HBM3, 570.133.20, 81559 MiB\ntorch 2.11.0 vllm 0.26.0\ndevice_mib 81079\nfixes apply: 0\n"
 )

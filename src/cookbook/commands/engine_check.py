@@ -73,3 +73,74 @@ def status_cmd(slug):
         click.echo(f"  - {r}")
     if word != ENGINE_CHECKED:
         raise SystemExit(FAILED)
+
+
+@engine_check.command("fit")
+@click.argument("slug")
+@click.argument("config_file", type=click.Path(path_type=Path, dir_okay=False))
+@click.option("--env", "env_file", type=click.Path(path_type=Path, dir_okay=False), help="A run's env.txt: its card.")
+@click.option("--device-mib", type=click.IntRange(1024, 16 * 2**20), help="The card's memory in MiB (torch's total).")
+@click.option(
+    "--write",
+    "write_to",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Write the config.json to serve: CONFIG_FILE when it fits, else it at the most layers that do.",
+)
+def fit_cmd(slug, config_file, env_file, device_mib, write_to):
+    """Whether CONFIG_FILE's reduced-depth checkpoint fits one card for SLUG's engine check: the
+    random weights while vLLM fills them, and a KV pool for one max_model_len sequence. Exit 1 when
+    it does not fit (and, with --write, no depth of it does); nothing is launched.
+
+      cookbook maint engine-check fit glm52-fp8-8x-h200 recipes/glm52-fp8-8x-h200/engine-check/config.json --device-mib 81079
+    """
+    import json
+
+    from cookbook.evidence.engine_check import read_limited
+    from cookbook.evidence.engine_check_fit import at_depth, card_mib, deepest_fitting, estimate, gib
+    from cookbook.files import atomic_write
+
+    resolved = resolve_or_refuse(slug, None, (), f"cannot check {slug}'s engine-check checkpoint")
+    if (env_file is None) == (device_mib is None):
+        raise CookbookError("name the card once: --env FILE or --device-mib N", help="e.g. --device-mib 81079")
+    try:
+        config = json.loads(read_limited(config_file, 1 << 20))
+        layers = config["num_hidden_layers"] if isinstance(config, dict) else None
+        if not isinstance(layers, int) or isinstance(layers, bool) or not 0 < layers < 10_000:
+            raise ValueError("it needs num_hidden_layers, a positive integer")
+        if env_file is not None:
+            name, device_mib = card_mib(read_limited(env_file, 1 << 16), resolved)
+            card = f"one {name} ({device_mib:,} MiB)"
+        else:
+            card = f"a card of {device_mib:,} MiB"
+        fit = estimate(resolved, config, device_mib)
+    except (ValueError, KeyError, TypeError, OverflowError, RecursionError) as e:
+        where = env_file if env_file is not None and "env" in str(e) else config_file
+        raise CookbookError(f"{where}: {e}", help="pass a checkpoint's config.json and a run's env.txt") from None
+    said = f"{config_file} at {fit.layers} layers on {card}"
+    if fit.unknown:
+        click.echo(f"cannot tell: {said}: {fit.unknown}; served as it is")
+        if write_to is not None:
+            atomic_write(write_to, json.dumps(config, indent=2) + "\n")
+        return
+    if not fit.reasons():
+        click.echo(
+            f"fits: {said}: weights ~{gib(fit.weights_bytes)}, load peak ~{gib(fit.load_peak_bytes)}"
+            f" of {gib(fit.device_bytes)}, KV pool ~{gib(fit.pool_bytes)}"
+        )
+        if write_to is not None:
+            atomic_write(write_to, json.dumps(config, indent=2) + "\n")
+        return
+    deepest = deepest_fitting(resolved, config, device_mib)
+    if write_to is None or deepest is None:
+        raise CookbookError(
+            f"does not fit: {said}: {'; '.join(fit.reasons())}",
+            help=(
+                f"{deepest} layers fit this card: a config.json with num_hidden_layers {deepest}, or --write FILE"
+                if deepest
+                else "no depth of this checkpoint fits this card: a larger card"
+            ),
+            exit_code=FAILED,
+        )
+    atomic_write(write_to, json.dumps(at_depth(config, deepest), indent=2) + "\n")
+    click.echo(f"reduced: {said}: {'; '.join(fit.reasons())}")
+    click.echo(f"wrote {write_to}: the same checkpoint at {deepest} layers, which fit")

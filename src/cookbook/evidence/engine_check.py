@@ -127,7 +127,7 @@ def block_of(resolved, sets) -> str:
 _ENUM_REPR = re.compile(r"<(\w+\.\w+): [^<>]{0,200}>")
 
 
-def _read(path: Path, limit: int = MAX_LOG_BYTES) -> str:
+def read_limited(path: Path, limit: int = MAX_LOG_BYTES) -> str:
     if path.is_symlink() or not path.is_file():
         raise ValueError(f"{path.name} is missing or not a regular file")
     if path.stat().st_size > limit:
@@ -256,9 +256,9 @@ def figures(run: Path, resolved, explanations: dict[str, str]) -> tuple[dict, li
     try:
         # a server that never came up leaves no metrics and no answers; older runs have no env.txt
         optional = ("metrics.prom", "responses.json", ENV_FILE)
-        texts = {f: _read(run / f) for f in RUN_FILES if f not in optional}
+        texts = {f: read_limited(run / f) for f in RUN_FILES if f not in optional}
         for f in optional:
-            texts[f] = _read(run / f, 1 << 16) if (run / f).exists() or (run / f).is_symlink() else ""
+            texts[f] = read_limited(run / f, 1 << 16) if (run / f).exists() or (run / f).is_symlink() else ""
         metrics = texts["metrics.prom"]
         config = json.loads(texts["config.json"])
         if not isinstance(config, dict) or any(
@@ -370,7 +370,7 @@ def card_line(bundle: Path) -> str:
     """Where the bundle's run served, for a page: the card and the memory it was planned for ('' for
     a run from before cards were recorded, or a record that cannot be read)."""
     try:
-        card = json.loads(_read(bundle / RECORD, 1 << 20)).get("card")
+        card = json.loads(read_limited(bundle / RECORD, 1 << 20)).get("card")
         return f"{card['name']}, planned for its {int(card['device_mib']):,} MiB" if isinstance(card, dict) else ""
     except (ValueError, OSError, KeyError, TypeError, AttributeError):
         return ""
@@ -391,7 +391,7 @@ def write(run: Path, resolved, explanations: dict[str, str], stamp: str | None =
     if is_bundle(run):
         problems = check_manifest(run)
         try:
-            old = json.loads(_read(run / RECORD, 1 << 20))
+            old = json.loads(read_limited(run / RECORD, 1 << 20))
         except (ValueError, OSError) as e:
             problems.append(f"{RECORD} cannot be read ({e})")
             old = {}
@@ -428,7 +428,7 @@ def status(resolved) -> tuple[str | None, list[str]]:
     bundle = found[-1]
     reasons = check_manifest(bundle)
     try:
-        record = json.loads(_read(bundle / RECORD, 1 << 20))
+        record = json.loads(read_limited(bundle / RECORD, 1 << 20))
     except (ValueError, OSError) as e:
         return REFUSED, [*reasons, f"{RECORD} cannot be read ({e})"]
     if not isinstance(record, dict) or record.get("record_format") != RECORD_FORMAT:
