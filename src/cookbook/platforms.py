@@ -32,9 +32,9 @@ class Platform:
 # device_mib per platform, and where the figure comes from.
 DEVICE_MIB = {
     "h100": (
-        80944,
-        "derived, not measured here: nvidia-smi's 81,559 MiB for the H100 80GB HBM3 (SXM5) part less the "
-        "615 MiB the driver keeps back, as measured on this project's H200 (143,771 vs 143,156 MiB)",
+        81079,
+        "measured: torch.cuda.mem_get_info's total on an H100 80GB HBM3 (SXM5), driver 580.159.04, 2026-12-08 "
+        "(nvidia-smi shows 81,559 MiB; the figure derived before from the H200's gap was 80,944)",
     ),
     "h200": (
         143156,

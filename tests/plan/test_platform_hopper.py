@@ -24,9 +24,9 @@ def test_plan_on_h100_uses_its_runtime_total():
     r = CliRunner().invoke(main, ["plan", "dsv4-4", "--platform", "h100", "--json"])
     assert r.exit_code == 0, r.output
     setup = json.loads(r.stdout[: r.stdout.rindex("}") + 1])["setup"]
-    assert setup["platform"] == "h100" and setup["device_bytes"] == 80944 * 2**20
+    assert setup["platform"] == "h100" and setup["device_bytes"] == 81079 * 2**20
     text = CliRunner().invoke(main, ["plan", "dsv4-4", "--platform", "h100"]).output
-    assert "4x h100" in text and "device memory 79.05 GiB" in text
+    assert "4x h100" in text and "device memory 79.18 GiB" in text
 
 
 def test_unknown_platform_is_still_refused():
