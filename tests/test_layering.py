@@ -62,7 +62,11 @@ FORBIDDEN = {
 # compares vLLM's figures with the plan, so it asks the planner itself (no planner handed down from
 # above); the rest of the evidence wing, whose passes are cached by the gates' and its own source
 # (cookbook.evidence.passed_cache), must not depend on the planner.
-ALLOWED = {"cookbook.evidence.engine_check": ("cookbook.plan",)}
+ALLOWED = {
+    "cookbook.evidence.engine_check": ("cookbook.plan",),
+    # whether its checkpoint fits a card: the planner's weights by tensor group, scaled to the depth
+    "cookbook.evidence.engine_check_fit": ("cookbook.plan",),
+}
 CLI = ("cookbook.commands", "cookbook.cli")
 CLI_SHARED = ("cookbook.cli_options", "cookbook.generated_files")  # below the commands, above the rest
 UPPER = (

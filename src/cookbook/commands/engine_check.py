@@ -96,8 +96,9 @@ def fit_cmd(slug, config_file, env_file, device_mib, write_to):
     import json
 
     from cookbook.evidence.engine_check import read_limited
-    from cookbook.evidence.engine_check_fit import at_depth, card_mib, deepest_fitting, estimate, gib
+    from cookbook.evidence.engine_check_fit import at_depth, card_mib, deepest_fitting, estimate
     from cookbook.files import atomic_write
+    from cookbook.units import gib
 
     resolved = resolve_or_refuse(slug, None, (), f"cannot check {slug}'s engine-check checkpoint")
     if (env_file is None) == (device_mib is None):

@@ -28,8 +28,8 @@ import copy
 from dataclasses import dataclass
 
 from cookbook.evidence.engine_check import card_of, geometry_sets, plan_of, scaled_sets
+from cookbook.units import GIB, gib
 
-GIB = 2**30
 POOL_MARGIN = 6 * GIB
 LOAD_SLACK = 1 * GIB  # the CUDA context and the allocator's rounding (0.67 GiB in the H100 run's OOM)
 FP8_BITS = (6.0, 10.0)  # a group stored at about 8 bits per weight is FP8: a float that dummy loading copies
@@ -70,19 +70,15 @@ class Fit:
         return out
 
 
-def gib(n: float) -> str:
-    return f"{n / GIB:.1f} GiB"
-
-
 def _largest_fp8_elements(plan) -> int:
     """Elements of the largest FP8 tensor vLLM fills: one layer's fused gate/up experts, or a dense
     MLP's fused gate/up, where that group is stored at about 8 bits."""
-    a, counts = plan.geometry.arch, plan.weights.groups
+    a, groups = plan.geometry.arch, plan.weights.groups
     h = a.hidden_size or 0
     sizes = []
 
     def fp8(name: str) -> bool:
-        bits = counts[name].bits_per_weight if name in counts else None
+        bits = groups[name].bits_per_weight if name in groups else None
         return bits is not None and FP8_BITS[0] <= bits <= FP8_BITS[1]
 
     if a.routed_experts and a.moe_intermediate_size and (fp8("routed_experts") or fp8("mtp")):
