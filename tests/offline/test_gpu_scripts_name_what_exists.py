@@ -34,3 +34,17 @@ def test_every_cookbook_command_the_gpu_scripts_run_is_a_current_spelling():
         )
         assert p.returncode == 0, f"cookbook {words}: {p.stderr[-300:]}"
         assert "note:" not in p.stderr, f"cookbook {words} is an old spelling: {p.stderr.strip()}"
+
+
+@pytest.mark.parametrize("args", [[], ["start"]], ids=["bare", "unknown-mode"])
+def test_the_engine_check_script_says_how_to_call_it_before_looking_for_a_payload(tmp_path, args):
+    p = subprocess.run(
+        [str(ROOT / "scripts" / "offline-gpu" / "engine-check"), *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "OUT": str(tmp_path / "out")},
+        timeout=30,
+    )
+    assert p.returncode == 2
+    assert "engine-check background CASE" in p.stderr and "no payload" not in p.stderr
