@@ -154,8 +154,8 @@ def test_hostile_files_and_cards_are_refused(tmp_path):
 
 def test_the_gpu_scripts_helper_makes_the_checkpoint_at_the_depth_that_fits(tmp_path):
     """scripts/offline-gpu/checkpoint.sh's checkpoint_for, as both GPU scripts call it, with the
-    H100 run's env.txt: the case's config.json is the checkpoint at 7 layers, made once under its
-    own name; on an H200 the 8-layer one is made beside it."""
+    H100 run's env.txt: the case's config.json is the checkpoint at 7 layers, made under its own
+    name; on an H200 the 8-layer one beside it is used; on a card nothing fits, nothing is made."""
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"), PATH=f"{Path(sys.executable).parent}:{os.environ['PATH']}")
 
     def helper(card_env: Path, d: Path):
@@ -170,10 +170,19 @@ def test_the_gpu_scripts_helper_makes_the_checkpoint_at_the_depth_that_fits(tmp_
     assert json.loads((ck / "config.json").read_text())["num_hidden_layers"] == 7
     assert json.loads((tmp_path / "h100" / "config.json").read_text())["num_hidden_layers"] == 7
     assert "wrote" in (tmp_path / "h100" / "log").read_text()
+    # on an H200 the 8-layer checkpoint, made once (here already: a second conversion is 8 s of the suite)
+    made = tmp_path / "ckpt" / f"engine-check-{SLUG}-8l"
+    made.mkdir()
+    (made / "config.json").write_text("{}")
     (tmp_path / "h200.txt").write_text(H200_ENV)
     r = helper(tmp_path / "h200.txt", tmp_path / "h200")
-    assert r.returncode == 0 and Path(r.stdout.strip()).name == f"engine-check-{SLUG}-8l"
+    assert r.returncode == 0 and Path(r.stdout.strip()) == made
+    assert (made / "config.json").read_text() == "{}"  # reused, not made again
     (tmp_path / "small.txt").write_text(H200_ENV.replace("143155", "20000"))
     r = helper(tmp_path / "small.txt", tmp_path / "small")
     assert r.returncode == 1 and r.stdout == ""
     assert "no depth of this checkpoint fits" in (tmp_path / "small" / "log").read_text()
+    assert sorted(p.name for p in (tmp_path / "ckpt").iterdir()) == [
+        f"engine-check-{SLUG}-7l",
+        f"engine-check-{SLUG}-8l",
+    ]
