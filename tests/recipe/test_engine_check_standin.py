@@ -298,7 +298,7 @@ def test_a_run_on_an_h100_is_planned_for_its_memory_and_named_standin(tmp_path, 
                            "device_mib_from": "torch's total on the run's card"}  # fmt: skip
     assert (dest / "env.txt").read_text() == H100_ENV
     assert E.status(r) == (E.ENGINE_CHECKED, [])
-    assert E.card_line(dest) == "NVIDIA H100 80GB HBM3, planned for its 81,079 MiB"
+    assert E.check(resolve(recipe))[2] == "NVIDIA H100 80GB HBM3, planned for its 81,079 MiB"
     # the same run without its env.txt is judged against the H200's memory: far off the plan
     (run / "env.txt").unlink()
     with pytest.raises(ValueError, match="pool_gib .* off"):
@@ -324,3 +324,21 @@ def test_a_card_of_another_kind_or_unnamed_is_refused_standin(tmp_path, recipe):
     (run / "env.txt").write_text("env: NVIDIA H100 80GB HBM3, 570.1, 81559 MiB\n")
     assert E.card_of((run / "env.txt").read_text(), "h200")[0]["device_mib_from"] == "the catalogue's"
     assert not (recipe.parent / E.FOLDER).exists()
+
+
+def test_a_recipe_page_reads_the_engine_check_record_once(monkeypatch):
+    """The badge, the paragraph and the card line come from one read of the newest bundle's record."""
+    from cookbook.site.recipe_page import recipe_page
+
+    reads = []
+    real = E.read_limited
+
+    def counting(path, *a, **k):
+        if Path(path).name == E.RECORD:
+            reads.append(path)
+        return real(path, *a, **k)
+
+    monkeypatch.setattr(E, "read_limited", counting)
+    page = recipe_page(SLUG)
+    assert len(reads) == 1, reads
+    assert "Engine check: *engine-check stale* (the recipe changed after the run" in page

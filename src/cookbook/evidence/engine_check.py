@@ -366,13 +366,13 @@ def bundles(resolved) -> list[Path]:
     return sorted(p for p in folder.iterdir() if p.is_dir() and not p.name.startswith(".")) if folder.is_dir() else []
 
 
-def card_line(bundle: Path) -> str:
-    """Where the bundle's run served, for a page: the card and the memory it was planned for ('' for
-    a run from before cards were recorded, or a record that cannot be read)."""
+def card_line(record: dict) -> str:
+    """Where a record's run served, for a page: the card and the memory it was planned for ('' for a
+    run from before cards were recorded)."""
+    card = record.get("card")
     try:
-        card = json.loads(read_limited(bundle / RECORD, 1 << 20)).get("card")
         return f"{card['name']}, planned for its {int(card['device_mib']):,} MiB" if isinstance(card, dict) else ""
-    except (ValueError, OSError, KeyError, TypeError, AttributeError):
+    except (ValueError, KeyError, TypeError):
         return ""
 
 
@@ -422,23 +422,30 @@ def write(run: Path, resolved, explanations: dict[str, str], stamp: str | None =
 
 def status(resolved) -> tuple[str | None, list[str]]:
     """(ENGINE_CHECKED / STALE / REFUSED, the reasons) from the newest bundle; (None, []) without one."""
+    word, reasons, _ = check(resolved)
+    return word, reasons
+
+
+def check(resolved) -> tuple[str | None, list[str], str]:
+    """status(), and where the run served for a page (card_line), the record read once."""
     found = bundles(resolved)
     if not found:
-        return None, []
+        return None, [], ""
     bundle = found[-1]
     reasons = check_manifest(bundle)
     try:
         record = json.loads(read_limited(bundle / RECORD, 1 << 20))
     except (ValueError, OSError) as e:
-        return REFUSED, [*reasons, f"{RECORD} cannot be read ({e})"]
+        return REFUSED, [*reasons, f"{RECORD} cannot be read ({e})"], ""
     if not isinstance(record, dict) or record.get("record_format") != RECORD_FORMAT:
-        return REFUSED, [*reasons, f"{RECORD} is not an engine-check record"]
+        return REFUSED, [*reasons, f"{RECORD} is not an engine-check record"], ""
+    where = card_line(record)
     if record.get("recipe_hash") != resolved.content_hash:
-        return STALE, [f"the recipe changed after the run ({bundle.name})"]
+        return STALE, [f"the recipe changed after the run ({bundle.name})"], where
     if reasons:
-        return REFUSED, reasons
+        return REFUSED, reasons, where
     again, reasons = figures(bundle, resolved, record.get("explanations") or {})
     for key in ("vllm", "comparison", "sequences", "rc", "answered_choices", "checkpoint", "card"):
         if again.get(key) != record.get(key):
             reasons.append(f"{RECORD}'s {key} is not what the bundle's files give")
-    return (REFUSED, reasons) if reasons else (ENGINE_CHECKED, [])
+    return (REFUSED, reasons, where) if reasons else (ENGINE_CHECKED, [], where)

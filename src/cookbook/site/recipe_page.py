@@ -35,15 +35,14 @@ from cookbook.site.plan_section import plan_lines
 from cookbook.site.talk import talk_lines
 
 
-def engine_check_lines(resolved, word: str | None, reasons: list[str]) -> list[str]:
-    """The page's paragraph on its engine check (`word, reasons`: cookbook.evidence.engine_check.status):
+def engine_check_lines(resolved, word: str | None, reasons: list[str], card: str) -> list[str]:
+    """The page's paragraph on its engine check (`word, reasons, card`: cookbook.evidence.engine_check.check):
     the bundle, its word, what it proves and what not (nothing when the recipe has no bundle)."""
     found = engine_check.bundles(resolved)
     if not found:
         return []
     rel = found[-1].relative_to(resolved.path.parent.parent.parent).as_posix()
     why = f" ({'; '.join(reasons)})" if reasons else ""
-    card = engine_check.card_line(found[-1])
     where = f" (run on one {card})" if card else ""
     return [
         f"Engine check: *{word}*{why}, bundle `{rel}/`{where}. It proves the engine accepts the flags, builds the "
@@ -388,7 +387,8 @@ def recipe_page(slug: str) -> str:
     resolved = resolve(slug)
     r = resolved.recipe
     status = status_of(resolved)
-    checked = engine_check.status(resolved)  # once: the badge and the paragraph say the same
+    word, reasons, card = engine_check.check(resolved)  # once: the badge and the paragraph say the same
+    checked = (word, reasons)
     lines = [
         *front_matter(slug),
         MARKER,
@@ -398,7 +398,7 @@ def recipe_page(slug: str) -> str:
         "",
         f"Status: {badge(shown_status(resolved, status, checked))}. Recipe: `recipes/{slug}/recipe.yaml`.",
         "",
-        *engine_check_lines(resolved, *checked),
+        *engine_check_lines(resolved, word, reasons, card),
         *benchmark_lines(resolved),
         "| | |",
         "|---|---|",
