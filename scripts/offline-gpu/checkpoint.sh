@@ -14,6 +14,9 @@ write_env() {
 # ck_path CONFIG LAYERS: the checkpoint folder of CONFIG (a repository path) at LAYERS layers
 ck_path() { echo "$ckdir/$(basename "$(dirname "$1")")-$(basename "$(dirname "$(dirname "$1")")")-$2l"; }
 
+# layers_of CONFIG: its num_hidden_layers
+layers_of() { python3 -c 'import json, sys; print(int(json.load(open(sys.argv[1]))["num_hidden_layers"]))' "$1"; }
+
 # checkpoint_for SLUG CONFIG ENV DIR LOG: DIR/config.json is CONFIG, or CONFIG at the most layers that
 # fit the card ENV names (cookbook maint engine-check fit: the 8-layer GLM-5.2 FP8 checkpoint runs out
 # of memory on an H100 while vLLM fills its random weights); prints the checkpoint folder, made when
@@ -23,8 +26,7 @@ checkpoint_for() {
   mkdir -p "$d"
   python3 -m cookbook.cli maint engine-check fit "$slug" "$config" --env "$env" --write "$d/config.json" >> "$log" 2>&1 \
     || return 1
-  layers=$(python3 -c 'import json, sys; print(int(json.load(open(sys.argv[1]))["num_hidden_layers"]))' "$d/config.json") \
-    || return 1
+  layers=$(layers_of "$d/config.json") || return 1
   ck="$(ck_path "$config" "$layers")"
   if [[ ! -f "$ck/config.json" ]]; then
     python3 -m cookbook.cli convert dummy-checkpoint "$(python3 -c 'from cookbook.models import gemma; print(gemma.gguf_path())')" \

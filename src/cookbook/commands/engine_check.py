@@ -95,7 +95,7 @@ def fit_cmd(slug, config_file, env_file, device_mib, write_to):
     """
     import json
 
-    from cookbook.evidence.engine_check import read_limited
+    from cookbook.evidence.engine_check import config_of, read_limited
     from cookbook.evidence.engine_check_fit import at_depth, card_mib, deepest_fitting, estimate
     from cookbook.files import atomic_write
     from cookbook.units import gib
@@ -104,44 +104,49 @@ def fit_cmd(slug, config_file, env_file, device_mib, write_to):
     if (env_file is None) == (device_mib is None):
         raise CookbookError("name the card once: --env FILE or --device-mib N", help="e.g. --device-mib 81079")
     try:
-        config = json.loads(read_limited(config_file, 1 << 20))
-        layers = config["num_hidden_layers"] if isinstance(config, dict) else None
-        if not isinstance(layers, int) or isinstance(layers, bool) or not 0 < layers < 10_000:
-            raise ValueError("it needs num_hidden_layers, a positive integer")
-        if env_file is not None:
+        config = config_of(read_limited(config_file, 1 << 20))
+        if config["num_hidden_layers"] >= 10_000:  # the fit tries each depth below it
+            raise ValueError("num_hidden_layers is 10,000 or more")
+    except (ValueError, RecursionError) as e:
+        raise CookbookError(f"{config_file}: {e}", help="pass a checkpoint's config.json") from None
+    if env_file is None:
+        card = f"a card of {device_mib:,} MiB"
+    else:
+        try:
             name, device_mib = card_mib(read_limited(env_file, 1 << 16), resolved)
-            card = f"one {name} ({device_mib:,} MiB)"
-        else:
-            card = f"a card of {device_mib:,} MiB"
+        except ValueError as e:
+            raise CookbookError(f"{env_file}: {e}", help="pass the env.txt of a run on the recipe's GPU kind") from None
+        card = f"one {name} ({device_mib:,} MiB)"
+    try:
         fit = estimate(resolved, config, device_mib)
-    except (ValueError, KeyError, TypeError, OverflowError, RecursionError) as e:
-        where = env_file if env_file is not None and "env" in str(e) else config_file
-        raise CookbookError(f"{where}: {e}", help="pass a checkpoint's config.json and a run's env.txt") from None
+    except (ValueError, KeyError, TypeError, OverflowError) as e:
+        raise CookbookError(
+            f"{config_file}: its geometry cannot be planned ({e})", help="pass a checkpoint's config.json"
+        ) from None
     said = f"{config_file} at {fit.layers} layers on {card}"
+    serve = config
     if fit.unknown:
         click.echo(f"cannot tell: {said}: {fit.unknown}; served as it is")
-        if write_to is not None:
-            atomic_write(write_to, json.dumps(config, indent=2) + "\n")
-        return
-    if not fit.reasons():
+    elif not fit.reasons():
         click.echo(
             f"fits: {said}: weights ~{gib(fit.weights_bytes)}, load peak ~{gib(fit.load_peak_bytes)}"
             f" of {gib(fit.device_bytes)}, KV pool ~{gib(fit.pool_bytes)}"
         )
-        if write_to is not None:
-            atomic_write(write_to, json.dumps(config, indent=2) + "\n")
-        return
-    deepest = deepest_fitting(resolved, config, device_mib)
-    if write_to is None or deepest is None:
-        raise CookbookError(
-            f"does not fit: {said}: {'; '.join(fit.reasons())}",
-            help=(
-                f"{deepest} layers fit this card: a config.json with num_hidden_layers {deepest}, or --write FILE"
-                if deepest
-                else "no depth of this checkpoint fits this card: a larger card"
-            ),
-            exit_code=FAILED,
-        )
-    atomic_write(write_to, json.dumps(at_depth(config, deepest), indent=2) + "\n")
-    click.echo(f"reduced: {said}: {'; '.join(fit.reasons())}")
-    click.echo(f"wrote {write_to}: the same checkpoint at {deepest} layers, which fit")
+    else:
+        deepest = deepest_fitting(resolved, config, device_mib)
+        if write_to is None or deepest is None:
+            raise CookbookError(
+                f"does not fit: {said}: {'; '.join(fit.reasons())}",
+                help=(
+                    f"{deepest} layers fit this card: a config.json with num_hidden_layers {deepest}, or --write FILE"
+                    if deepest
+                    else "no depth of this checkpoint fits this card: a larger card"
+                ),
+                exit_code=FAILED,
+            )
+        serve = at_depth(config, deepest)
+        click.echo(f"reduced: {said}: {'; '.join(fit.reasons())}")
+    if write_to is not None:
+        atomic_write(write_to, json.dumps(serve, indent=2) + "\n")
+        if serve is not config:
+            click.echo(f"wrote {write_to}: the same checkpoint at {serve['num_hidden_layers']} layers, which fit")

@@ -250,6 +250,17 @@ def _off(a: float, b: float) -> float:
     return abs(a - b) / max(abs(b), 1e-9)
 
 
+def config_of(text: str) -> dict:
+    """A checkpoint's config.json with the geometry a plan needs; ValueError otherwise."""
+    config = json.loads(text)
+    if not isinstance(config, dict) or any(
+        not isinstance(config.get(k), int) or isinstance(config.get(k), bool) or not 0 < config[k] < 10**7
+        for k in ("num_hidden_layers", "vocab_size")
+    ):
+        raise ValueError("config.json needs num_hidden_layers and vocab_size as positive integers")
+    return config
+
+
 def figures(run: Path, resolved, explanations: dict[str, str]) -> tuple[dict, list[str]]:
     """(the record's figures, every reason the run does not earn engine-checked)."""
     reasons: list[str] = []
@@ -260,12 +271,7 @@ def figures(run: Path, resolved, explanations: dict[str, str]) -> tuple[dict, li
         for f in optional:
             texts[f] = read_limited(run / f, 1 << 16) if (run / f).exists() or (run / f).is_symlink() else ""
         metrics = texts["metrics.prom"]
-        config = json.loads(texts["config.json"])
-        if not isinstance(config, dict) or any(
-            not isinstance(config.get(k), int) or isinstance(config.get(k), bool) or not 0 < config[k] < 10**7
-            for k in ("num_hidden_layers", "vocab_size")
-        ):
-            raise ValueError("config.json needs num_hidden_layers and vocab_size as positive integers")
+        config = config_of(texts["config.json"])
     except (ValueError, OSError, RecursionError) as e:
         return {}, [f"the run folder cannot be read: {e}"]
     rc = texts["rc"].strip()
